@@ -1,0 +1,12 @@
+# tally_target_defaults(<target>): warnings and sanitizers as target properties, never as
+# strings in CMAKE_<LANG>_FLAGS. CUDA sources get the host warnings through -Xcompiler.
+function(tally_target_defaults target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
+    $<$<COMPILE_LANGUAGE:CUDA>:--Werror=cross-execution-space-call -Xcompiler=-Wall,-Wextra>)
+  if(TALLY_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
