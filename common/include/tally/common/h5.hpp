@@ -1,0 +1,103 @@
+#pragma once
+// A small HDF5 writer/reader over the C API with RAII handles (hdf5.h stays in the .cpp).
+//
+//   auto f = tally::h5::File::create("results/heat2d.h5");  // writes "<path>.tmp.<pid>"
+//   f.attr("nx", 512);
+//   f.group("timings").attr("solve_s", 1.25);
+//   f.write<double>("field", u, {ny, nx});                     // chunked + deflate above 64 KiB
+//   f.commit();                                                // flush, close, rename to the final name
+//
+// A File destroyed without commit() (an exception, a failed check) removes its temporary file, so a
+// failed or killed run never leaves a file that looks finished.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tally::h5 {
+
+using dims_t = std::vector<std::uint64_t>;
+
+/// Datasets larger than this are chunked and deflate-compressed.
+inline constexpr std::uint64_t compress_threshold_bytes = 64 * 1024;
+
+class Object {
+ public:
+  Object() = default;
+  explicit Object(std::int64_t id) : id_(id) {}
+  ~Object();
+  Object(Object&& o) noexcept : id_(o.id_) { o.id_ = -1; }
+  Object& operator=(Object&& o) noexcept;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  [[nodiscard]] std::int64_t id() const { return id_; }
+  [[nodiscard]] bool valid() const { return id_ >= 0; }
+
+ protected:
+  void close();
+  std::int64_t id_ = -1;
+};
+
+/// A file or group: holds groups, datasets and attributes.
+class Location : public Object {
+ public:
+  using Object::Object;
+
+  /// Opens the group if it exists, creates it otherwise ("a/b" creates intermediates).
+  [[nodiscard]] Location group(std::string_view name);
+  [[nodiscard]] Location open_group(std::string_view name) const;
+  [[nodiscard]] bool has(std::string_view name) const;  ///< a link (group or dataset) of that name
+
+  // ---- writing ----
+  template <class T>  // int32, int64, uint8, uint32, uint64, float, double
+  void write(std::string_view name, std::span<const T> data, const dims_t& dims);
+  template <class T>
+  void write(std::string_view name, const std::vector<T>& data) { write<T>(name, std::span<const T>(data), {data.size()}); }
+  template <class T>
+  void write(std::string_view name, const std::vector<T>& data, const dims_t& dims) { write<T>(name, std::span<const T>(data), dims); }
+
+  template <class T>
+  void attr(std::string_view name, T value);  // arithmetic and bool
+  void attr(std::string_view name, std::string_view value);
+  void attr(std::string_view name, const char* value) { attr(name, std::string_view(value)); }
+  void attr(std::string_view name, const std::string& value) { attr(name, std::string_view(value)); }
+
+  // ---- reading ----
+  template <class T>
+  [[nodiscard]] std::vector<T> read(std::string_view name, dims_t* dims = nullptr) const;
+  [[nodiscard]] dims_t dataset_dims(std::string_view name) const;
+  /// Whether the dataset is stored chunked with the deflate filter.
+  [[nodiscard]] bool is_compressed(std::string_view name) const;
+  [[nodiscard]] bool has_attr(std::string_view name) const;
+  template <class T>
+  [[nodiscard]] T read_attr(std::string_view name) const;
+  [[nodiscard]] std::string read_attr_string(std::string_view name) const;
+  [[nodiscard]] std::vector<std::string> attr_names() const;
+};
+
+class File : public Location {
+ public:
+  /// Creates "<path>.tmp.<pid>" for writing. Throws tally::InputError when the place is not writable
+  /// (call it before computing, so that a bad --out fails fast).
+  static File create(const std::string& path);
+  /// Opens an existing file read-only. Throws tally::InputError naming the path.
+  static File open(const std::string& path);
+
+  File(File&&) noexcept = default;
+  File& operator=(File&&) noexcept;
+  ~File();
+
+  /// Flushes, closes and renames the temporary file to its final path.
+  void commit();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const std::string& temp_path() const { return temp_; }
+
+ private:
+  File(std::int64_t id, std::string path, std::string temp) : Location(id), path_(std::move(path)), temp_(std::move(temp)) {}
+  void discard();
+  std::string path_, temp_;  ///< temp_ empty for files opened for reading or already committed
+};
+
+}  // namespace tally::h5

@@ -1,0 +1,339 @@
+#include "tally/common/h5.hpp"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <type_traits>
+
+#include "tally/common/error.hpp"
+
+static_assert(sizeof(hid_t) == sizeof(std::int64_t), "tally::h5 stores hid_t as int64");
+
+namespace tally::h5 {
+
+namespace {
+
+// HDF5 prints its own error stack by default; we report through exceptions instead.
+struct SilenceHdf5 {
+  SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+};
+const SilenceHdf5 silence_hdf5;
+
+template <class T>
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, bool>) return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return H5T_NATIVE_UINT32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_NATIVE_UINT64;
+  else if constexpr (std::is_same_v<T, long long>) return H5T_NATIVE_LLONG;
+  else if constexpr (std::is_same_v<T, unsigned long long>) return H5T_NATIVE_ULLONG;
+  else static_assert(sizeof(T) == 0, "unsupported HDF5 element type");
+}
+
+hid_t check(hid_t id, std::string_view what, std::string_view name) {
+  if (id < 0) throw Error("HDF5: cannot " + std::string(what) + " '" + std::string(name) + "'");
+  return id;
+}
+void check(herr_t e, std::string_view what, std::string_view name) {
+  if (e < 0) throw Error("HDF5: cannot " + std::string(what) + " '" + std::string(name) + "'");
+}
+
+// Closes any kind of HDF5 id.
+void close_id(hid_t id) {
+  if (id < 0) return;
+  switch (H5Iget_type(id)) {
+    case H5I_FILE: H5Fclose(id); break;
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: break;
+  }
+}
+
+struct Id {  // scope guard for ids we do not hand out
+  hid_t id;
+  ~Id() { close_id(id); }
+  operator hid_t() const { return id; }  // NOLINT
+};
+
+std::string str(std::string_view s) { return std::string(s); }
+
+// Chunk shape: the dataset's shape halved along its largest axis until a chunk is <= 1 MiB.
+std::vector<hsize_t> chunk_dims(const dims_t& dims, std::size_t elem) {
+  std::vector<hsize_t> c(dims.begin(), dims.end());
+  auto bytes = [&] {
+    std::uint64_t b = elem;
+    for (auto d : c) b *= d;
+    return b;
+  };
+  while (bytes() > (1u << 20)) {
+    auto it = std::max_element(c.begin(), c.end());
+    if (*it <= 1) break;
+    *it = (*it + 1) / 2;
+  }
+  return c;
+}
+
+}  // namespace
+
+Object::~Object() { close(); }
+Object& Object::operator=(Object&& o) noexcept {
+  if (this != &o) {
+    close();
+    id_ = o.id_;
+    o.id_ = -1;
+  }
+  return *this;
+}
+void Object::close() {
+  close_id(id_);
+  id_ = -1;
+}
+
+// ---- groups -------------------------------------------------------------------------------------
+
+bool Location::has(std::string_view name) const {
+  // H5Lexists needs every intermediate link to exist: walk the path.
+  std::string path;
+  std::string_view rest = name;
+  while (!rest.empty()) {
+    const auto slash = rest.find('/');
+    path += (path.empty() ? "" : "/") + str(rest.substr(0, slash));
+    if (H5Lexists(id_, path.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return true;
+}
+
+Location Location::group(std::string_view name) {
+  if (has(name)) return open_group(name);
+  Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
+  H5Pset_create_intermediate_group(lcpl, 1);
+  return Location(check(H5Gcreate2(id_, str(name).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), "create group", name));
+}
+
+Location Location::open_group(std::string_view name) const {
+  return Location(check(H5Gopen2(id_, str(name).c_str(), H5P_DEFAULT), "open group", name));
+}
+
+// ---- datasets -----------------------------------------------------------------------------------
+
+template <class T>
+void Location::write(std::string_view name, std::span<const T> data, const dims_t& dims) {
+  std::uint64_t n = 1;
+  for (auto d : dims) n *= d;
+  if (n != data.size())
+    throw Error("HDF5: dataset '" + str(name) + "' has " + std::to_string(data.size()) + " elements for dims of " +
+                std::to_string(n));
+  const std::vector<hsize_t> hd(dims.begin(), dims.end());
+  Id space{check(H5Screate_simple(static_cast<int>(hd.size()), hd.data(), nullptr), "describe", name)};
+  Id dcpl{H5Pcreate(H5P_DATASET_CREATE)};
+  if (n * sizeof(T) > compress_threshold_bytes && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    const auto chunk = chunk_dims(dims, sizeof(T));
+    check(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()), "chunk", name);
+    H5Pset_shuffle(dcpl);
+    check(H5Pset_deflate(dcpl, 4), "compress", name);
+  }
+  Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
+  H5Pset_create_intermediate_group(lcpl, 1);
+  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), space, lcpl, dcpl, H5P_DEFAULT), "create dataset", name)};
+  if (n > 0) check(H5Dwrite(ds, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "write dataset", name);
+}
+
+dims_t Location::dataset_dims(std::string_view name) const {
+  if (!has(name)) throw InputError("no dataset '" + str(name) + "'");
+  Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
+  Id space{H5Dget_space(ds)};
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> d(static_cast<std::size_t>(std::max(rank, 0)));
+  H5Sget_simple_extent_dims(space, d.data(), nullptr);
+  return dims_t(d.begin(), d.end());
+}
+
+template <class T>
+std::vector<T> Location::read(std::string_view name, dims_t* dims) const {
+  const dims_t d = dataset_dims(name);
+  std::uint64_t n = 1;
+  for (auto x : d) n *= x;
+  std::vector<T> out(n);
+  Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
+  if (n > 0) check(H5Dread(ds, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset", name);
+  if (dims) *dims = d;
+  return out;
+}
+
+bool Location::is_compressed(std::string_view name) const {
+  Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
+  Id dcpl{H5Dget_create_plist(ds)};
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED) return false;
+  const int nf = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < nf; ++i) {
+    unsigned flags = 0;
+    std::size_t nelem = 0;
+    if (H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nelem, nullptr, 0, nullptr, nullptr) == H5Z_FILTER_DEFLATE)
+      return true;
+  }
+  return false;
+}
+
+// ---- attributes ---------------------------------------------------------------------------------
+
+template <class T>
+void Location::attr(std::string_view name, T value) {
+  using S = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+  const S v = static_cast<S>(value);
+  if (H5Aexists(id_, str(name).c_str()) > 0) H5Adelete(id_, str(name).c_str());
+  Id space{H5Screate(H5S_SCALAR)};
+  Id a{check(H5Acreate2(id_, str(name).c_str(), native_type<S>(), space, H5P_DEFAULT, H5P_DEFAULT), "create attribute", name)};
+  check(H5Awrite(a, native_type<S>(), &v), "write attribute", name);
+}
+
+void Location::attr(std::string_view name, std::string_view value) {
+  if (H5Aexists(id_, str(name).c_str()) > 0) H5Adelete(id_, str(name).c_str());
+  Id type{H5Tcopy(H5T_C_S1)};
+  H5Tset_size(type, std::max<std::size_t>(value.size(), 1));
+  H5Tset_strpad(type, H5T_STR_NULLPAD);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  Id space{H5Screate(H5S_SCALAR)};
+  Id a{check(H5Acreate2(id_, str(name).c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), "create attribute", name)};
+  const std::string padded = value.empty() ? std::string(1, '\0') : str(value);
+  check(H5Awrite(a, type, padded.data()), "write attribute", name);
+}
+
+bool Location::has_attr(std::string_view name) const { return H5Aexists(id_, str(name).c_str()) > 0; }
+
+template <class T>
+T Location::read_attr(std::string_view name) const {
+  using S = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+  if (!has_attr(name)) throw InputError("no attribute '" + str(name) + "'");
+  Id a{check(H5Aopen(id_, str(name).c_str(), H5P_DEFAULT), "open attribute", name)};
+  S v{};
+  check(H5Aread(a, native_type<S>(), &v), "read attribute", name);
+  return static_cast<T>(v);
+}
+
+std::string Location::read_attr_string(std::string_view name) const {
+  if (!has_attr(name)) throw InputError("no attribute '" + str(name) + "'");
+  Id a{check(H5Aopen(id_, str(name).c_str(), H5P_DEFAULT), "open attribute", name)};
+  Id type{H5Aget_type(a)};
+  if (H5Tget_class(type) != H5T_STRING) throw Error("HDF5: attribute '" + str(name) + "' is not a string");
+  if (H5Tis_variable_str(type) > 0) {
+    char* p = nullptr;
+    Id mem{H5Tcopy(H5T_C_S1)};
+    H5Tset_size(mem, H5T_VARIABLE);
+    check(H5Aread(a, mem, &p), "read attribute", name);
+    std::string s = p ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t size = H5Tget_size(type);
+  std::string s(size, '\0');
+  check(H5Aread(a, type, s.data()), "read attribute", name);
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+std::vector<std::string> Location::attr_names() const {
+  std::vector<std::string> names;
+  H5O_info_t info{};
+#if H5_VERSION_GE(1, 12, 0)
+  H5Oget_info3(id_, &info, H5O_INFO_NUM_ATTRS);
+#else
+  H5Oget_info2(id_, &info, H5O_INFO_NUM_ATTRS);
+#endif
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    const ssize_t len = H5Aget_name_by_idx(id_, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    std::string n(static_cast<std::size_t>(len), '\0');
+    H5Aget_name_by_idx(id_, ".", H5_INDEX_NAME, H5_ITER_INC, i, n.data(), n.size() + 1, H5P_DEFAULT);
+    names.push_back(n);
+  }
+  return names;
+}
+
+// ---- files --------------------------------------------------------------------------------------
+
+File File::create(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw InputError("--out: the output path is empty");
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir, ec)) throw InputError("cannot write '" + path + "': " + dir.string() + " is not a directory");
+  if (fs::is_directory(p, ec)) throw InputError("cannot write '" + path + "': it is a directory");
+  if (access(dir.c_str(), W_OK) != 0) throw InputError("cannot write '" + path + "': directory " + dir.string() + " is not writable");
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) throw InputError("cannot create HDF5 file '" + temp + "' for '" + path + "'");
+  return File(id, path, temp);
+}
+
+File File::open(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw InputError("no such file '" + path + "'");
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) throw InputError("'" + path + "' is not a readable HDF5 file");
+  return File(id, path, "");
+}
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    discard();
+    Location::operator=(std::move(o));
+    path_ = std::move(o.path_);
+    temp_ = std::move(o.temp_);
+    o.temp_.clear();
+  }
+  return *this;
+}
+
+File::~File() { discard(); }
+
+void File::discard() {
+  close();
+  if (!temp_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+    temp_.clear();
+  }
+}
+
+void File::commit() {
+  if (temp_.empty()) throw Error("HDF5: '" + path_ + "' was not opened for writing or is already committed");
+  check(H5Fflush(id_, H5F_SCOPE_GLOBAL), "flush", path_);
+  close();
+  std::error_code ec;
+  std::filesystem::rename(temp_, path_, ec);
+  if (ec) throw Error("cannot rename '" + temp_ + "' to '" + path_ + "': " + ec.message());
+  temp_.clear();
+}
+
+// ---- instantiations -----------------------------------------------------------------------------
+
+#define TALLY_H5_TYPES(X) X(float) X(double) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(std::uint32_t) X(std::uint64_t)
+#define TALLY_H5_INST(T)                                                                \
+  template void Location::write<T>(std::string_view, std::span<const T>, const dims_t&); \
+  template std::vector<T> Location::read<T>(std::string_view, dims_t*) const;            \
+  template void Location::attr<T>(std::string_view, T);                                  \
+  template T Location::read_attr<T>(std::string_view) const;
+TALLY_H5_TYPES(TALLY_H5_INST)
+template void Location::attr<bool>(std::string_view, bool);
+template bool Location::read_attr<bool>(std::string_view) const;
+template void Location::attr<long long>(std::string_view, long long);
+template long long Location::read_attr<long long>(std::string_view) const;
+template void Location::attr<unsigned long long>(std::string_view, unsigned long long);
+template unsigned long long Location::read_attr<unsigned long long>(std::string_view) const;
+#undef TALLY_H5_INST
+#undef TALLY_H5_TYPES
+
+}  // namespace tally::h5
