@@ -1,0 +1,103 @@
+#pragma once
+// Reduction operators in the Kokkos style: each carries its identity and its join (combine).
+// All are commutative and associative in exact arithmetic; the library fixes the combination order
+// so that floating-point results are reproducible (see reduce.hpp, "Determinism").
+//
+// NaN rule: Max and Min PROPAGATE NaN: a NaN anywhere in the input gives NaN. This differs from
+// cub::Max / fmax, which drop NaN. A diverging solver whose residual is NaN must never look converged.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tally/reduce/config.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda/std/limits>
+namespace tally::reduce::detail { using cuda::std::numeric_limits; }
+#else
+#include <limits>
+namespace tally::reduce::detail { using std::numeric_limits; }
+#endif
+
+namespace tally::reduce {
+
+template <class T>
+TALLY_HD constexpr bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return x != x;
+  else return false;
+}
+
+struct Sum {
+  static constexpr const char* name = "sum";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a + b; }
+};
+
+struct Prod {
+  static constexpr const char* name = "prod";
+  template <class T> TALLY_HD static constexpr T identity() { return T(1); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a * b; }
+};
+
+struct Max {
+  static constexpr const char* name = "max";
+  template <class T> TALLY_HD static constexpr T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -detail::numeric_limits<T>::infinity();
+    else return detail::numeric_limits<T>::lowest();
+  }
+  // (a > b || a is NaN) ? a : b  — a NaN in either argument wins.
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return (a > b || is_nan(a)) ? a : b; }
+};
+
+struct Min {
+  static constexpr const char* name = "min";
+  template <class T> TALLY_HD static constexpr T identity() {
+    if constexpr (std::is_floating_point_v<T>) return detail::numeric_limits<T>::infinity();
+    else return detail::numeric_limits<T>::max();
+  }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return (a < b || is_nan(a)) ? a : b; }
+};
+
+// OpenACC's remaining reduction operators, for integer types only.
+struct BitAnd {
+  static constexpr const char* name = "band";
+  template <class T> TALLY_HD static constexpr T identity() { return static_cast<T>(~T(0)); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a & b; }
+};
+struct BitOr {
+  static constexpr const char* name = "bor";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a | b; }
+};
+struct BitXor {
+  static constexpr const char* name = "bxor";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a ^ b; }
+};
+/// Logical and/or: the result is 1 or 0 in the accumulator type (non-zero input counts as true).
+struct LogicalAnd {
+  static constexpr const char* name = "land";
+  template <class T> TALLY_HD static constexpr T identity() { return T(1); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return T(a != T(0) && b != T(0)); }
+};
+struct LogicalOr {
+  static constexpr const char* name = "lor";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return T(a != T(0) || b != T(0)); }
+};
+
+template <class Op>
+inline constexpr bool is_bitwise_op = std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> ||
+                                      std::is_same_v<Op, BitXor> || std::is_same_v<Op, LogicalAnd> ||
+                                      std::is_same_v<Op, LogicalOr>;
+
+/// The (Op, input, accumulator) combinations the compiled backends provide.
+template <class Op, class T, class Acc>
+inline constexpr bool is_supported =
+    (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+     std::is_same_v<T, double>) &&
+    (std::is_same_v<Acc, T> || (std::is_same_v<T, std::int32_t> && std::is_same_v<Acc, std::int64_t>) ||
+     (std::is_same_v<T, float> && std::is_same_v<Acc, double>)) &&
+    (!is_bitwise_op<Op> || std::is_integral_v<Acc>);
+
+}  // namespace tally::reduce

@@ -1,0 +1,98 @@
+#pragma once
+// tally::reduce host API.
+//
+//   reduce<Op, T, Acc = T>(backend, input view, levels, output, workspace, stream)
+//
+// reduces the levels `levels` of a (ng, nw, nv) input (gang = ng, worker = nw, vector = nv) with the
+// operator Op, accumulating in Acc; the output holds the remaining axes in order (see output_shape()).
+//
+// * CUDA: `in.data` and `out` are device memory (or memory the device can read/write). The call is
+//   asynchronous on `stream`: it enqueues kernels and returns, with no allocation once the workspace
+//   has grown to the problem and no device synchronisation. reduce_to_host() is the one call that
+//   waits, for a scalar result on the host.
+// * CPU: OpenMP threads plus SIMD; `stream` is ignored.
+//
+// Determinism: for the same input, level set, backend and launch configuration (device, Tuning),
+// every production path returns bitwise identical results run to run: each output element is
+// combined in a fixed order (per-thread strided partials, a fixed shuffle tree, per-block partials
+// combined in block order by the last block to finish). No floating-point atomics touch a result.
+// Only Strategy::atomic, asked for by name, is non-deterministic.
+//
+// Empty inputs give the identity of Op for every output element. Max and Min propagate NaN.
+//
+// Bad arguments (output of the wrong size, an empty level set, a null pointer with a non-zero size,
+// a stride smaller than the row, a negative extent, a workspace of the other backend) throw
+// std::invalid_argument naming the argument.
+
+#include <cstdint>
+#include <span>
+
+#include "tally/reduce/backend.hpp"
+#include "tally/reduce/config.hpp"
+#include "tally/reduce/levels.hpp"
+#include "tally/reduce/ops.hpp"
+#include "tally/reduce/strategy.hpp"
+#include "tally/reduce/view.hpp"
+#include "tally/reduce/workspace.hpp"
+
+namespace tally::reduce {
+
+namespace detail {
+// The checked, backend-neutral description of a reduction (see src/plan.hpp).
+struct Problem {
+  const void* data;
+  Extents ext;
+  std::int64_t stride_w, stride_g;
+  Levels levels;
+  std::int64_t out_size;
+};
+void validate(const Problem& p, const void* out, std::size_t elem_size);
+
+template <class Op, class T, class Acc>
+void reduce_cpu(const Problem& p, Acc* out);
+template <class Op, class T, class Acc>
+void reduce_cuda(const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
+template <class Op, class T, class Acc>
+void reduce_cuda_ladder(Strategy s, const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
+template <class Acc>
+Acc copy_scalar_to_host(const Acc* d_value, stream_t stream);  // cudaMemcpyAsync + stream sync
+void check_workspace(const Workspace& ws, Backend b);
+}  // namespace detail
+
+template <class Op, class T, class Acc = T>
+void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
+            stream_t stream = nullptr) {
+  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
+  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
+  detail::validate(p, out.data(), sizeof(Acc));
+  detail::check_workspace(ws, backend);
+  if (backend == Backend::cpu) detail::reduce_cpu<Op, T, Acc>(p, out.data());
+  else detail::reduce_cuda<Op, T, Acc>(p, out.data(), ws, stream);
+}
+
+/// A full reduction through one of the ladder's strategies (CUDA only; Strategy::production is the
+/// same as reduce()). Strategies other than production and cub need a contiguous input.
+template <class Op, class T, class Acc = T>
+void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
+  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
+  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
+  detail::validate(p, out.data(), sizeof(Acc));
+  detail::check_workspace(ws, Backend::cuda);
+  detail::reduce_cuda_ladder<Op, T, Acc>(strategy, p, out.data(), ws, stream);
+}
+
+/// Reduces all three levels and returns the scalar on the host. On CUDA this is the one explicit
+/// synchronisation: it waits for `stream`. The device-side scalar lives in the workspace.
+template <class Op, class T, class Acc = T>
+Acc reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+  if (backend == Backend::cpu) {
+    Acc r{};
+    reduce<Op, T, Acc>(backend, in, Levels::all(), std::span<Acc>(&r, 1), ws, stream);
+    return r;
+  }
+  Acc* d_r = static_cast<Acc*>(ws.result_slot());
+  reduce<Op, T, Acc>(backend, in, Levels::all(), std::span<Acc>(d_r, 1), ws, stream);
+  return detail::copy_scalar_to_host(d_r, stream);
+}
+
+}  // namespace tally::reduce

@@ -1,0 +1,31 @@
+// A build without the CUDA backend: the CUDA entry points exist and say so.
+#include <stdexcept>
+
+#include "instantiate.hpp"
+#include "tally/reduce/reduce.hpp"
+
+namespace tally::reduce::detail {
+
+namespace {
+[[noreturn]] void no_cuda() {
+  throw std::invalid_argument("tally::reduce: Backend::cuda requested, but this build has no CUDA backend");
+}
+}  // namespace
+
+template <class Op, class T, class Acc>
+void reduce_cuda(const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
+template <class Op, class T, class Acc>
+void reduce_cuda_ladder(Strategy, const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
+template <class Acc>
+Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
+
+#define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
+  template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
+  template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
+TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
+template std::int32_t copy_scalar_to_host<std::int32_t>(const std::int32_t*, stream_t);
+template std::int64_t copy_scalar_to_host<std::int64_t>(const std::int64_t*, stream_t);
+template float copy_scalar_to_host<float>(const float*, stream_t);
+template double copy_scalar_to_host<double>(const double*, stream_t);
+
+}  // namespace tally::reduce::detail
