@@ -1,0 +1,18 @@
+#pragma once
+// Catch2 2.13 (Debian bookworm) and 3.x (Ubuntu 24.04) behind one include.
+#if __has_include(<catch2/catch_test_macros.hpp>)
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_template_test_macros.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#define TALLY_CATCH_MAJOR 3
+#else
+#include <catch2/catch.hpp>
+namespace Catch {
+using Detail::Approx;  // Catch::Approx, as in v3
+}
+#define TALLY_CATCH_MAJOR 2
+#endif
