@@ -1,0 +1,15 @@
+# Sourced by the scripts: the repository root, the build directory and a CUDA toolkit on PATH.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${TALLY_BUILD_DIR:-$root/build/default}
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# configure_and_build [extra cmake args...]: configure once (again when args change), then build.
+configure_and_build() {
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build.configure.log" 2>&1 ||
+    { cat "$build.configure.log"; echo "configure failed" >&2; return 1; }
+  grep -E "^-- tally:" "$build.configure.log" || true
+  cmake --build "$build" -j "$jobs"
+}
