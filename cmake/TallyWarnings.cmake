@@ -7,6 +7,7 @@ function(tally_target_defaults target)
   if(TALLY_SANITIZE)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+    # PUBLIC: whatever links a sanitized static library needs the runtime too
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
   endif()
 endfunction()
