@@ -12,7 +12,7 @@ template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o) {
   Report<T> rep;
   HostTimer t;
-  auto solver = make_solver<T>(o.backend, p, o.device);
+  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel});
   const std::vector<T> u0 = initial_field<T>(p);
   rep.timings.set("setup", t.seconds());
 
@@ -55,12 +55,12 @@ template Report<double> run_problem<double>(const Problem&, const StopRule&, con
 namespace {
 
 template <class T>
-void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n) {
+void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const std::string& kernel) {
   Problem p;
   p.nx = p.ny = n;
   p.init = parse_spec("sin", "--init");
   finalize(p);
-  auto solver = make_solver<T>(o.backend, p, o.device);
+  auto solver = make_solver<T>(o.backend, p, {o.device, kernel});
   solver->set_field(initial_field<T>(p));
   const double field_bytes = static_cast<double>(n * n) * sizeof(T);
   // About 10 ms per timed repeat at the copy bandwidth.
@@ -76,6 +76,7 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n) {
     for (int rep = 0; rep < table.repeats; ++rep) t.push_back(solver->solve(rule).solve_s / static_cast<double>(sweeps));
     std::sort(t.begin(), t.end());
     BenchRow row;
+    row.kernel = o.backend == reduce::Backend::cuda ? kernel : "cpu";
     row.precision = sizeof(T) == 4 ? "float" : "double";
     row.n = n;
     row.check_every = ce;
@@ -95,11 +96,14 @@ BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes
   table.copy_bytes = gpu ? std::int64_t{1} << 30 : std::int64_t{256} << 20;
   table.repeats = gpu ? 7 : 3;
   table.copy_gb_per_s = copy_bandwidth_gbs(o.backend, table.copy_bytes, gpu ? 20 : 5, o.device);
-  for (auto n : sizes) {
-    if (!quiet) std::fprintf(stderr, "heat2d bench: %lld^2 ...\n", static_cast<long long>(n));
-    bench_size<float>(table, o, n);
-    bench_size<double>(table, o, n);
-  }
+  const std::vector<std::string> kernels =
+      gpu ? std::vector<std::string>{"async", "registers"} : std::vector<std::string>{"cpu"};
+  for (const auto& kernel : kernels)
+    for (auto n : sizes) {
+      if (!quiet) std::fprintf(stderr, "heat2d bench: %s %lld^2 ...\n", kernel.c_str(), static_cast<long long>(n));
+      bench_size<float>(table, o, n, kernel);
+      bench_size<double>(table, o, n, kernel);
+    }
   return table;
 }
 

@@ -16,6 +16,7 @@ namespace tally::heat2d {
 struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
+  std::string cuda_kernel = "async";
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal
 };
@@ -37,6 +38,7 @@ template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o);
 
 struct BenchRow {
+  std::string kernel;  ///< cuda: async / registers; cpu: cpu
   std::string precision;
   std::int64_t n = 0;  ///< n x n grid
   std::int64_t check_every = 0;
@@ -52,7 +54,8 @@ struct BenchTable {
   std::vector<BenchRow> rows;
 };
 /// Per-sweep time of n x n steady sweeps (init sin, never zeros) for each size, float and double,
-/// checked every sweep and every 100 sweeps, against the backend's copy bandwidth measured first.
+/// checked every sweep and every 100 sweeps, against the backend's copy bandwidth measured first;
+/// on CUDA for both sweep kernels.
 BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet);
 
 }  // namespace tally::heat2d

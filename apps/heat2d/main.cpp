@@ -26,6 +26,7 @@ struct Options {
   std::int64_t ny = 0;  // 0: same as nx
   double tol = 1e-10;
   std::int64_t max_iter = 1'000'000, check_every = 1;
+  std::string cuda_kernel = "async";
   bool validate = false, xdmf = false, bench = false;
   std::vector<std::int64_t> bench_sizes;
 };
@@ -83,6 +84,7 @@ void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, c
   f.attr("bc_right", p.right.text);
   f.attr("init", p.init.text);
   f.attr("validate", o.validate);
+  f.attr("cuda_kernel", o.cuda_kernel);
 }
 
 template <class T>
@@ -182,18 +184,19 @@ int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::str
   const auto dev = device_of(ro);
   std::printf("| heat2d bench on %s: copy bandwidth %.0f GB/s (memcpy of %lld MiB, read + write, median) |\n",
               dev ? dev->name.c_str() : "cpu", t.copy_gb_per_s, static_cast<long long>(t.copy_bytes >> 20));
-  std::printf("| %-6s | %-11s | %-11s | %-10s | %-7s | %-8s |\n", "type", "grid", "check-every", "us/sweep", "GB/s",
-              "% copy");
+  std::printf("| %-9s | %-6s | %-11s | %-11s | %-10s | %-7s | %-8s |\n", "kernel", "type", "grid", "check-every",
+              "us/sweep", "GB/s", "% copy");
   std::vector<std::int64_t> n, ce, sweeps;
   std::vector<double> per, gbs, frac;
-  std::vector<std::int32_t> bytes;
+  std::vector<std::int32_t> bytes, kernel_async;
   for (const auto& r : t.rows) {
     const std::string grid = std::to_string(r.n) + "^2";
-    std::printf("| %-6s | %-11s | %11lld | %10.2f | %7.0f | %7.1f%% |\n", r.precision.c_str(), grid.c_str(),
+    std::printf("| %-9s | %-6s | %-11s | %11lld | %10.2f | %7.0f | %7.1f%% |\n", r.kernel.c_str(), r.precision.c_str(), grid.c_str(),
                 static_cast<long long>(r.check_every), r.per_sweep_s * 1e6, r.gb_per_s, 100.0 * r.fraction_of_copy);
     n.push_back(r.n), ce.push_back(r.check_every), sweeps.push_back(r.sweeps);
     per.push_back(r.per_sweep_s), gbs.push_back(r.gb_per_s), frac.push_back(r.fraction_of_copy);
     bytes.push_back(r.precision == "float" ? 4 : 8);
+    kernel_async.push_back(r.kernel == "async" ? 1 : 0);
   }
   file.attr("app", "heat2d");
   file.attr("backend", reduce::to_string(ro.backend));
@@ -204,6 +207,7 @@ int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::str
   g.attr("repeats", static_cast<std::int64_t>(t.repeats));
   g.write<std::int64_t>("n", n);
   g.write<std::int32_t>("precision_bytes", bytes);
+  g.write<std::int32_t>("kernel_async", kernel_async);
   g.write<std::int64_t>("check_every", ce);
   g.write<std::int64_t>("sweeps", sweeps);
   g.write<double>("per_sweep_s", per);
@@ -238,6 +242,9 @@ int run(int argc, char** argv) {
   app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
   app.add_option("--bc-right", o.bc_right, "Right edge (x = 1): a number or sin")->capture_default_str();
   app.add_option("--init", o.init, "Initial interior: a number or sin (sin(pi x) sin(pi y/Ly))")->capture_default_str();
+  app.add_option("--cuda-kernel", o.cuda_kernel, "CUDA sweep kernel: async (cp.async ring in shared memory) or registers")
+      ->check(CLI::IsMember({"async", "registers"}))
+      ->capture_default_str();
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
@@ -263,6 +270,7 @@ int run(int argc, char** argv) {
   ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
   if (fell_back) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
   ro.device = o.common.device;
+  ro.cuda_kernel = o.cuda_kernel;
   ro.validate = o.validate;
   ro.progress = !o.common.quiet && !o.common.json;
 

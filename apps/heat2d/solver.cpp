@@ -9,12 +9,12 @@
 namespace tally::heat2d {
 
 template <class T>
-std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, int device) {
+std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o) {
   if (b == reduce::Backend::cuda) {
 #ifdef TALLY_HAS_CUDA
-    return make_cuda_solver<T>(p, device);
+    return make_cuda_solver<T>(p, o);
 #else
-    (void)device;
+    (void)o;
     throw InputError("--backend cuda: this build has no CUDA backend");
 #endif
   }
@@ -27,8 +27,8 @@ std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, int 
                      std::to_string(have / (1 << 30)) + " GiB");
   return make_cpu_solver<T>(p);
 }
-template std::unique_ptr<Solver<float>> make_solver<float>(reduce::Backend, const Problem&, int);
-template std::unique_ptr<Solver<double>> make_solver<double>(reduce::Backend, const Problem&, int);
+template std::unique_ptr<Solver<float>> make_solver<float>(reduce::Backend, const Problem&, const SolverOptions&);
+template std::unique_ptr<Solver<double>> make_solver<double>(reduce::Backend, const Problem&, const SolverOptions&);
 
 double copy_bandwidth_gbs(reduce::Backend b, std::int64_t bytes, int repeats, int device) {
   if (b == reduce::Backend::cuda) {

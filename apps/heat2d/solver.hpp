@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "heat2d.hpp"
@@ -37,9 +38,16 @@ class Solver {
   virtual void get_field(std::span<T> u) = 0;
 };
 
+struct SolverOptions {
+  int device = 0;
+  /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
+  /// "registers" (rows queued in registers); both give the same bits.
+  std::string cuda_kernel = "async";
+};
+
 /// Throws tally::InputError when the grid does not fit (device memory for CUDA).
 template <class T>
-std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, int device = 0);
+std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o = {});
 
 /// The backend's copy bandwidth in GB/s (bytes read + written), median of `repeats` copies of
 /// `bytes` bytes: a device-to-device cudaMemcpy on CUDA, a parallel memcpy on the CPU.
@@ -51,7 +59,7 @@ std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p);
 double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats);
 #ifdef TALLY_HAS_CUDA
 template <class T>
-std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, int device);
+std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, const SolverOptions& o);
 double cuda_copy_bandwidth_gbs(std::int64_t bytes, int repeats, int device);
 #endif
 

@@ -10,8 +10,10 @@
 //
 // Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
 // (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row and
-// walks `rows_per_thread` rows keeping all of them in registers; west/east neighbours come from the
-// neighbouring lanes by shuffle, only the warp's two end lanes load one extra element each.
+// streams down its own strip of rows with a queue of rows loaded several rows ahead in registers;
+// west/east neighbours come from the neighbouring lanes by shuffle, only the warp's two end lanes
+// load one extra element with each row.
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,7 +37,6 @@ using reduce::Max;
 
 constexpr int tile_lanes = 32;      // vector: one warp across x
 constexpr int tile_warps = 4;       // worker: warps stacked in y
-constexpr int rows_per_thread = 8;  // rows each thread walks
 constexpr int slots = 64;           // ring of residual slots in mapped host memory
 constexpr std::int64_t lookahead_sweeps = 16;  // sweeps queued beyond the oldest unread check
 
@@ -70,7 +71,7 @@ __device__ __forceinline__ T update(T c, T w, T e, T s, T n, const Coeffs<T>& k)
 
 template <class T>
 struct SweepArgs {
-  long long pitch, nx, ny, tiles_y;
+  long long pitch, nx, ny;
   Coeffs<T> c;
   T* d_partials;           // one per block
   unsigned int* d_ticket;  // the gang reduction's ticket
@@ -80,63 +81,65 @@ struct SweepArgs {
   double tol;
 };
 
+// ---- the pieces both sweep kernels share ---------------------------------------------------------
+
+/// This warp's strip: rows [js, je), the rows split evenly over all warps stacked in y (+-1 row).
+template <class T>
+struct Strip {
+  static constexpr int V = dev::vec16<T>;
+  int lane;
+  long long x0, js, je, jlast;  // jlast: the last row the strip reads (its south halo)
+  long long hoff;               // the end lanes' halo element: lane 0 west, lane 31 east
+  bool has_halo;
+  __device__ explicit Strip(const SweepArgs<T>& a) {
+    lane = static_cast<int>(threadIdx.x);
+    x0 = (static_cast<long long>(blockIdx.x) * tile_lanes + lane) * V;
+    const long long warps_y = static_cast<long long>(gridDim.y) * tile_warps;
+    const long long wy = static_cast<long long>(blockIdx.y) * tile_warps + threadIdx.y;
+    js = wy * a.ny / warps_y;
+    je = (wy + 1) * a.ny / warps_y;
+    jlast = je < a.ny - 1 ? je : a.ny - 1;
+    hoff = lane == 0 ? -1 : V;
+    has_halo = (lane == 0 && x0 > 0) || (lane == tile_lanes - 1 && x0 + V < a.pitch);
+  }
+};
+
+/// Updates row jj of this lane's V columns from its rows prev/cur/next (cur's end-lane halo in
+/// `halo`), stores it, folds the residual. Every lane of the warp calls it (shuffles).
 template <class T, bool Check>
-__global__ void __launch_bounds__(tile_lanes* tile_warps)
-    sweep_kernel(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
-  constexpr int V = dev::vec16<T>;
-  constexpr int R = rows_per_thread;
-  using Vec = dev::Vec<T, V>;
-  __shared__ dev::GangStorage<T> tmp;
-
-  // A sweep queued after the run stopped does nothing (uniform: every block reads the same flag).
-  if (__ldcg(&a.d_state->stop) != running) return;
-
-  const int lane = static_cast<int>(threadIdx.x);
-  const long long x0 = (static_cast<long long>(blockIdx.x) * tile_lanes + lane) * V;
-  T local = Max::identity<T>();
-
-  for (long long ty = blockIdx.y; ty < a.tiles_y; ty += gridDim.y) {
-    const long long j0 = (ty * tile_warps + threadIdx.y) * R;
-    // All R + 2 rows loaded up front: R + 2 independent 16-byte loads in flight per thread.
-    Vec rows[R + 2];
+__device__ __forceinline__ void update_row(const Strip<T>& st, const SweepArgs<T>& a, long long jj,
+                                           const dev::Vec<T, Strip<T>::V>& prev, const dev::Vec<T, Strip<T>::V>& cur,
+                                           const dev::Vec<T, Strip<T>::V>& next, T halo, T* sp, T& local) {
+  constexpr int V = Strip<T>::V;
+  // Neighbours across the vector's ends from the adjacent lanes (whole warp, uniform).
+  T w = __shfl_up_sync(0xffffffffu, cur.v[V - 1], 1);
+  T e = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+  if (st.lane == 0) w = halo;
+  if (st.lane == tile_lanes - 1) e = halo;
+  if (jj < 1 || jj >= a.ny - 1) return;  // warp-uniform; edge rows stay as they are
+  dev::Vec<T, V> out;
 #pragma unroll
-    for (int q = 0; q < R + 2; ++q) {
-      const long long j = j0 - 1 + q;
-      if (j >= 0 && j < a.ny) rows[q] = dev::load_vec<V>(u + j * a.pitch + x0);
-      else
-#pragma unroll
-        for (int e = 0; e < V; ++e) rows[q].v[e] = T(0);
-    }
-#pragma unroll
-    for (int q = 1; q <= R; ++q) {
-      const long long j = j0 - 1 + q;
-      const Vec& c = rows[q];
-      // Neighbours across the vector's ends from the adjacent lanes (whole warp, uniform).
-      T w = __shfl_up_sync(0xffffffffu, c.v[V - 1], 1);
-      T e = __shfl_down_sync(0xffffffffu, c.v[0], 1);
-      if (j < 1 || j >= a.ny - 1) continue;  // edge rows stay as they are (warp-uniform)
-      if (lane == 0) w = x0 > 0 ? u[j * a.pitch + x0 - 1] : T(0);
-      if (lane == tile_lanes - 1) e = x0 + V < a.pitch ? u[j * a.pitch + x0 + V] : T(0);
-      Vec out;
-#pragma unroll
-      for (int p = 0; p < V; ++p) {
-        const T west = p == 0 ? w : c.v[p - 1];
-        const T east = p == V - 1 ? e : c.v[p + 1];
-        const T nv = update(c.v[p], west, east, rows[q - 1].v[p], rows[q + 1].v[p], a.c);
-        const long long i = x0 + p;
-        const bool inside = i >= 1 && i < a.nx - 1;
-        out.v[p] = inside ? nv : c.v[p];  // edge columns and padding: rewritten unchanged
-        if constexpr (Check) {
-          if (inside) {
-            const T d = nv - c.v[p];
-            local = Max::combine(local, d < T(0) ? -d : d);  // NaN stays NaN
-          }
-        }
+  for (int k = 0; k < V; ++k) {
+    const T west = k == 0 ? w : cur.v[k - 1];
+    const T east = k == V - 1 ? e : cur.v[k + 1];
+    const T nv = update(cur.v[k], west, east, prev.v[k], next.v[k], a.c);
+    const long long i = st.x0 + k;
+    const bool inside = i >= 1 && i < a.nx - 1;
+    out.v[k] = inside ? nv : cur.v[k];  // edge columns and padding: rewritten unchanged
+    if constexpr (Check) {
+      if (inside) {
+        const T d = nv - cur.v[k];
+        local = Max::combine(local, d < T(0) ? -d : d);  // NaN stays NaN
       }
-      *reinterpret_cast<Vec*>(v + j * a.pitch + x0) = out;
     }
   }
+  *reinterpret_cast<dev::Vec<T, V>*>(sp) = out;
+}
 
+/// The end of a sweep: on checked sweeps the gang reduction of the residual, whose last block
+/// publishes it (slot, stop flag); block 0 counts the sweep as done.
+template <class T, bool Check>
+__device__ __forceinline__ void finish_sweep(const SweepArgs<T>& a, T local, dev::GangStorage<T>& tmp) {
   if constexpr (Check) {
     T r;
     if (dev::gang_reduce<Max>(local, a.d_partials, a.d_ticket, r, tmp) && dev::block_thread_rank() == 0) {
@@ -152,24 +155,127 @@ __global__ void __launch_bounds__(tile_lanes* tile_warps)
   if (blockIdx.x == 0 && blockIdx.y == 0 && dev::block_thread_rank() == 0) a.d_state->done = a.k;
 }
 
+// ---- kernel "async": rows staged through a shared-memory ring by cp.async --------------------------
+// Each lane copies its 16 bytes of the next rows (and the end lanes their halo element) into its own
+// ring slots, `ring_rows - 3` rows ahead of the row it computes; the loads in flight cost shared
+// memory, not registers, so occupancy stays high. A lane reads back only what it copied itself, so
+// __pipeline_wait_prior is the only synchronisation.
+constexpr int ring_rows = 8;
+
+template <class T, bool Check>
+__global__ void __launch_bounds__(tile_lanes* tile_warps)
+    sweep_async(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  constexpr int V = Strip<T>::V;
+  constexpr int S = ring_rows;
+  using Vec = dev::Vec<T, V>;
+  __shared__ Vec ring[tile_warps][S][tile_lanes];
+  __shared__ T halo[tile_warps][S][2];
+  __shared__ dev::GangStorage<T> tmp;
+  if (__ldcg(&a.d_state->stop) != running) return;  // queued after the run stopped (uniform)
+
+  const Strip<T> st(a);
+  const int w = static_cast<int>(threadIdx.y), hl = st.lane == 0 ? 0 : 1;
+  long long jl = st.js - 1;                      // the next row to copy
+  const T* lp = u + (st.js - 1) * a.pitch + st.x0;  // dereferenced only for rows in [0, jlast]
+  int slot = 0;
+  auto issue = [&] {
+    if (jl >= 0 && jl <= st.jlast) {
+      __pipeline_memcpy_async(&ring[w][slot][st.lane], lp, sizeof(Vec));
+      if (st.has_halo) __pipeline_memcpy_async(&halo[w][slot][hl], lp + st.hoff, sizeof(T));
+    }
+    __pipeline_commit();  // one group per row, empty ones included: the counting stays uniform
+    ++jl;
+    lp += a.pitch;
+    slot = slot + 1 == S ? 0 : slot + 1;
+  };
+  for (int r = 0; r < S; ++r) issue();
+
+  T local = Max::identity<T>();
+  T* sp = v + st.js * a.pitch + st.x0;
+  int s0 = 0;  // the slot of row jj - 1
+  for (long long jj = st.js; jj < st.je; ++jj) {
+    __pipeline_wait_prior(S - 3);  // rows up to jj + 1 have landed
+    const int s1 = s0 + 1 == S ? 0 : s0 + 1, s2 = s1 + 1 == S ? 0 : s1 + 1;
+    const Vec prev = ring[w][s0][st.lane], cur = ring[w][s1][st.lane], next = ring[w][s2][st.lane];
+    const T h = halo[w][s1][hl];
+    issue();  // refills slot s0: its row is in registers now
+    update_row<T, Check>(st, a, jj, prev, cur, next, h, sp, local);
+    sp += a.pitch;
+    s0 = s1;
+  }
+  __pipeline_wait_prior(0);  // no copy may still target shared memory at exit
+  finish_sweep<T, Check>(a, local, tmp);
+}
+
+// ---- kernel "registers": a queue of rows loaded ahead in registers ---------------------------------
+constexpr int queue_rows = 4;
+
+template <class T, bool Check>
+__global__ void __launch_bounds__(tile_lanes* tile_warps, 4)
+    sweep_registers(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  constexpr int V = Strip<T>::V;
+  constexpr int P = queue_rows;
+  struct Row {
+    dev::Vec<T, V> x;
+    T halo;
+  };
+  __shared__ dev::GangStorage<T> tmp;
+  if (__ldcg(&a.d_state->stop) != running) return;  // queued after the run stopped (uniform)
+
+  const Strip<T> st(a);
+  long long jl = st.js - 1;
+  const T* lp = u + (st.js - 1) * a.pitch + st.x0;
+  auto load_next = [&](Row& r) {
+    if (jl >= 0 && jl <= st.jlast) {
+      r.x = dev::load_vec<V>(lp);
+      r.halo = st.has_halo ? lp[st.hoff] : T(0);
+    }
+    ++jl;
+    lp += a.pitch;
+  };
+  Row prev{}, cur{}, q[P] = {};
+  load_next(prev);
+  load_next(cur);
+#pragma unroll
+  for (int p = 0; p < P; ++p) load_next(q[p]);
+  T* sp = v + st.js * a.pitch + st.x0;
+  T local = Max::identity<T>();
+  for (long long j = st.js; j < st.je; j += P) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const Row next = q[p];
+      load_next(q[p]);  // keep P rows in flight
+      if (j + p < st.je) update_row<T, Check>(st, a, j + p, prev.x, cur.x, next.x, cur.halo, sp, local);
+      sp += a.pitch;
+      prev = cur;
+      cur = next;
+    }
+  }
+  finish_sweep<T, Check>(a, local, tmp);
+}
+
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
-  CudaSolver(const Problem& p, int device) : p_(p), c_(coeffs<T>(p)) {
+  CudaSolver(const Problem& p, const SolverOptions& o) : p_(p), c_(coeffs<T>(p)) {
+    if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
+      throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
+    async_ = o.cuda_kernel == "async";
+    const int device = o.device;
     TALLY_CUDA_TRY(cudaSetDevice(device));
     constexpr long long V = dev::vec16<T>;
     pitch_ = (p.nx + tile_lanes * V - 1) / (tile_lanes * V) * (tile_lanes * V);
     const long long tiles_x = pitch_ / (tile_lanes * V);
-    tiles_y_ = (p.ny + tile_warps * rows_per_thread - 1) / (tile_warps * rows_per_thread);
-    // A persistent grid of one full wave: few blocks, so the last block's combine of the
-    // per-block partials stays short.
+    // One full wave of blocks, each warp streaming one strip of rows: one pipeline start per warp
+    // and sweep, and few blocks, so the last block's combine of the per-block partials stays short.
     int sms = 0, per_sm = 0;
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sweep_kernel<T, true>,
-                                                                 tile_lanes * tile_warps, 0));
+    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, async_ ? sweep_async<T, true> : sweep_registers<T, true>, tile_lanes * tile_warps, 0));
     const long long target = static_cast<long long>(sms) * std::max(per_sm, 1);
+    const long long most_y = std::max<long long>(1, p.ny / (tile_warps * 4));  // >= 4 rows a warp
     grid_ = dim3(static_cast<unsigned>(tiles_x),
-                 static_cast<unsigned>(std::clamp<long long>(target / tiles_x, 1, std::min<long long>(tiles_y_, 65535))));
+                 static_cast<unsigned>(std::clamp<long long>(target / tiles_x, 1, std::min<long long>(most_y, 65535))));
     const long long blocks = static_cast<long long>(grid_.x) * grid_.y;
 
     const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(p.ny) * sizeof(T);
@@ -239,12 +345,15 @@ class CudaSolver final : public Solver<T> {
       }
       pending.pop_front();
       const volatile CheckSlot& s = h_slots_[f.slot];
-      if (s.iteration != f.k) throw Error("heat2d: residual slot of sweep " + std::to_string(f.k) + " not written");
+      const long long iteration = s.iteration;
+      const double residual = s.residual;
+      const int stop = s.stop;
+      if (iteration != f.k) throw Error("heat2d: residual slot of sweep " + std::to_string(f.k) + " not written");
       r.check_iteration.push_back(f.k);
-      r.check_residual.push_back(s.residual);
-      r.final_residual = s.residual;
-      if (progress) progress(f.k, s.residual, clock.seconds());
-      if (s.stop != running) stopped = true;
+      r.check_residual.push_back(residual);
+      r.final_residual = residual;
+      if (progress) progress(f.k, residual, clock.seconds());
+      if (stop != running) stopped = true;
       return true;
     };
 
@@ -254,18 +363,20 @@ class CudaSolver final : public Solver<T> {
     long long checks = 0;
     for (long long k = 1; k <= rule.last && !stopped; ++k) {
       const int src = cur_ ^ static_cast<int>((k - 1) & 1);
-      SweepArgs<T> a{pitch_, p_.nx, p_.ny, tiles_y_, c_, partials_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
+      SweepArgs<T> a{pitch_, p_.nx, p_.ny, c_, partials_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
       const dim3 block(tile_lanes, tile_warps);
       if (rule.is_check(k)) {
         const int slot = static_cast<int>(checks++ % slots);
         a.slot = d_slots_ + slot;
         h_slots_[slot].iteration = -1;
-        sweep_kernel<T, true><<<grid_, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
+        (async_ ? sweep_async<T, true> : sweep_registers<T, true>)<<<grid_, block, 0, stream_>>>(
+            u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
         TALLY_CUDA_TRY(cudaEventRecord(events_[slot], stream_));
         pending.push_back({k, slot});
       } else {
-        sweep_kernel<T, false><<<grid_, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
+        (async_ ? sweep_async<T, false> : sweep_registers<T, false>)<<<grid_, block, 0, stream_>>>(
+            u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
       }
       // Read what is ready; wait only when too much is queued beyond the oldest unread check.
@@ -293,7 +404,8 @@ class CudaSolver final : public Solver<T> {
  private:
   Problem p_;
   Coeffs<T> c_;
-  long long pitch_ = 0, tiles_y_ = 0;
+  bool async_ = true;  // which sweep kernel
+  long long pitch_ = 0;
   dim3 grid_;
   DeviceBuffer<T> u_[2];
   int cur_ = 0;  // which buffer holds the current field
@@ -309,11 +421,11 @@ class CudaSolver final : public Solver<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, int device) {
-  return std::make_unique<CudaSolver<T>>(p, device);
+std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, const SolverOptions& o) {
+  return std::make_unique<CudaSolver<T>>(p, o);
 }
-template std::unique_ptr<Solver<float>> make_cuda_solver<float>(const Problem&, int);
-template std::unique_ptr<Solver<double>> make_cuda_solver<double>(const Problem&, int);
+template std::unique_ptr<Solver<float>> make_cuda_solver<float>(const Problem&, const SolverOptions&);
+template std::unique_ptr<Solver<double>> make_cuda_solver<double>(const Problem&, const SolverOptions&);
 
 double cuda_copy_bandwidth_gbs(std::int64_t bytes, int repeats, int device) {
   TALLY_CUDA_TRY(cudaSetDevice(device));

@@ -1,9 +1,9 @@
 // heat2d on the GPU: the CUDA backend against the CPU backend (fields and residual histories, with
 // and without convergence, several check intervals and grid shapes), the expected table, divergence
 // and a grid too large for the device.
-#include <cmath>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "heat2d_test_support.hpp"
@@ -14,8 +14,11 @@ using tally::reduce::Backend;
 namespace {
 
 template <class T>
-SolveResult run_on(Backend b, const Problem& p, const std::vector<T>& u0, const StopRule& rule, std::vector<T>& out) {
-  auto s = make_solver<T>(b, p);
+SolveResult run_on(Backend b, const Problem& p, const std::vector<T>& u0, const StopRule& rule, std::vector<T>& out,
+                   const std::string& kernel = "async") {
+  SolverOptions so;
+  so.cuda_kernel = kernel;
+  auto s = make_solver<T>(b, p, so);
   s->set_field(u0);
   auto r = s->solve(rule);
   out.resize(u0.size());
@@ -24,13 +27,11 @@ SolveResult run_on(Backend b, const Problem& p, const std::vector<T>& u0, const 
 }
 
 template <class T>
-void compare_backends(const Problem& p, const std::vector<T>& u0, const StopRule& rule) {
-  std::vector<T> uc, ug;
-  const auto rc = run_on<T>(Backend::cpu, p, u0, rule, uc);
-  const auto rg = run_on<T>(Backend::cuda, p, u0, rule, ug);
+void compare_results(const Problem& p, const std::vector<T>& u0, const StopRule& rule, const SolveResult& rc,
+                     const std::vector<T>& uc, const SolveResult& rg, const std::vector<T>& ug, const char* kernel) {
   const double tol = rounding_tolerance<T>(rc.iterations, max_abs<T>(u0));
   const double diff = max_abs_diff<T>(uc, ug);
-  INFO(p.nx << "x" << p.ny << " " << to_string(p.mode) << " r=" << p.r() << " check-every " << rule.check_every
+  INFO("kernel " << kernel << ": " << p.nx << "x" << p.ny << " " << to_string(p.mode) << " r=" << p.r() << " check-every " << rule.check_every
             << ": cpu " << rc.iterations << " sweeps (" << to_string(rc.status) << "), cuda " << rg.iterations << " ("
             << to_string(rg.status) << "), max diff " << diff << " (tol " << tol << ")");
   CHECK(rg.status == rc.status);
@@ -40,7 +41,20 @@ void compare_backends(const Problem& p, const std::vector<T>& u0, const StopRule
   REQUIRE(rg.check_residual.size() == rc.check_residual.size());
   for (std::size_t c = 0; c < rc.check_residual.size(); ++c)
     CHECK(std::abs(rg.check_residual[c] - rc.check_residual[c]) <= tol);
-  if (diff == 0.0) std::printf("heat2d gpu: %lldx%lld bitwise equal to the cpu\n", static_cast<long long>(p.nx), static_cast<long long>(p.ny));
+  if (diff == 0.0)
+    std::printf("heat2d gpu: %s %lldx%lld bitwise equal to the cpu\n", kernel, static_cast<long long>(p.nx),
+                static_cast<long long>(p.ny));
+}
+
+template <class T>
+void compare_backends(const Problem& p, const std::vector<T>& u0, const StopRule& rule) {
+  std::vector<T> uc;
+  const auto rc = run_on<T>(Backend::cpu, p, u0, rule, uc);
+  for (const char* kernel : {"async", "registers"}) {
+    std::vector<T> ug;
+    const auto rg = run_on<T>(Backend::cuda, p, u0, rule, ug, kernel);
+    compare_results<T>(p, u0, rule, rc, uc, rg, ug, kernel);
+  }
 }
 
 }  // namespace
@@ -48,9 +62,9 @@ void compare_backends(const Problem& p, const std::vector<T>& u0, const StopRule
 TEMPLATE_TEST_CASE("cuda matches the cpu backend on random fields (fixed sweeps)", "[heat2d][gpu]", float, double) {
   using T = TestType;
   auto g = tally::test::rng(11);
-  // Odd widths (padding, partial vectors), narrow and tall grids, one grid that needs several
-  // tiles per block (the persistent grid's loop).
-  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{3, 3}, {5, 70}, {37, 29}, {130, 67}, {257, 250}, {1000, 3000}};
+  // Odd widths (padding, partial vectors), narrow and tall grids, and a wide one whose warps'
+  // strips are long (the async kernel's shared-memory ring wraps many times).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{3, 3}, {5, 70}, {37, 29}, {130, 67}, {257, 250}, {4100, 1500}};
   int trial = 0;
   for (auto [nx, ny] : shapes) {
     for (Mode m : {Mode::steady, Mode::transient}) {
