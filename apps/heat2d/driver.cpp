@@ -63,9 +63,9 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
   auto solver = make_solver<T>(o.backend, p, {o.device, kernel});
   solver->set_field(initial_field<T>(p));
   const double field_bytes = static_cast<double>(n * n) * sizeof(T);
-  // About 10 ms per timed repeat at the copy bandwidth.
+  // About 20 ms per timed repeat at the copy bandwidth.
   const auto sweeps = static_cast<std::int64_t>(
-      std::clamp(0.01 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 20.0, 20000.0));
+      std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 20.0, 20000.0));
   for (std::int64_t ce : {std::int64_t{1}, std::int64_t{100}}) {
     StopRule rule;
     rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
@@ -94,7 +94,7 @@ BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes
   BenchTable table;
   const bool gpu = o.backend == reduce::Backend::cuda;
   table.copy_bytes = gpu ? std::int64_t{1} << 30 : std::int64_t{256} << 20;
-  table.repeats = gpu ? 7 : 3;
+  table.repeats = gpu ? 11 : 3;
   table.copy_gb_per_s = copy_bandwidth_gbs(o.backend, table.copy_bytes, gpu ? 20 : 5, o.device);
   const std::vector<std::string> kernels =
       gpu ? std::vector<std::string>{"async", "registers"} : std::vector<std::string>{"cpu"};

@@ -36,7 +36,7 @@ namespace dev = tally::reduce::device;
 using reduce::Max;
 
 constexpr int tile_lanes = 32;      // vector: one warp across x
-constexpr int tile_warps = 4;       // worker: warps stacked in y
+// worker: warps stacked in y, per kernel (async_warps, registers_warps below)
 constexpr int slots = 64;           // ring of residual slots in mapped host memory
 constexpr std::int64_t lookahead_sweeps = 16;  // sweeps queued beyond the oldest unread check
 
@@ -94,8 +94,8 @@ struct Strip {
   __device__ explicit Strip(const SweepArgs<T>& a) {
     lane = static_cast<int>(threadIdx.x);
     x0 = (static_cast<long long>(blockIdx.x) * tile_lanes + lane) * V;
-    const long long warps_y = static_cast<long long>(gridDim.y) * tile_warps;
-    const long long wy = static_cast<long long>(blockIdx.y) * tile_warps + threadIdx.y;
+    const long long warps_y = static_cast<long long>(gridDim.y) * blockDim.y;
+    const long long wy = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
     js = wy * a.ny / warps_y;
     je = (wy + 1) * a.ny / warps_y;
     jlast = je < a.ny - 1 ? je : a.ny - 1;
@@ -160,16 +160,19 @@ __device__ __forceinline__ void finish_sweep(const SweepArgs<T>& a, T local, dev
 // ring slots, `ring_rows - 3` rows ahead of the row it computes; the loads in flight cost shared
 // memory, not registers, so occupancy stays high. A lane reads back only what it copied itself, so
 // __pipeline_wait_prior is the only synchronisation.
-constexpr int ring_rows = 8;
+// 8 warps a block (fewer blocks: the last block's combine of the partials stays short) and 10 ring
+// rows: 7 rows (7 x 16 bytes a lane) in flight, 40 KiB of shared memory a block.
+constexpr int ring_rows = 10;
+constexpr int async_warps = 8;
 
 template <class T, bool Check>
-__global__ void __launch_bounds__(tile_lanes* tile_warps)
+__global__ void __launch_bounds__(tile_lanes* async_warps)
     sweep_async(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
   constexpr int V = Strip<T>::V;
   constexpr int S = ring_rows;
   using Vec = dev::Vec<T, V>;
-  __shared__ Vec ring[tile_warps][S][tile_lanes];
-  __shared__ T halo[tile_warps][S][2];
+  __shared__ Vec ring[async_warps][S][tile_lanes];
+  __shared__ T halo[async_warps][S][2];
   __shared__ dev::GangStorage<T> tmp;
   if (__ldcg(&a.d_state->stop) != running) return;  // queued after the run stopped (uniform)
 
@@ -209,9 +212,10 @@ __global__ void __launch_bounds__(tile_lanes* tile_warps)
 
 // ---- kernel "registers": a queue of rows loaded ahead in registers ---------------------------------
 constexpr int queue_rows = 4;
+constexpr int registers_warps = 4;
 
 template <class T, bool Check>
-__global__ void __launch_bounds__(tile_lanes* tile_warps, 4)
+__global__ void __launch_bounds__(tile_lanes* registers_warps, 4)
     sweep_registers(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
   constexpr int V = Strip<T>::V;
   constexpr int P = queue_rows;
@@ -261,6 +265,7 @@ class CudaSolver final : public Solver<T> {
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
     async_ = o.cuda_kernel == "async";
+    warps_ = async_ ? async_warps : registers_warps;
     const int device = o.device;
     TALLY_CUDA_TRY(cudaSetDevice(device));
     constexpr long long V = dev::vec16<T>;
@@ -269,11 +274,18 @@ class CudaSolver final : public Solver<T> {
     // One full wave of blocks, each warp streaming one strip of rows: one pipeline start per warp
     // and sweep, and few blocks, so the last block's combine of the per-block partials stays short.
     int sms = 0, per_sm = 0;
+    if (async_) {
+      // The ring lives in shared memory: ask for the largest carveout (the kernel bypasses L1).
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sweep_async<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sweep_async<T, false>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+    }
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, async_ ? sweep_async<T, true> : sweep_registers<T, true>, tile_lanes * tile_warps, 0));
+        &per_sm, async_ ? sweep_async<T, true> : sweep_registers<T, true>, tile_lanes * warps_, 0));
     const long long target = static_cast<long long>(sms) * std::max(per_sm, 1);
-    const long long most_y = std::max<long long>(1, p.ny / (tile_warps * 4));  // >= 4 rows a warp
+    const long long most_y = std::max<long long>(1, p.ny / (warps_ * 4));  // >= 4 rows a warp
     grid_ = dim3(static_cast<unsigned>(tiles_x),
                  static_cast<unsigned>(std::clamp<long long>(target / tiles_x, 1, std::min<long long>(most_y, 65535))));
     const long long blocks = static_cast<long long>(grid_.x) * grid_.y;
@@ -364,7 +376,7 @@ class CudaSolver final : public Solver<T> {
     for (long long k = 1; k <= rule.last && !stopped; ++k) {
       const int src = cur_ ^ static_cast<int>((k - 1) & 1);
       SweepArgs<T> a{pitch_, p_.nx, p_.ny, c_, partials_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
-      const dim3 block(tile_lanes, tile_warps);
+      const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
       if (rule.is_check(k)) {
         const int slot = static_cast<int>(checks++ % slots);
         a.slot = d_slots_ + slot;
@@ -405,6 +417,7 @@ class CudaSolver final : public Solver<T> {
   Problem p_;
   Coeffs<T> c_;
   bool async_ = true;  // which sweep kernel
+  int warps_ = 4;      // its block's warps
   long long pitch_ = 0;
   dim3 grid_;
   DeviceBuffer<T> u_[2];
