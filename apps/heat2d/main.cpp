@@ -1,0 +1,294 @@
+// heat2d: the command line and the output (HDF5, XDMF sidecar, JSON line, summary line).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "driver.hpp"
+#include "tally/common/app.hpp"
+#include "tally/common/cli.hpp"
+#include "tally/common/device_info.hpp"
+#include "tally/common/error.hpp"
+#include "tally/common/h5.hpp"
+#include "tally/common/json.hpp"
+#include "tally/common/provenance.hpp"
+
+namespace {
+
+using namespace tally;
+using namespace tally::heat2d;
+
+struct Options {
+  cli::CommonOptions common;
+  Problem p;
+  std::string mode = "steady", bc_top = "sin", bc_bottom = "0", bc_left = "0", bc_right = "0", init = "0";
+  std::int64_t ny = 0;  // 0: same as nx
+  double tol = 1e-10;
+  std::int64_t max_iter = 1'000'000, check_every = 1;
+  std::string cuda_kernel = "async";
+  bool validate = false, xdmf = false, bench = false;
+  std::vector<std::int64_t> bench_sizes;
+};
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+void write_xdmf(const std::string& h5_path, const Problem& p, int precision_bytes) {
+  namespace fs = std::filesystem;
+  const fs::path xmf = fs::path(h5_path).replace_extension(".xmf");
+  const std::string dims = std::to_string(p.ny) + " " + std::to_string(p.nx);
+  std::ofstream f(xmf);
+  f.precision(17);
+  f << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n  <Domain>\n"
+    << "    <Grid Name=\"heat2d\" GridType=\"Uniform\">\n"
+    << "      <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"" << dims << "\"/>\n"
+    << "      <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
+    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">0 0</DataItem>\n"
+    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << p.h() << " " << p.h()
+    << "</DataItem>\n      </Geometry>\n"
+    << "      <Attribute Name=\"u\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+    << "        <DataItem Dimensions=\"" << dims << "\" NumberType=\"Float\" Precision=\"" << precision_bytes
+    << "\" Format=\"HDF\">" << fs::path(h5_path).filename().string() << ":/field</DataItem>\n"
+    << "      </Attribute>\n    </Grid>\n  </Domain>\n</Xdmf>\n";
+  if (!f) throw Error("cannot write " + xmf.string());
+}
+
+std::optional<DeviceInfo> device_of(const RunOptions& ro) {
+  if (ro.backend == reduce::Backend::cuda) return query_device(ro.device);
+  return std::nullopt;
+}
+
+void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, const RunOptions& ro) {
+  const Problem& p = o.p;
+  f.attr("app", "heat2d");
+  f.attr("nx", static_cast<std::int64_t>(p.nx));
+  f.attr("ny", static_cast<std::int64_t>(p.ny));
+  f.attr("h", p.h());
+  f.attr("mode", to_string(p.mode));
+  f.attr("precision", o.common.precision);
+  f.attr("backend", reduce::to_string(ro.backend));
+  f.attr("tol", rule.tol);
+  f.attr("max_iter", static_cast<std::int64_t>(o.max_iter));
+  f.attr("check_every", static_cast<std::int64_t>(o.check_every));
+  f.attr("alpha", p.alpha);
+  f.attr("dt", p.dt);
+  f.attr("r", p.r());
+  f.attr("t_end", p.t_end);
+  f.attr("bc_top", p.top.text);
+  f.attr("bc_bottom", p.bottom.text);
+  f.attr("bc_left", p.left.text);
+  f.attr("bc_right", p.right.text);
+  f.attr("init", p.init.text);
+  f.attr("validate", o.validate);
+  f.attr("cuda_kernel", o.cuda_kernel);
+}
+
+template <class T>
+int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, h5::File& file, HostTimer& total,
+                    const std::string& cmdline) {
+  const Problem& p = o.p;
+  Report<T> rep = run_problem<T>(p, rule, ro);
+  const SolveResult& res = rep.result;
+  const bool converged = res.status == Status::converged;
+  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations, 1));
+  const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
+  const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
+
+  HostTimer tw;
+  write_parameters(file, o, rule, ro);
+  file.attr("iterations", static_cast<std::int64_t>(res.iterations));
+  file.attr("sim_time", rep.sim_time);
+  file.attr("status", to_string(res.status));
+  file.attr("converged", converged);
+  file.attr("final_residual", res.final_residual);
+  file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
+  file.write<std::int64_t>("residual/iteration", res.check_iteration);
+  file.write<double>("residual/value", res.check_residual);
+  auto errors = file.group("errors");
+  if (rep.analytic) {
+    errors.attr("analytic_max", rep.analytic->max);
+    errors.attr("analytic_l2", rep.analytic->l2);
+  }
+  if (rep.eigen_max_abs_diff) {
+    errors.attr("eigen_max_abs_diff", *rep.eigen_max_abs_diff);
+    errors.attr("eigen_tolerance", rep.eigen_tolerance);
+    errors.attr("eigen_passed", rep.validation_passed);
+  }
+  auto thr = file.group("throughput");
+  thr.attr("points_per_s", points_per_s);
+  thr.attr("gb_per_s", gb_per_s);
+  const auto dev = device_of(ro);
+  write_provenance(file, collect_provenance(cmdline, dev), dev);
+  auto tg = file.group("timings");
+  for (const auto& [name, s] : rep.timings.entries()) tg.attr(name, s);
+  tg.attr("write", tw.seconds());
+  tg.attr("total", total.seconds());
+  file.commit();
+  if (o.xdmf) write_xdmf(o.common.out, p, static_cast<int>(sizeof(T)));
+
+  if (o.common.json) {
+    JsonLine j;
+    j.add("app", "heat2d").add("mode", to_string(p.mode)).add("nx", p.nx).add("ny", p.ny);
+    j.add("precision", o.common.precision).add("backend", reduce::to_string(ro.backend));
+    j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
+    j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
+    if (rep.analytic) j.add("analytic_max", rep.analytic->max).add("analytic_l2", rep.analytic->l2);
+    if (rep.eigen_max_abs_diff)
+      j.add("eigen_max_abs_diff", *rep.eigen_max_abs_diff).add("eigen_tolerance", rep.eigen_tolerance);
+    j.add("solve_s", res.solve_s).add("per_sweep_s", rep.timings.get("per_sweep"));
+    j.add("points_per_s", points_per_s).add("gb_per_s", gb_per_s).add("out", o.common.out);
+    std::printf("%s\n", j.str().c_str());
+  } else if (!o.common.quiet) {
+    std::string what = to_string(p.mode) + " " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " " +
+                       o.common.precision + " on " + reduce::to_string(ro.backend);
+    std::string check;
+    switch (res.status) {
+      case Status::converged: check = "converged, residual " + fmt("%.2e", res.final_residual) + " <= tol " + fmt("%.0e", rule.tol); break;
+      case Status::t_end: check = "reached t = " + fmt("%.4g", rep.sim_time) + ", residual " + fmt("%.2e", res.final_residual); break;
+      case Status::max_iter: check = "NOT converged: --max-iter reached, residual " + fmt("%.2e", res.final_residual); break;
+      case Status::diverged: check = "DIVERGED, residual " + fmt("%g", res.final_residual); break;
+    }
+    if (rep.analytic)
+      check += "; analytic error max " + fmt("%.2e", rep.analytic->max) + ", L2 " + fmt("%.2e", rep.analytic->l2);
+    if (rep.eigen_max_abs_diff)
+      check += std::string("; Eigen ") + (rep.validation_passed ? "agrees" : "DISAGREES") + ", max diff " +
+               fmt("%.1e", *rep.eigen_max_abs_diff) + " (tol " + fmt("%.1e", rep.eigen_tolerance) + ")";
+    std::printf("heat2d: %s: %lld sweeps, %s; %.3g s, %.3g points/s, %.3g GB/s\n", what.c_str(),
+                static_cast<long long>(res.iterations), check.c_str(), res.solve_s, points_per_s, gb_per_s);
+  }
+  if (res.status == Status::diverged) {
+    std::fprintf(stderr, "heat2d: diverged at sweep %lld (residual %g); the field was written to %s\n",
+                 static_cast<long long>(res.iterations), res.final_residual, o.common.out.c_str());
+    return exit_failure;
+  }
+  if (!rep.validation_passed) {
+    std::fprintf(stderr, "heat2d: validation failed: max |u - u_eigen| = %g > %g\n", *rep.eigen_max_abs_diff,
+                 rep.eigen_tolerance);
+    return exit_failure;
+  }
+  return exit_ok;
+}
+
+int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::string& cmdline) {
+  std::vector<std::int64_t> sizes = o.bench_sizes;
+  if (sizes.empty())
+    sizes = ro.backend == reduce::Backend::cuda ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
+                                                : std::vector<std::int64_t>{256, 512, 1024};
+  for (auto n : sizes)
+    if (n < 3) throw InputError("--bench-sizes " + std::to_string(n) + ": needs at least 3 points");
+  const BenchTable t = run_bench(ro, sizes, o.common.quiet || o.common.json);
+  const auto dev = device_of(ro);
+  std::printf("| heat2d bench on %s: copy bandwidth %.0f GB/s (memcpy of %lld MiB, read + write, median) |\n",
+              dev ? dev->name.c_str() : "cpu", t.copy_gb_per_s, static_cast<long long>(t.copy_bytes >> 20));
+  std::printf("| %-9s | %-6s | %-11s | %-11s | %-10s | %-7s | %-8s |\n", "kernel", "type", "grid", "check-every",
+              "us/sweep", "GB/s", "% copy");
+  std::vector<std::int64_t> n, ce, sweeps;
+  std::vector<double> per, gbs, frac;
+  std::vector<std::int32_t> bytes, kernel_async;
+  for (const auto& r : t.rows) {
+    const std::string grid = std::to_string(r.n) + "^2";
+    std::printf("| %-9s | %-6s | %-11s | %11lld | %10.2f | %7.0f | %7.1f%% |\n", r.kernel.c_str(), r.precision.c_str(), grid.c_str(),
+                static_cast<long long>(r.check_every), r.per_sweep_s * 1e6, r.gb_per_s, 100.0 * r.fraction_of_copy);
+    n.push_back(r.n), ce.push_back(r.check_every), sweeps.push_back(r.sweeps);
+    per.push_back(r.per_sweep_s), gbs.push_back(r.gb_per_s), frac.push_back(r.fraction_of_copy);
+    bytes.push_back(r.precision == "float" ? 4 : 8);
+    kernel_async.push_back(r.kernel == "async" ? 1 : 0);
+  }
+  file.attr("app", "heat2d");
+  file.attr("backend", reduce::to_string(ro.backend));
+  file.attr("status", "bench");
+  auto g = file.group("bench");
+  g.attr("copy_gb_per_s", t.copy_gb_per_s);
+  g.attr("copy_bytes", t.copy_bytes);
+  g.attr("repeats", static_cast<std::int64_t>(t.repeats));
+  g.write<std::int64_t>("n", n);
+  g.write<std::int32_t>("precision_bytes", bytes);
+  g.write<std::int32_t>("kernel_async", kernel_async);
+  g.write<std::int64_t>("check_every", ce);
+  g.write<std::int64_t>("sweeps", sweeps);
+  g.write<double>("per_sweep_s", per);
+  g.write<double>("gb_per_s", gbs);
+  g.write<double>("fraction_of_copy", frac);
+  write_provenance(file, collect_provenance(cmdline, dev), dev);
+  file.commit();
+  return exit_ok;
+}
+
+int run(int argc, char** argv) {
+  HostTimer total;
+  Options o;
+  o.common.out = "results/heat2d.h5";
+  CLI::App app{"heat2d: the 2-D heat equation (Jacobi for the steady state, or explicit time steps) with a\n"
+               "max-residual convergence test computed inside the update sweep.",
+               "heat2d"};
+  cli::add_common_options(app, o.common);
+  app.add_option("--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))")->capture_default_str();
+  app.add_option("--ny", o.ny, "Grid points along y, edges included (default: nx)");
+  app.add_option("--mode", o.mode, "steady (Jacobi for Laplace) or transient (explicit steps)")
+      ->check(CLI::IsMember({"steady", "transient"}))
+      ->capture_default_str();
+  app.add_option("--tol", o.tol, "Stop when max |u_new - u| <= tol")->capture_default_str();
+  app.add_option("--max-iter", o.max_iter, "Most sweeps")->capture_default_str();
+  app.add_option("--check-every", o.check_every, "Test the residual every k sweeps (and at the last)")->capture_default_str();
+  app.add_option("--alpha", o.p.alpha, "Diffusivity (transient)")->capture_default_str();
+  app.add_option("--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)");
+  app.add_option("--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)")->capture_default_str();
+  app.add_option("--bc-top", o.bc_top, "Top edge (y = Ly): a number or sin (sin(pi x))")->capture_default_str();
+  app.add_option("--bc-bottom", o.bc_bottom, "Bottom edge (y = 0): a number or sin")->capture_default_str();
+  app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
+  app.add_option("--bc-right", o.bc_right, "Right edge (x = 1): a number or sin")->capture_default_str();
+  app.add_option("--init", o.init, "Initial interior: a number or sin (sin(pi x) sin(pi y/Ly))")->capture_default_str();
+  app.add_option("--cuda-kernel", o.cuda_kernel, "CUDA sweep kernel: async (cp.async ring in shared memory) or registers")
+      ->check(CLI::IsMember({"async", "registers"}))
+      ->capture_default_str();
+  app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
+  app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
+  app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
+  app.add_option("--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)")
+      ->delimiter(',');
+  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+
+  // Everything the user gave is checked before anything is computed or written.
+  Problem& p = o.p;
+  p.ny = o.ny > 0 ? o.ny : p.nx;
+  if (app.count("--ny") && o.ny < 3) p.ny = o.ny;  // let finalize() name the bad value
+  p.mode = o.mode == "transient" ? Mode::transient : Mode::steady;
+  p.top = parse_spec(o.bc_top, "--bc-top");
+  p.bottom = parse_spec(o.bc_bottom, "--bc-bottom");
+  p.left = parse_spec(o.bc_left, "--bc-left");
+  p.right = parse_spec(o.bc_right, "--bc-right");
+  p.init = parse_spec(o.init, "--init");
+  if (!o.bench) finalize(p);
+  const StopRule rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
+
+  bool fell_back = false;
+  RunOptions ro;
+  ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
+  if (fell_back) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
+  ro.device = o.common.device;
+  ro.cuda_kernel = o.cuda_kernel;
+  ro.validate = o.validate;
+  ro.progress = !o.common.quiet && !o.common.json;
+
+  const std::string cmdline = cli::command_line(argc, argv);
+  std::filesystem::path out(o.common.out);
+  if (out.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out.parent_path(), ec);
+    if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
+  }
+  auto file = h5::File::create(o.common.out);
+  if (o.bench) return bench(o, ro, file, cmdline);
+  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, file, total, cmdline);
+  return solve_and_write<double>(o, rule, ro, file, total, cmdline);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tally::run_app("heat2d", [&] { return run(argc, argv); });
+}

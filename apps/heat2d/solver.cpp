@@ -1,0 +1,45 @@
+// Backend selection: the only place that knows which backends exist.
+#include <unistd.h>
+
+#include <string>
+
+#include "solver.hpp"
+#include "tally/common/error.hpp"
+
+namespace tally::heat2d {
+
+template <class T>
+std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o) {
+  if (b == reduce::Backend::cuda) {
+#ifdef TALLY_HAS_CUDA
+    return make_cuda_solver<T>(p, o);
+#else
+    (void)o;
+    throw InputError("--backend cuda: this build has no CUDA backend");
+#endif
+  }
+  // Two fields plus the output copy: refuse what cannot fit in the host's memory.
+  const double need = 3.0 * static_cast<double>(p.nx) * static_cast<double>(p.ny) * sizeof(T);
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > have)
+    throw InputError("--nx/--ny " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + ": needs " +
+                     std::to_string(need / (1 << 30)) + " GiB of host memory, the machine has " +
+                     std::to_string(have / (1 << 30)) + " GiB");
+  return make_cpu_solver<T>(p);
+}
+template std::unique_ptr<Solver<float>> make_solver<float>(reduce::Backend, const Problem&, const SolverOptions&);
+template std::unique_ptr<Solver<double>> make_solver<double>(reduce::Backend, const Problem&, const SolverOptions&);
+
+double copy_bandwidth_gbs(reduce::Backend b, std::int64_t bytes, int repeats, int device) {
+  if (b == reduce::Backend::cuda) {
+#ifdef TALLY_HAS_CUDA
+    return cuda_copy_bandwidth_gbs(bytes, repeats, device);
+#else
+    (void)device;
+    throw InputError("--backend cuda: this build has no CUDA backend");
+#endif
+  }
+  return cpu_copy_bandwidth_gbs(bytes, repeats);
+}
+
+}  // namespace tally::heat2d

@@ -1,0 +1,70 @@
+#pragma once
+// The one solver interface. The driver and the tests name a backend once (make_solver); the CPU
+// backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "heat2d.hpp"
+#include "tally/reduce/backend.hpp"
+
+namespace tally::heat2d {
+
+struct SolveResult {
+  std::int64_t iterations = 0;  ///< sweeps done
+  Status status = Status::max_iter;
+  double final_residual = 0.0;  ///< the residual of the last checked sweep
+  std::vector<std::int64_t> check_iteration;  ///< every checked sweep, in order
+  std::vector<double> check_residual;
+  double solve_s = 0.0;  ///< device time (CUDA events) or host time (CPU) of the whole iteration
+};
+
+/// Called after each check the host has seen: (iteration, residual, seconds since the start).
+using ProgressFn = std::function<void(std::int64_t, double, double)>;
+
+template <class T>
+class Solver {
+ public:
+  virtual ~Solver() = default;
+  /// The whole field (ny * nx, row-major, edges included); returns when the copy is done.
+  virtual void set_field(std::span<const T> u) = 0;
+  /// Sweeps until the rule stops; the field then holds the state after result.iterations sweeps.
+  virtual SolveResult solve(const StopRule& rule, const ProgressFn& progress = {}) = 0;
+  /// Copies the current field out; returns when the copy is done.
+  virtual void get_field(std::span<T> u) = 0;
+};
+
+struct SolverOptions {
+  int device = 0;
+  /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
+  /// "registers" (rows queued in registers); both give the same bits.
+  std::string cuda_kernel = "async";
+};
+
+/// Throws tally::InputError when the grid does not fit (device memory for CUDA).
+template <class T>
+std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o = {});
+
+/// The backend's copy bandwidth in GB/s (bytes read + written), median of `repeats` copies of
+/// `bytes` bytes: a device-to-device cudaMemcpy on CUDA, a parallel memcpy on the CPU.
+double copy_bandwidth_gbs(reduce::Backend b, std::int64_t bytes, int repeats, int device = 0);
+
+// The backends' factories (solver_cpu.cpp, solver_cuda.cu).
+template <class T>
+std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p);
+double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats);
+#ifdef TALLY_HAS_CUDA
+template <class T>
+std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, const SolverOptions& o);
+double cuda_copy_bandwidth_gbs(std::int64_t bytes, int repeats, int device);
+#endif
+
+/// Eigen reference (validate_eigen.cpp): `sweeps` sweeps of the same iteration on Eigen arrays.
+template <class T>
+std::vector<T> eigen_sweeps(const Problem& p, std::span<const T> u0, std::int64_t sweeps);
+
+}  // namespace tally::heat2d

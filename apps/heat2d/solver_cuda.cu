@@ -1,0 +1,466 @@
+// CUDA backend: one kernel per sweep that updates the field and, on checked sweeps, computes the
+// residual max |u_new - u| in the same pass with the library's gang reduction (the last block to
+// finish writes it). The host never waits for the sweep it just launched:
+//  * the residual of each checked sweep goes to a slot of a ring in mapped pinned host memory, and
+//    an event after that sweep tells the host when the slot is valid; the host reads it while the
+//    next sweeps are already queued (up to `lookahead_sweeps` ahead);
+//  * the last block also sets a device-side stop flag (converged or diverged); every later sweep
+//    already queued reads it first and returns at once, so the field stops exactly at the sweep
+//    that converged and the iteration count equals the CPU backend's.
+//
+// Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
+// (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row and
+// streams down its own strip of rows with a queue of rows loaded several rows ahead in registers;
+// west/east neighbours come from the neighbouring lanes by shuffle, only the warp's two end lanes
+// load one extra element with each row.
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <deque>
+#include <vector>
+
+#include "solver.hpp"
+#include "tally/common/cuda_check.cuh"
+#include "tally/common/device_buffer.cuh"
+#include "tally/common/device_timer.cuh"
+#include "tally/common/error.hpp"
+#include "tally/common/timing.hpp"
+#include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/thread.cuh"
+
+namespace tally::heat2d {
+namespace {
+
+namespace dev = tally::reduce::device;
+using reduce::Max;
+
+constexpr int tile_lanes = 32;      // vector: one warp across x
+// worker: warps stacked in y, per kernel (async_warps, registers_warps below)
+constexpr int slots = 64;           // ring of residual slots in mapped host memory
+constexpr std::int64_t lookahead_sweeps = 16;  // sweeps queued beyond the oldest unread check
+
+enum : int { running = 0, stop_converged = 1, stop_diverged = 2 };
+
+struct CheckSlot {  // written by the device, read by the host after the sweep's event
+  double residual;
+  long long iteration;
+  int stop;
+  int pad;
+};
+struct DeviceState {
+  long long done;  // sweeps executed (block 0 of each executed sweep writes its number)
+  int stop;        // running / stop_converged / stop_diverged
+  int pad;
+};
+
+// Rounded operations the compiler cannot contract into FMAs: the same arithmetic as the CPU.
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+template <class T>
+__device__ __forceinline__ T update(T c, T w, T e, T s, T n, const Coeffs<T>& k) {
+  const T sum = add_rn(add_rn(w, e), add_rn(s, n));
+  if (k.steady) return mul_rn(sum, T(0.25));
+  return add_rn(c, mul_rn(k.r, sub_rn(sum, mul_rn(T(4), c))));
+}
+
+template <class T>
+struct SweepArgs {
+  long long pitch, nx, ny;
+  Coeffs<T> c;
+  T* d_partials;           // one per block
+  unsigned int* d_ticket;  // the gang reduction's ticket
+  DeviceState* d_state;
+  CheckSlot* slot;  // checked sweeps: where the residual goes (mapped host memory)
+  long long k;      // this sweep's number
+  double tol;
+};
+
+// ---- the pieces both sweep kernels share ---------------------------------------------------------
+
+/// This warp's strip: rows [js, je), the rows split evenly over all warps stacked in y (+-1 row).
+template <class T>
+struct Strip {
+  static constexpr int V = dev::vec16<T>;
+  int lane;
+  long long x0, js, je, jlast;  // jlast: the last row the strip reads (its south halo)
+  long long hoff;               // the end lanes' halo element: lane 0 west, lane 31 east
+  bool has_halo;
+  __device__ explicit Strip(const SweepArgs<T>& a) {
+    lane = static_cast<int>(threadIdx.x);
+    x0 = (static_cast<long long>(blockIdx.x) * tile_lanes + lane) * V;
+    const long long warps_y = static_cast<long long>(gridDim.y) * blockDim.y;
+    const long long wy = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
+    js = wy * a.ny / warps_y;
+    je = (wy + 1) * a.ny / warps_y;
+    jlast = je < a.ny - 1 ? je : a.ny - 1;
+    hoff = lane == 0 ? -1 : V;
+    has_halo = (lane == 0 && x0 > 0) || (lane == tile_lanes - 1 && x0 + V < a.pitch);
+  }
+};
+
+/// Updates row jj of this lane's V columns from its rows prev/cur/next (cur's end-lane halo in
+/// `halo`), stores it, folds the residual. Every lane of the warp calls it (shuffles).
+template <class T, bool Check>
+__device__ __forceinline__ void update_row(const Strip<T>& st, const SweepArgs<T>& a, long long jj,
+                                           const dev::Vec<T, Strip<T>::V>& prev, const dev::Vec<T, Strip<T>::V>& cur,
+                                           const dev::Vec<T, Strip<T>::V>& next, T halo, T* sp, T& local) {
+  constexpr int V = Strip<T>::V;
+  // Neighbours across the vector's ends from the adjacent lanes (whole warp, uniform).
+  T w = __shfl_up_sync(0xffffffffu, cur.v[V - 1], 1);
+  T e = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+  if (st.lane == 0) w = halo;
+  if (st.lane == tile_lanes - 1) e = halo;
+  if (jj < 1 || jj >= a.ny - 1) return;  // warp-uniform; edge rows stay as they are
+  dev::Vec<T, V> out;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const T west = k == 0 ? w : cur.v[k - 1];
+    const T east = k == V - 1 ? e : cur.v[k + 1];
+    const T nv = update(cur.v[k], west, east, prev.v[k], next.v[k], a.c);
+    const long long i = st.x0 + k;
+    const bool inside = i >= 1 && i < a.nx - 1;
+    out.v[k] = inside ? nv : cur.v[k];  // edge columns and padding: rewritten unchanged
+    if constexpr (Check) {
+      if (inside) {
+        const T d = nv - cur.v[k];
+        local = Max::combine(local, d < T(0) ? -d : d);  // NaN stays NaN
+      }
+    }
+  }
+  *reinterpret_cast<dev::Vec<T, V>*>(sp) = out;
+}
+
+/// The end of a sweep: on checked sweeps the gang reduction of the residual, whose last block
+/// publishes it (slot, stop flag); block 0 counts the sweep as done.
+template <class T, bool Check>
+__device__ __forceinline__ void finish_sweep(const SweepArgs<T>& a, T local, dev::GangStorage<T>& tmp) {
+  if constexpr (Check) {
+    T r;
+    if (dev::gang_reduce<Max>(local, a.d_partials, a.d_ticket, r, tmp) && dev::block_thread_rank() == 0) {
+      const double rd = static_cast<double>(r);
+      const int stop = !isfinite(rd) ? stop_diverged : (rd <= a.tol ? stop_converged : running);
+      a.d_state->stop = stop;  // read by the next sweeps (kernel boundaries order it)
+      a.slot->residual = rd;
+      a.slot->iteration = a.k;
+      a.slot->stop = stop;
+      __threadfence_system();
+    }
+  }
+  if (blockIdx.x == 0 && blockIdx.y == 0 && dev::block_thread_rank() == 0) a.d_state->done = a.k;
+}
+
+// ---- kernel "async": rows staged through a shared-memory ring by cp.async --------------------------
+// Each lane copies its 16 bytes of the next rows (and the end lanes their halo element) into its own
+// ring slots, `ring_rows - 3` rows ahead of the row it computes; the loads in flight cost shared
+// memory, not registers, so occupancy stays high. A lane reads back only what it copied itself, so
+// __pipeline_wait_prior is the only synchronisation.
+// 8 warps a block (fewer blocks: the last block's combine of the partials stays short) and 10 ring
+// rows: 7 rows (7 x 16 bytes a lane) in flight, 40 KiB of shared memory a block.
+constexpr int ring_rows = 10;
+constexpr int async_warps = 8;
+
+template <class T, bool Check>
+__global__ void __launch_bounds__(tile_lanes* async_warps)
+    sweep_async(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  constexpr int V = Strip<T>::V;
+  constexpr int S = ring_rows;
+  using Vec = dev::Vec<T, V>;
+  __shared__ Vec ring[async_warps][S][tile_lanes];
+  __shared__ T halo[async_warps][S][2];
+  __shared__ dev::GangStorage<T> tmp;
+  if (__ldcg(&a.d_state->stop) != running) return;  // queued after the run stopped (uniform)
+
+  const Strip<T> st(a);
+  const int w = static_cast<int>(threadIdx.y), hl = st.lane == 0 ? 0 : 1;
+  long long jl = st.js - 1;                      // the next row to copy
+  const T* lp = u + (st.js - 1) * a.pitch + st.x0;  // dereferenced only for rows in [0, jlast]
+  int slot = 0;
+  auto issue = [&] {
+    if (jl >= 0 && jl <= st.jlast) {
+      __pipeline_memcpy_async(&ring[w][slot][st.lane], lp, sizeof(Vec));
+      if (st.has_halo) __pipeline_memcpy_async(&halo[w][slot][hl], lp + st.hoff, sizeof(T));
+    }
+    __pipeline_commit();  // one group per row, empty ones included: the counting stays uniform
+    ++jl;
+    lp += a.pitch;
+    slot = slot + 1 == S ? 0 : slot + 1;
+  };
+  for (int r = 0; r < S; ++r) issue();
+
+  T local = Max::identity<T>();
+  T* sp = v + st.js * a.pitch + st.x0;
+  int s0 = 0;  // the slot of row jj - 1
+  for (long long jj = st.js; jj < st.je; ++jj) {
+    __pipeline_wait_prior(S - 3);  // rows up to jj + 1 have landed
+    const int s1 = s0 + 1 == S ? 0 : s0 + 1, s2 = s1 + 1 == S ? 0 : s1 + 1;
+    const Vec prev = ring[w][s0][st.lane], cur = ring[w][s1][st.lane], next = ring[w][s2][st.lane];
+    const T h = halo[w][s1][hl];
+    issue();  // refills slot s0: its row is in registers now
+    update_row<T, Check>(st, a, jj, prev, cur, next, h, sp, local);
+    sp += a.pitch;
+    s0 = s1;
+  }
+  __pipeline_wait_prior(0);  // no copy may still target shared memory at exit
+  finish_sweep<T, Check>(a, local, tmp);
+}
+
+// ---- kernel "registers": a queue of rows loaded ahead in registers ---------------------------------
+constexpr int queue_rows = 4;
+constexpr int registers_warps = 4;
+
+template <class T, bool Check>
+__global__ void __launch_bounds__(tile_lanes* registers_warps, 4)
+    sweep_registers(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  constexpr int V = Strip<T>::V;
+  constexpr int P = queue_rows;
+  struct Row {
+    dev::Vec<T, V> x;
+    T halo;
+  };
+  __shared__ dev::GangStorage<T> tmp;
+  if (__ldcg(&a.d_state->stop) != running) return;  // queued after the run stopped (uniform)
+
+  const Strip<T> st(a);
+  long long jl = st.js - 1;
+  const T* lp = u + (st.js - 1) * a.pitch + st.x0;
+  auto load_next = [&](Row& r) {
+    if (jl >= 0 && jl <= st.jlast) {
+      r.x = dev::load_vec<V>(lp);
+      r.halo = st.has_halo ? lp[st.hoff] : T(0);
+    }
+    ++jl;
+    lp += a.pitch;
+  };
+  Row prev{}, cur{}, q[P] = {};
+  load_next(prev);
+  load_next(cur);
+#pragma unroll
+  for (int p = 0; p < P; ++p) load_next(q[p]);
+  T* sp = v + st.js * a.pitch + st.x0;
+  T local = Max::identity<T>();
+  for (long long j = st.js; j < st.je; j += P) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const Row next = q[p];
+      load_next(q[p]);  // keep P rows in flight
+      if (j + p < st.je) update_row<T, Check>(st, a, j + p, prev.x, cur.x, next.x, cur.halo, sp, local);
+      sp += a.pitch;
+      prev = cur;
+      cur = next;
+    }
+  }
+  finish_sweep<T, Check>(a, local, tmp);
+}
+
+template <class T>
+class CudaSolver final : public Solver<T> {
+ public:
+  CudaSolver(const Problem& p, const SolverOptions& o) : p_(p), c_(coeffs<T>(p)) {
+    if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
+      throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
+    async_ = o.cuda_kernel == "async";
+    warps_ = async_ ? async_warps : registers_warps;
+    const int device = o.device;
+    TALLY_CUDA_TRY(cudaSetDevice(device));
+    constexpr long long V = dev::vec16<T>;
+    pitch_ = (p.nx + tile_lanes * V - 1) / (tile_lanes * V) * (tile_lanes * V);
+    const long long tiles_x = pitch_ / (tile_lanes * V);
+    // One full wave of blocks, each warp streaming one strip of rows: one pipeline start per warp
+    // and sweep, and few blocks, so the last block's combine of the per-block partials stays short.
+    int sms = 0, per_sm = 0;
+    if (async_) {
+      // The ring lives in shared memory: ask for the largest carveout (the kernel bypasses L1).
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sweep_async<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sweep_async<T, false>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+    }
+    TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, async_ ? sweep_async<T, true> : sweep_registers<T, true>, tile_lanes * warps_, 0));
+    const long long target = static_cast<long long>(sms) * std::max(per_sm, 1);
+    const long long most_y = std::max<long long>(1, p.ny / (warps_ * 4));  // >= 4 rows a warp
+    grid_ = dim3(static_cast<unsigned>(tiles_x),
+                 static_cast<unsigned>(std::clamp<long long>(target / tiles_x, 1, std::min<long long>(most_y, 65535))));
+    const long long blocks = static_cast<long long>(grid_.x) * grid_.y;
+
+    const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(p.ny) * sizeof(T);
+    std::size_t free_b = 0, total_b = 0;
+    TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    if (2.0 * field_bytes + 64.0 * (1 << 20) > static_cast<double>(free_b))
+      throw InputError("--nx/--ny " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + ": two fields need " +
+                       std::to_string(2.0 * field_bytes / (1 << 30)) + " GiB of device memory, " +
+                       std::to_string(static_cast<double>(free_b) / (1 << 30)) + " GiB are free");
+    const auto n = static_cast<std::size_t>(pitch_ * p.ny);
+    u_[0] = DeviceBuffer<T>(n);
+    u_[1] = DeviceBuffer<T>(n);
+    partials_ = DeviceBuffer<T>(static_cast<std::size_t>(blocks));
+    ticket_ = DeviceBuffer<unsigned int>(1);
+    state_ = DeviceBuffer<DeviceState>(1);
+    TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ticket_.fill_bytes(0, stream_);
+    TALLY_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&h_slots_), slots * sizeof(CheckSlot), cudaHostAllocMapped));
+    TALLY_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_slots_), h_slots_, 0));
+    for (auto& ev : events_) TALLY_CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+
+  ~CudaSolver() override {
+    for (auto ev : events_)
+      if (ev) cudaEventDestroy(ev);
+    if (h_slots_) cudaFreeHost(h_slots_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  CudaSolver(const CudaSolver&) = delete;
+  CudaSolver& operator=(const CudaSolver&) = delete;
+
+  void set_field(std::span<const T> u) override {
+    for (auto& b : u_) {
+      b.fill_bytes(0, stream_);  // the padding: never updated, but read as a neighbour of the last column
+      TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data(), pitch_ * sizeof(T), u.data(), p_.nx * sizeof(T), p_.nx * sizeof(T),
+                                       p_.ny, cudaMemcpyHostToDevice, stream_));
+    }
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    cur_ = 0;
+  }
+
+  void get_field(std::span<T> u) override {
+    TALLY_CUDA_TRY(cudaMemcpy2DAsync(u.data(), p_.nx * sizeof(T), u_[cur_].data(), pitch_ * sizeof(T),
+                                     p_.nx * sizeof(T), p_.ny, cudaMemcpyDeviceToHost, stream_));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+
+  SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
+    SolveResult r;
+    struct Pending {
+      long long k;
+      int slot;
+    };
+    std::deque<Pending> pending;
+    bool stopped = false;
+    HostTimer clock;
+    // Reads the oldest pending check (waiting for it when `wait`); false when not ready.
+    auto take = [&](bool wait) {
+      const Pending f = pending.front();
+      if (wait) {
+        TALLY_CUDA_TRY(cudaEventSynchronize(events_[f.slot]));
+      } else {
+        const cudaError_t q = cudaEventQuery(events_[f.slot]);
+        if (q == cudaErrorNotReady) return false;
+        TALLY_CUDA_TRY(q);
+      }
+      pending.pop_front();
+      const volatile CheckSlot& s = h_slots_[f.slot];
+      const long long iteration = s.iteration;
+      const double residual = s.residual;
+      const int stop = s.stop;
+      if (iteration != f.k) throw Error("heat2d: residual slot of sweep " + std::to_string(f.k) + " not written");
+      r.check_iteration.push_back(f.k);
+      r.check_residual.push_back(residual);
+      r.final_residual = residual;
+      if (progress) progress(f.k, residual, clock.seconds());
+      if (stop != running) stopped = true;
+      return true;
+    };
+
+    state_.fill_bytes(0, stream_);
+    EventTimer timer;
+    timer.start(stream_);
+    long long checks = 0;
+    for (long long k = 1; k <= rule.last && !stopped; ++k) {
+      const int src = cur_ ^ static_cast<int>((k - 1) & 1);
+      SweepArgs<T> a{pitch_, p_.nx, p_.ny, c_, partials_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
+      const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
+      if (rule.is_check(k)) {
+        const int slot = static_cast<int>(checks++ % slots);
+        a.slot = d_slots_ + slot;
+        h_slots_[slot].iteration = -1;
+        (async_ ? sweep_async<T, true> : sweep_registers<T, true>)<<<grid_, block, 0, stream_>>>(
+            u_[src].data(), u_[src ^ 1].data(), a);
+        TALLY_CHECK_LAUNCH();
+        TALLY_CUDA_TRY(cudaEventRecord(events_[slot], stream_));
+        pending.push_back({k, slot});
+      } else {
+        (async_ ? sweep_async<T, false> : sweep_registers<T, false>)<<<grid_, block, 0, stream_>>>(
+            u_[src].data(), u_[src ^ 1].data(), a);
+        TALLY_CHECK_LAUNCH();
+      }
+      // Read what is ready; wait only when too much is queued beyond the oldest unread check.
+      while (!pending.empty() && !stopped) {
+        const bool must_wait = k - pending.front().k >= lookahead_sweeps || pending.size() >= slots / 2;
+        if (!take(must_wait)) break;
+      }
+    }
+    timer.stop(stream_);
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    while (!pending.empty() && !stopped) take(true);
+    r.solve_s = timer.elapsed_s();
+
+    DeviceState st{};
+    TALLY_CUDA_TRY(cudaMemcpy(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost));
+    r.iterations = st.done;
+    r.status = st.stop == stop_diverged ? Status::diverged : st.stop == stop_converged ? Status::converged : rule.at_last;
+    if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
+      throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
+                  " but its last check seen was another");
+    cur_ ^= static_cast<int>(r.iterations & 1);
+    return r;
+  }
+
+ private:
+  Problem p_;
+  Coeffs<T> c_;
+  bool async_ = true;  // which sweep kernel
+  int warps_ = 4;      // its block's warps
+  long long pitch_ = 0;
+  dim3 grid_;
+  DeviceBuffer<T> u_[2];
+  int cur_ = 0;  // which buffer holds the current field
+  DeviceBuffer<T> partials_;
+  DeviceBuffer<unsigned int> ticket_;
+  DeviceBuffer<DeviceState> state_;
+  cudaStream_t stream_ = nullptr;
+  CheckSlot* h_slots_ = nullptr;
+  CheckSlot* d_slots_ = nullptr;
+  cudaEvent_t events_[slots] = {};
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Solver<T>> make_cuda_solver(const Problem& p, const SolverOptions& o) {
+  return std::make_unique<CudaSolver<T>>(p, o);
+}
+template std::unique_ptr<Solver<float>> make_cuda_solver<float>(const Problem&, const SolverOptions&);
+template std::unique_ptr<Solver<double>> make_cuda_solver<double>(const Problem&, const SolverOptions&);
+
+double cuda_copy_bandwidth_gbs(std::int64_t bytes, int repeats, int device) {
+  TALLY_CUDA_TRY(cudaSetDevice(device));
+  cudaStream_t s = nullptr;
+  TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<float> t;
+  {
+    DeviceBuffer<char> a(static_cast<std::size_t>(bytes)), b(static_cast<std::size_t>(bytes));
+    a.fill_bytes(0x5A, s);  // never time on zeros
+    b.fill_bytes(0x00, s);
+    EventTimer timer;
+    for (int rep = 0; rep < repeats + 2; ++rep) {  // two warm-ups
+      timer.start(s);
+      TALLY_CUDA_TRY(cudaMemcpyAsync(b.data(), a.data(), static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, s));
+      timer.stop(s);
+      const float ms = timer.elapsed_ms();
+      if (rep >= 2) t.push_back(ms);
+    }
+  }
+  cudaStreamDestroy(s);
+  std::sort(t.begin(), t.end());
+  return 2.0 * static_cast<double>(bytes) / (1e-3 * t[t.size() / 2]) / 1e9;
+}
+
+}  // namespace tally::heat2d
