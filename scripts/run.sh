@@ -12,7 +12,7 @@ status=0
 for app in heat2d matmul mcpi; do
   exe="$build/apps/$app/$app"
   [[ -x $exe ]] || continue
-  "$exe" --quiet --out "$results/$app.h5" || status=$?
+  "$exe" --out "$results/$app.h5" || status=$?  # progress only on a terminal; the summary line always
 done
 "$build/reduce/bench/reduce-bench" --quick --out "$results/reduce-bench.h5" || status=$?
 exit $status
