@@ -118,6 +118,8 @@ struct TileLayout {
   static_assert(LA >= 1 && LA * V * Cfg::threads == Cfg::BM * Cfg::BK, "A tile load mapping");
   static_assert(LB >= 1 && LB * V * Cfg::threads == Cfg::BK * Cfg::BN, "B tile load mapping");
   static_assert(smem_bytes >= sizeof(T) * Cfg::threads, "worker_reduce reuses the tile storage");
+  /// Two blocks per SM where the accumulators allow it (caps registers at 128 for 256 threads).
+  static constexpr int min_blocks = Cfg::TM * Cfg::TN * sizeof(T) <= 256 ? 2 : 1;
 };
 
 /// Loads n consecutive elements of shared memory (16-byte aligned) into registers, 16 bytes at a time.
@@ -251,7 +253,7 @@ struct TileProduct {
 
 // ---- tiled: one block per C tile over the whole K ---------------------------------------------------
 template <class T, class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) tiled_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
+__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) tiled_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                              T* __restrict__ d_c, idx m, idx n, idx k, bool vec_a,
                                                              bool vec_b) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -277,7 +279,7 @@ __global__ void __launch_bounds__(Cfg::threads) tiled_level(const T* __restrict_
 // Every block writes its BM x BN partial tile, takes the tile's ticket (gang_arrive); the last of the
 // `ksplit` blocks sums the partials in block order (gang_combine): bitwise reproducible.
 template <class T, class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
+__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                             T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
                                                             T* __restrict__ d_partials, unsigned int* d_tickets,
                                                             bool vec_a, bool vec_b) {
