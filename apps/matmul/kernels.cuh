@@ -118,8 +118,12 @@ struct TileLayout {
   static_assert(LA >= 1 && LA * V * Cfg::threads == Cfg::BM * Cfg::BK, "A tile load mapping");
   static_assert(LB >= 1 && LB * V * Cfg::threads == Cfg::BK * Cfg::BN, "B tile load mapping");
   static_assert(smem_bytes >= sizeof(T) * Cfg::threads, "worker_reduce reuses the tile storage");
-  /// Two blocks per SM where the accumulators allow it (caps registers at 128 for 256 threads).
-  static constexpr int min_blocks = Cfg::TM * Cfg::TN * sizeof(T) <= 256 ? 2 : 1;
+  /// Resident blocks per SM the register budget is sized for: registers for the accumulators, the
+  /// prefetched loads and ~40 for addresses and fragments; small tiles get many blocks in flight to
+  /// keep memory busy, large ones the registers they need.
+  static constexpr int regs_needed = (Cfg::TM * Cfg::TN + (LA + LB) * V) * static_cast<int>(sizeof(T)) / 4 + 40;
+  static constexpr int fit = 65536 / (Cfg::threads * regs_needed);
+  static constexpr int min_blocks = fit < 1 ? 1 : fit > 4 ? 4 : fit;
 };
 
 /// Loads n consecutive elements of shared memory (16-byte aligned) into registers, 16 bytes at a time.
@@ -302,14 +306,28 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
   }
   if (!dev::gang_arrive(d_tickets + tile, static_cast<unsigned int>(ksplit), last)) return;
   const T* segment = d_partials + tile * ksplit * width;
-  constexpr idx batch = 8;  // gang_combine over 8 blocks at a time: 8 loads in flight, same fixed order
-  for (idx e = dev::block_thread_rank(); e < width; e += Cfg::threads) {
-    const idx r = row0 + e / Cfg::BN, c = col0 + e % Cfg::BN;
-    T total = Sum::identity<T>();
+  // gang_combine over 8 blocks at a time, for 2 elements at once: 16 independent loads in flight
+  // per thread (the partials of hundreds of blocks are read by this one block). The order of
+  // combination is fixed: bitwise reproducible.
+  constexpr idx batch = 8;
+  constexpr int per_thread = width / Cfg::threads >= 2 ? 2 : 1;
+  static_assert(width % (Cfg::threads * per_thread) == 0, "combine mapping");
+  for (idx e0 = dev::block_thread_rank(); e0 < width; e0 += Cfg::threads * per_thread) {
+    T total[per_thread];
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) total[q] = Sum::identity<T>();
     idx b = 0;
-    for (; b + batch <= ksplit; b += batch) total = Sum::combine(total, dev::gang_combine<Sum>(segment + b * width, batch, width, e));
-    total = Sum::combine(total, dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e));
-    if (r < m && c < n) d_c[r * n + c] = total;
+    for (; b + batch <= ksplit; b += batch)
+#pragma unroll
+      for (int q = 0; q < per_thread; ++q)
+        total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, batch, width, e0 + q * Cfg::threads));
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) {
+      total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e0 + q * Cfg::threads));
+      const idx e = e0 + q * Cfg::threads;
+      const idx r = row0 + e / Cfg::BN, c = col0 + e % Cfg::BN;
+      if (r < m && c < n) d_c[r * n + c] = total[q];
+    }
   }
 }
 

@@ -29,8 +29,11 @@ void cublas_try(cublasStatus_t s, const char* expr) {
 // that covers all of C, with 4 worker groups splitting each K slice.
 using Big = k::TileConfig<128, 128, 8, 8, 8, 1>;
 using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
-using Ts32 = k::TileConfig<32, 32, 32, 4, 4, 4>;
-using Ts16 = k::TileConfig<16, 16, 64, 2, 2, 4>;
+// The small tiles do little arithmetic per byte: deep K slices keep 64 bytes (float) of loads in
+// flight per thread.
+using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
+using Ts16 = k::TileConfig<16, 16, 128, 2, 2, 4>;
+using Ts16d = k::TileConfig<16, 16, 64, 2, 2, 4>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -178,10 +181,10 @@ class CudaEngine final : public Engine<T> {
     int per_sm = 0;
     TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::threads, L::smem_bytes));
     const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
-    // Enough blocks for two waves of the machine, K split at least in two, each split a whole
-    // number of BK slices; no empty split.
+    // One full wave of the machine (every block resident, so none waits for a second wave while the
+    // last block combines), K split at least in two, each split a whole number of BK slices; no empty split.
     const idx slices = (s_.k + Cfg::BK - 1) / Cfg::BK;
-    const idx want = 2 * idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
+    const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
     idx ksplit = std::clamp<idx>((want + tiles - 1) / tiles, 2, 65535);
     ksplit = std::min(ksplit, slices);
     const idx chunk = ((slices + ksplit - 1) / ksplit) * Cfg::BK;
@@ -215,7 +218,10 @@ class CudaEngine final : public Engine<T> {
         return;
       case Level::gang: {
         const idx big = std::max(s_.m, s_.n);
-        if (big <= 16) launch_gang<Ts16>();
+        if (big <= 16) {
+          if constexpr (sizeof(T) == 8) launch_gang<Ts16d>();  // double: half the slice, the same bytes
+          else launch_gang<Ts16>();
+        }
         else if (big <= 32) launch_gang<Ts32>();
         else if (big <= 64) launch_gang<Ts64>();
         else launch_gang<Big>();
