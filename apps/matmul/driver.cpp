@@ -33,6 +33,7 @@ struct Options {
   std::string a_path, b_path;
   bool write_c = false, bench = false, no_eigen = false;
   int repeats = 5, warmup = 1;
+  std::int64_t split_k = 0;
 };
 
 struct Measured {  // one level, cuBLAS or Eigen on one case
@@ -146,6 +147,7 @@ Case run_case(Backend backend, int device, Shape s, const std::vector<Level>& le
   cs.shape = s;
   cs.precision = sizeof(T) == 4 ? "float" : "double";
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(s, device) : make_cpu_engine<T>(s);
+  engine->set_split_k(o.split_k);
   {
     ScopedTimer t(cs.timings, "inputs_s");
     if (o.a_path.empty() && o.b_path.empty()) {
@@ -335,6 +337,7 @@ int run_single(Backend backend, const Options& o, Shape s, const std::vector<Lev
   file.attr("a", o.a_path.empty() ? std::string("generated") : o.a_path);
   file.attr("b", o.b_path.empty() ? std::string("generated") : o.b_path);
   file.attr("tolerance", tolerance<T>(s.k));
+  file.attr("split_k", o.split_k);
   if (cs.bandwidth_gbs) file.attr("copy_bandwidth_gbs", *cs.bandwidth_gbs);
   write_case(file, cs);
   if (o.write_c) file.write<T>("C", c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});
@@ -408,6 +411,9 @@ int run(int argc, char** argv) {
   app.add_flag("--write-c", o.write_c, "Write C (of the last level run) into the output file as /C");
   app.add_option("--repeats", o.repeats, "Timed runs per level (the median is reported)")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed runs before timing")->check(CLI::Range(0, 100))->capture_default_str();
+  app.add_option("--split-k", o.split_k, "K splits of the gang level (0: one wave of blocks on the GPU, K/1024 up to 64 chunks on the CPU)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{65535}))
+      ->capture_default_str();
   app.add_flag("--no-eigen", o.no_eigen, "Skip the Eigen comparison on the CPU");
   app.add_flag("--bench", o.bench, "Run the benchmark table (square, rectangular and tall-skinny shapes; float and double unless --precision is given)");
   if (auto code = cli::parse(app, argc, argv)) return *code;

@@ -94,6 +94,8 @@ class Engine {
   [[nodiscard]] virtual Reference reference() = 0;
   /// The vendor library (cuBLAS without TF32) on this backend, median seconds; nullopt on the CPU.
   virtual std::optional<double> run_vendor(int warmup, int repeats) = 0;
+  /// Number of K splits of the gang level (0: chosen from the device and the shape).
+  virtual void set_split_k(std::int64_t splits) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.
   virtual std::optional<double> copy_bandwidth_gbs() = 0;
   [[nodiscard]] virtual Shape shape() const = 0;
@@ -111,7 +113,7 @@ double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c
 
 /// One CPU level (OpenMP + SIMD), exposed for the tests.
 template <class T>
-void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s);
+void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
 
 /// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
 int run(int argc, char** argv);

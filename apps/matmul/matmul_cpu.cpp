@@ -59,7 +59,7 @@ void combine_in_order(const std::vector<T>& partials, idx count, T* c, idx mn) {
 }  // namespace
 
 template <class T>
-void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std::span<T> c_, Shape s) {
+void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std::span<T> c_, Shape s, std::int64_t split_k) {
   const T* a = a_.data();
   const T* b = b_.data();
   T* c = c_.data();
@@ -110,6 +110,7 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
       // Fixed chunks: at least 1024 terms each, at most 64 chunks and 2^26 partial elements.
       idx chunks = std::clamp<idx>(s.k / 1024, 1, 64);
       while (chunks > 1 && chunks * mn > (idx{1} << 26)) chunks /= 2;
+      if (split_k > 0) chunks = std::min(split_k, s.k);
       std::vector<T> partials(static_cast<std::size_t>(chunks * mn));
 #pragma omp parallel for schedule(dynamic, 1)
       for (idx g = 0; g < chunks; ++g)
@@ -178,7 +179,7 @@ class CpuEngine final : public Engine<T> {
     for (int r = 0; r < warmup + repeats; ++r) {
       std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
       HostTimer t;
-      cpu_multiply<T>(level, a_, b_, c_, s_);
+      cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
       if (r >= warmup) times.push_back(t.seconds());
     }
     std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
@@ -190,10 +191,12 @@ class CpuEngine final : public Engine<T> {
   Reference reference() override { return reference_cpu<T>(a_, b_, s_); }
   std::optional<double> run_vendor(int, int) override { return std::nullopt; }
   std::optional<double> copy_bandwidth_gbs() override { return std::nullopt; }
+  void set_split_k(std::int64_t splits) override { split_k_ = splits; }
   Shape shape() const override { return s_; }
 
  private:
   Shape s_;
+  std::int64_t split_k_ = 0;
   std::vector<T> a_, b_, c_;
 };
 
@@ -205,7 +208,7 @@ std::unique_ptr<Engine<T>> make_cpu_engine(Shape s) {
 }
 
 #define TALLY_MATMUL_CPU(T)                                                                                      \
-  template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape);              \
+  template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t);              \
   template double eigen_multiply<T>(std::span<const T>, std::span<const T>, std::span<T>, Shape, int, int);       \
   template std::unique_ptr<Engine<T>> make_cpu_engine<T>(Shape);
 TALLY_MATMUL_CPU(float)

@@ -116,6 +116,8 @@ class CudaEngine final : public Engine<T> {
     return r;
   }
 
+  void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+
   std::optional<double> copy_bandwidth_gbs() override {
     std::size_t free_b = 0, total_b = 0;
     TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
@@ -186,7 +188,7 @@ class CudaEngine final : public Engine<T> {
     // last block combines), K split at least in two, each split a whole number of BK slices; no empty split.
     const idx slices = (s_.k + Cfg::BK - 1) / Cfg::BK;
     const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
-    idx ksplit = std::clamp<idx>((want + tiles - 1) / tiles, 2, 65535);
+    idx ksplit = split_k_ > 0 ? std::min<idx>(split_k_, 65535) : std::clamp<idx>((want + tiles - 1) / tiles, 2, 65535);
     ksplit = std::min(ksplit, slices);
     const idx chunk = ((slices + ksplit - 1) / ksplit) * Cfg::BK;
     ksplit = (s_.k + chunk - 1) / chunk;
@@ -235,6 +237,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   Shape s_;
+  idx split_k_ = 0;
   cudaDeviceProp prop_{};
   cudaStream_t stream_{};
   cublasHandle_t blas_{};
