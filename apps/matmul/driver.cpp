@@ -40,6 +40,8 @@ struct Measured {  // one level, cuBLAS or Eigen on one case
   std::string name;
   double time_s = std::numeric_limits<double>::quiet_NaN();
   double gflops = 0, gbps = 0, pct_vendor = std::numeric_limits<double>::quiet_NaN(), rel_error = 0, tolerance = 0;
+  /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
+  double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
   bool passed = false;
 };
 
@@ -166,18 +168,16 @@ Case run_case(Backend backend, int device, Shape s, const std::vector<Level>& le
     ScopedTimer t(cs.timings, "reference_s");
     ref = engine->reference();
   }
-  for (Level l : levels) {
-    HostTimer wall;
-    const double t = engine->run(l, o.warmup, o.repeats);
-    auto c = engine->c();
-    cs.levels.push_back(judge<T>(to_string(l), t, c, ref, s));
-    cs.timings.set("level_" + to_string(l) + "_s", wall.seconds());
-    if (c_out && l == levels.back()) *c_out = std::move(c);
-  }
+  // cuBLAS and Eigen first, so that every level is also compared with their products.
+  std::optional<Reference> c_vendor, c_eigen;  // their C (as a Reference sharing |A||B|)
+  auto as_reference = [&](const std::vector<T>& c) {
+    Reference r{std::vector<double>(c.begin(), c.end()), ref.abs};
+    return r;
+  };
   if (auto t = engine->run_vendor(o.warmup, o.repeats)) {
     auto c = engine->c();
     cs.vendor = judge<T>("cublas", *t, c, ref, s);
-    for (auto& m : cs.levels) m.pct_vendor = 100.0 * cs.vendor->time_s / m.time_s;
+    c_vendor = as_reference(c);
   }
   if (eigen) {
     HostTimer wall;
@@ -185,7 +185,20 @@ Case run_case(Backend backend, int device, Shape s, const std::vector<Level>& le
     std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
     const double t = eigen_multiply<T>(a, b, c, s, eigen_repeats > 1 ? 1 : 0, eigen_repeats);
     cs.eigen = judge<T>("eigen", t, c, ref, s);
+    if (c_vendor) cs.vendor->diff_eigen = relative_error<T>(c, *c_vendor);
+    c_eigen = as_reference(c);
     cs.timings.set("eigen_s", wall.seconds());
+  }
+  for (Level l : levels) {
+    HostTimer wall;
+    const double t = engine->run(l, o.warmup, o.repeats);
+    auto c = engine->c();
+    Measured m = judge<T>(to_string(l), t, c, ref, s);
+    if (c_vendor) m.diff_cublas = relative_error<T>(c, *c_vendor), m.pct_vendor = 100.0 * cs.vendor->time_s / t;
+    if (c_eigen) m.diff_eigen = relative_error<T>(c, *c_eigen);
+    cs.levels.push_back(m);
+    cs.timings.set("level_" + to_string(l) + "_s", wall.seconds());
+    if (c_out && l == levels.back()) *c_out = std::move(c);
   }
   return cs;
 }
@@ -195,6 +208,8 @@ void write_measured(h5::Location g, const Measured& m, bool full) {
   g.attr("gflops", m.gflops);
   g.attr("gbps", m.gbps);
   g.attr("rel_error", m.rel_error);
+  if (!std::isnan(m.diff_cublas)) g.attr("rel_diff_cublas", m.diff_cublas);
+  if (!std::isnan(m.diff_eigen)) g.attr("rel_diff_eigen", m.diff_eigen);
   if (full) {
     g.attr("pct_cublas", m.pct_vendor);
     g.attr("tolerance", m.tolerance);

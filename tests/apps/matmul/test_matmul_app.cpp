@@ -65,6 +65,7 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
     CHECK(g.read_attr<int>("passed") == 1);
     CHECK(g.read_attr<double>("rel_error") <= g.read_attr<double>("tolerance"));
     CHECK(g.read_attr<double>("gflops") > 0);
+    CHECK(g.read_attr<double>("rel_diff_eigen") <= 2 * g.read_attr<double>("tolerance"));  // both within tolerance of the reference
   }
   CHECK(f.has("eigen"));
   CHECK(f.has("timings"));
