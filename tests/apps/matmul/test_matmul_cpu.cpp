@@ -98,3 +98,31 @@ TEST_CASE("generated inputs are uniform in -1 to 1 and differ between A and B", 
   CHECK(std::fabs(mean) < 0.05);  // 4096 uniforms: sd of the mean 0.009
   CHECK(a != b);
 }
+
+TEST_CASE("every CPU level reproduces the exact products of data/matmul_expected.csv", "[matmul][cpu][expected]") {
+  const auto cases = tally::test::read_expected(TALLY_MATMUL_DATA_DIR "/matmul_expected.csv");
+  REQUIRE(cases.size() >= 4);
+  auto check = [](const tally::test::ExpectedCase& ec, auto zero) {
+    using T = decltype(zero);
+    const Shape s{ec.m, ec.n, ec.k};
+    std::vector<T> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.k * s.n));
+    generate_host<T>(ec.seed, 0, a);
+    generate_host<T>(ec.seed, 1, b);
+    const auto naive = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+    tally::test::NaiveProduct exact{{ec.c.begin(), ec.c.end()}, naive.abs};
+    // The reference is the exact product to double-double accuracy: it rounds to the table's value
+    // within one ulp of double.
+    const Reference ref = reference_cpu<T>(a, b, s);
+    for (std::size_t i = 0; i < ref.c.size(); ++i) CHECK(std::fabs(ref.c[i] - ec.c[i]) <= 2.3e-16 * std::fabs(ec.c[i]) + 1e-300);
+    for (Level l : all_levels) {
+      std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
+      cpu_multiply<T>(l, a, b, c, s);
+      INFO(ec.precision << " " << s.str() << " seed " << ec.seed << " level " << to_string(l));
+      CHECK(tally::test::max_scaled_error<T>(c, exact) <= tolerance<T>(s.k));
+    }
+  };
+  for (const auto& ec : cases) {
+    if (ec.precision == "float") check(ec, 0.0f);
+    else check(ec, 0.0);
+  }
+}

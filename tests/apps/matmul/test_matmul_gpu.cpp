@@ -64,6 +64,34 @@ TEST_CASE("every CUDA level matches a long-double triple loop (double)", "[matmu
   for (const auto& s : shapes) check_shape<double>(s, salt += 2);
 }
 
+TEST_CASE("the device generator matches the host and every level reproduces data/matmul_expected.csv", "[matmul][gpu][expected]") {
+  const auto cases = tally::test::read_expected(TALLY_MATMUL_DATA_DIR "/matmul_expected.csv");
+  REQUIRE(cases.size() >= 4);
+  auto check = [](const tally::test::ExpectedCase& ec, auto zero) {
+    using T = decltype(zero);
+    const Shape s{ec.m, ec.n, ec.k};
+    std::vector<T> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.k * s.n));
+    generate_host<T>(ec.seed, 0, a);
+    generate_host<T>(ec.seed, 1, b);
+    auto engine = make_cuda_engine<T>(s, 0);
+    engine->generate(ec.seed);
+    CHECK(engine->a() == a);  // bit for bit: the same integer hash and the same roundings
+    CHECK(engine->b() == b);
+    const auto naive = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+    tally::test::NaiveProduct exact{{ec.c.begin(), ec.c.end()}, naive.abs};
+    for (Level l : all_levels) {
+      engine->run(l, 0, 1);
+      const auto c = engine->c();
+      INFO(ec.precision << " " << s.str() << " seed " << ec.seed << " level " << to_string(l));
+      CHECK(tally::test::max_scaled_error<T>(c, exact) <= tolerance<T>(s.k));
+    }
+  };
+  for (const auto& ec : cases) {
+    if (ec.precision == "float") check(ec, 0.0f);
+    else check(ec, 0.0);
+  }
+}
+
 TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
   for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{200, 300, 5000}}) {
     auto engine = make_cuda_engine<float>(s, 0);
