@@ -1,0 +1,121 @@
+#pragma once
+// matmul: C = A B (M x K times K x N, row-major) where every element of C is a dot product over K,
+// reduced at the level the user picks (the OpenACC placement of the reduction):
+//   vector         one warp per C element, lanes split K, warp_reduce
+//   worker         a block's warps (y) split K for 32 neighbouring elements (x), worker_reduce
+//   worker+vector  one block per C element, every thread splits K, block_reduce
+//   gang           K split across blocks, tile partials combined in block order (gang_arrive/gang_combine)
+//   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
+// Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
+// Engine; the driver (main.cpp, driver.cpp) knows no backend.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tally/reduce/config.hpp"
+
+namespace tally::matmul {
+
+enum class Level { vector, worker, worker_vector, gang, tiled };
+inline constexpr std::array<Level, 5> all_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
+                                                 Level::tiled};
+[[nodiscard]] std::string to_string(Level l);
+/// "vector", "worker", "worker+vector", "gang", "tiled"; throws tally::InputError naming --level otherwise.
+[[nodiscard]] Level parse_level(std::string_view s);
+
+struct Shape {
+  std::int64_t m = 0, n = 0, k = 0;
+  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  /// Bytes of input read once (A and B): the floor of any implementation.
+  [[nodiscard]] double input_bytes(std::size_t elem) const {
+    return static_cast<double>(elem) * (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n));
+  }
+  /// The A^T A / Gram case: the reduction over K is the whole cost.
+  [[nodiscard]] bool tall_skinny() const { return m <= 64 && n <= 64 && k >= 4096; }
+  [[nodiscard]] std::string str() const;  ///< "MxNxK"
+};
+
+// ---- inputs ------------------------------------------------------------------------------------
+// Counter-based generator (splitmix64 of seed, matrix and index): the same values on the host and
+// the device, in any order, so a GPU run need not generate gigabytes on the host.
+TALLY_HD std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+/// Element `i` of matrix `which` (0 = A, 1 = B): uniform in [-1, 1), 53 random bits (rounded for float).
+template <class T>
+TALLY_HD T input_value(std::uint64_t seed, int which, std::uint64_t i) {
+  const std::uint64_t r = mix64(mix64(seed ^ (static_cast<std::uint64_t>(which + 1) << 56)) + i);
+  return static_cast<T>(static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0);
+}
+template <class T>
+void generate_host(std::uint64_t seed, int which, std::span<T> out);
+
+// ---- validation ---------------------------------------------------------------------------------
+/// The reference: C in double-double accumulation (error ~ K * 2^-106, far below every tolerance),
+/// and |A| |B| (the scale of each element's rounding error).
+struct Reference {
+  std::vector<double> c, abs;
+};
+/// Tolerance on max_ij |C_ij - ref_ij| / (|A||B|)_ij for a product computed in T:
+/// u * (1 + min(K, 10 sqrt(K))). K u bounds any summation order (Higham, Thm 3.5); 10 sqrt(K) u is
+/// the probabilistic bound of Higham & Mary (2019) with lambda = 10 (failure probability below
+/// 1e-13 per element even at K = 2^26); the extra u covers the final rounding to T.
+template <class T>
+[[nodiscard]] double tolerance(std::int64_t k);
+/// max_ij |c_ij - ref_ij| / abs_ij (0/0 counts as 0); any NaN or unwritten (NaN-poisoned) element gives inf.
+template <class T>
+[[nodiscard]] double relative_error(std::span<const T> c, const Reference& ref);
+/// The reference on the CPU (OpenMP), for the CPU backend and the tests.
+template <class T>
+[[nodiscard]] Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s);
+
+// ---- backends ------------------------------------------------------------------------------------
+/// One backend holding A, B and C. run() returns the median seconds of `repeats` timed runs after
+/// `warmup` untimed ones; the last run's C stays available through c().
+template <class T>
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual void generate(std::uint64_t seed) = 0;
+  virtual void set_inputs(std::span<const T> a, std::span<const T> b) = 0;
+  virtual double run(Level level, int warmup, int repeats) = 0;
+  [[nodiscard]] virtual std::vector<T> c() = 0;
+  [[nodiscard]] virtual std::vector<T> a() = 0;
+  [[nodiscard]] virtual std::vector<T> b() = 0;
+  [[nodiscard]] virtual Reference reference() = 0;
+  /// The vendor library (cuBLAS without TF32) on this backend, median seconds; nullopt on the CPU.
+  virtual std::optional<double> run_vendor(int warmup, int repeats) = 0;
+  /// Number of K splits of the gang level (0: chosen from the device and the shape).
+  virtual void set_split_k(std::int64_t splits) = 0;
+  /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.
+  virtual std::optional<double> copy_bandwidth_gbs() = 0;
+  [[nodiscard]] virtual Shape shape() const = 0;
+};
+
+template <class T>
+std::unique_ptr<Engine<T>> make_cpu_engine(Shape s);
+/// Throws tally::InputError when the build has no CUDA backend or the matrices do not fit.
+template <class T>
+std::unique_ptr<Engine<T>> make_cuda_engine(Shape s, int device);
+
+/// C = A B with Eigen (the CPU comparison), median seconds; c receives the product.
+template <class T>
+double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, int warmup, int repeats);
+
+/// One CPU level (OpenMP + SIMD), exposed for the tests.
+template <class T>
+void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
+
+/// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
+int run(int argc, char** argv);
+
+}  // namespace tally::matmul

@@ -1,0 +1,258 @@
+// The CUDA backend: device buffers, launches of the level kernels (kernels.cuh), cuBLAS without TF32,
+// the device reference and the copy-bandwidth ceiling.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels.cuh"
+#include "matmul.hpp"
+#include "tally/common/cuda_check.cuh"
+#include "tally/common/device_buffer.cuh"
+#include "tally/common/device_timer.cuh"
+#include "tally/common/error.hpp"
+
+namespace tally::matmul {
+namespace {
+
+using idx = std::int64_t;
+namespace k = kernels;
+
+void cublas_try(cublasStatus_t s, const char* expr) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS: ") + expr + " failed with status " + std::to_string(static_cast<int>(s)));
+}
+#define MATMUL_CUBLAS_TRY(expr) cublas_try((expr), #expr)
+
+// Tile shapes: 128 x 128 with 8 x 8 per thread for large C; for the Gram case (M, N <= 64) a tile
+// that covers all of C, with 4 worker groups splitting each K slice.
+using Big = k::TileConfig<128, 128, 8, 8, 8, 1>;
+using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
+// The small tiles do little arithmetic per byte: deep K slices keep 64 bytes of loads in flight per
+// thread, and 16 x 16 uses 4 x 4 register tiles in 16 worker groups (a 2 x 2 tile spent one shared
+// load per FMA and ran at 41-51% of the copy bandwidth on an H200).
+using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
+using Ts16 = k::TileConfig<16, 16, 128, 4, 4, 16>;
+using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+template <class T>
+class CudaEngine final : public Engine<T> {
+ public:
+  CudaEngine(Shape s, int device) : s_(s) {
+    TALLY_CUDA_TRY(cudaSetDevice(device));
+    TALLY_CUDA_TRY(cudaGetDeviceProperties(&prop_, device));
+    std::size_t free_b = 0, total_b = 0;
+    TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    // A, B, C, the gang partials (bounded below), the reference (two doubles per C element, plus
+    // three per split while it is computed): refuse what cannot fit rather than fail half-way.
+    const double need = static_cast<double>(sizeof(T)) * (static_cast<double>(s.m * s.k) + static_cast<double>(s.k * s.n) + 2.0 * static_cast<double>(s.m * s.n)) +
+                        16.0 * static_cast<double>(s.m * s.n) + 24.0 * std::max<double>(static_cast<double>(s.m * s.n), ref_threads) + 64.0 * (1 << 20);
+    if (need > 0.95 * static_cast<double>(free_b))
+      throw InputError("matrices of " + s.str() + " in " + (sizeof(T) == 4 ? "float" : "double") + " need " +
+                       std::to_string(need / (1 << 30)) + " GiB of device memory; device " + std::to_string(device) +
+                       " has " + std::to_string(static_cast<double>(free_b) / (1 << 30)) + " GiB free");
+    a_ = DeviceBuffer<T>(static_cast<std::size_t>(s.m * s.k));
+    b_ = DeviceBuffer<T>(static_cast<std::size_t>(s.k * s.n));
+    c_ = DeviceBuffer<T>(static_cast<std::size_t>(s.m * s.n));
+    TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    MATMUL_CUBLAS_TRY(cublasCreate(&blas_));
+    MATMUL_CUBLAS_TRY(cublasSetStream(blas_, stream_));
+    // FP32/FP64 as asked: no TF32 tensor-core path (DEFAULT_MATH uses TF32 only when told to).
+    MATMUL_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+  }
+  ~CudaEngine() override {
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+  CudaEngine(const CudaEngine&) = delete;
+  CudaEngine& operator=(const CudaEngine&) = delete;
+
+  void generate(std::uint64_t seed) override {
+    const int blocks = prop_.multiProcessorCount * 8;
+    k::generate<T><<<blocks, 256, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0);
+    TALLY_CHECK_LAUNCH();
+    k::generate<T><<<blocks, 256, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1);
+    TALLY_CHECK_LAUNCH();
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  void set_inputs(std::span<const T> a, std::span<const T> b) override {
+    a_.upload(a, stream_);
+    b_.upload(b, stream_);
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+
+  double run(Level level, int warmup, int repeats) override {
+    return time([&] { launch(level); }, warmup, repeats);
+  }
+  std::optional<double> run_vendor(int warmup, int repeats) override {
+    return time([&] { cublas(); }, warmup, repeats);
+  }
+
+  std::vector<T> c() override { return c_.to_host(stream_); }
+  std::vector<T> a() override { return a_.to_host(stream_); }
+  std::vector<T> b() override { return b_.to_host(stream_); }
+  Shape shape() const override { return s_; }
+
+  Reference reference() override {
+    const idx mn = s_.m * s_.n;
+    const idx splits = std::clamp<idx>(static_cast<idx>(ref_threads) / mn, 1, std::min<idx>(65535, (s_.k + 255) / 256));
+    const idx chunk = (s_.k + splits - 1) / splits;
+    const auto parts = static_cast<std::size_t>(splits * mn);
+    DeviceBuffer<double> hi(parts), lo(parts), abs(parts), ref(static_cast<std::size_t>(mn)), ref_abs(static_cast<std::size_t>(mn));
+    const dim3 grid(static_cast<unsigned>((mn + 255) / 256), static_cast<unsigned>(splits));
+    k::reference_partial<T><<<grid, 256, 0, stream_>>>(a_.data(), b_.data(), s_.m, s_.n, s_.k, chunk, hi.data(), lo.data(), abs.data());
+    TALLY_CHECK_LAUNCH();
+    k::reference_combine<<<prop_.multiProcessorCount * 8, 256, 0, stream_>>>(mn, splits, hi.data(), lo.data(), abs.data(), ref.data(), ref_abs.data());
+    TALLY_CHECK_LAUNCH();
+    Reference r;
+    r.c = ref.to_host(stream_);
+    r.abs = ref_abs.to_host(stream_);
+    return r;
+  }
+
+  void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+
+  std::optional<double> copy_bandwidth_gbs() override {
+    std::size_t free_b = 0, total_b = 0;
+    TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_b / 4) & ~std::size_t{255};
+    DeviceBuffer<unsigned char> src(bytes), dst(bytes);
+    src.fill_bytes(0x5A, stream_);  // written memory, not fresh pages
+    const double t = time([&] { TALLY_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream_)); }, 2, 10, false);
+    return 2.0 * static_cast<double>(bytes) / t / 1e9;  // bytes read + bytes written
+  }
+
+ private:
+  static constexpr double ref_threads = 1 << 21;
+
+  // Median seconds of `repeats` event-timed runs after `warmup`; C is poisoned (NaN) before each run,
+  // outside the timed region, so an element a kernel leaves unwritten fails the check. A level whose
+  // run takes over 0.25 s is timed at most 3 times.
+  template <class F>
+  double time(F&& f, int warmup, int repeats, bool poison = true) {
+    EventTimer timer;
+    std::vector<double> times;
+    for (int r = 0; r < warmup + repeats; ++r) {
+      if (poison) c_.fill_bytes(0xFF, stream_);
+      timer.start(stream_);
+      f();
+      timer.stop(stream_);
+      const double t = timer.elapsed_s();
+      if (r >= warmup) times.push_back(t);
+      if (t > 0.25 && r >= warmup && static_cast<int>(times.size()) >= std::min(repeats, 3)) break;
+    }
+    return median(times);
+  }
+
+  void cublas() {
+    const T one = 1, zero = 0;
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    if constexpr (sizeof(T) == 4)
+      MATMUL_CUBLAS_TRY(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k), &one,
+                                    b_.data(), static_cast<int>(s_.n), a_.data(), static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
+    else
+      MATMUL_CUBLAS_TRY(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k), &one,
+                                    b_.data(), static_cast<int>(s_.n), a_.data(), static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
+  }
+
+  unsigned grid_for(idx work, idx per_block) const {
+    return static_cast<unsigned>(std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * 64));
+  }
+
+  template <class Cfg>
+  void launch_tiled() {
+    using L = k::TileLayout<T, Cfg>;
+    auto kernel = k::tiled_level<T, Cfg>;
+    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::smem_bytes)));
+    const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
+    kernel<<<static_cast<unsigned>(tiles), dim3(Cfg::group_threads, Cfg::G), L::smem_bytes, stream_>>>(
+        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, s_.k % L::V == 0, s_.n % L::V == 0);
+    TALLY_CHECK_LAUNCH();
+  }
+
+  template <class Cfg>
+  void launch_gang() {
+    using L = k::TileLayout<T, Cfg>;
+    auto kernel = k::gang_level<T, Cfg>;
+    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::smem_bytes)));
+    int per_sm = 0;
+    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::threads, L::smem_bytes));
+    const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
+    // One full wave of the machine (every block resident, so none waits for a second wave while the
+    // last block combines), K split at least in two, each split a whole number of BK slices; no empty split.
+    const idx slices = (s_.k + Cfg::BK - 1) / Cfg::BK;
+    const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
+    idx ksplit = split_k_ > 0 ? std::min<idx>(split_k_, 65535) : std::clamp<idx>((want + tiles - 1) / tiles, 2, 65535);
+    ksplit = std::min(ksplit, slices);
+    const idx chunk = ((slices + ksplit - 1) / ksplit) * Cfg::BK;
+    ksplit = (s_.k + chunk - 1) / chunk;
+    const auto width = static_cast<std::size_t>(Cfg::BM * Cfg::BN);
+    if (partials_.size() < static_cast<std::size_t>(tiles * ksplit) * width)
+      partials_ = DeviceBuffer<T>(static_cast<std::size_t>(tiles * ksplit) * width);
+    if (tickets_.size() < static_cast<std::size_t>(tiles)) {
+      tickets_ = DeviceBuffer<unsigned int>(static_cast<std::size_t>(tiles));
+      tickets_.fill_bytes(0, stream_);  // zero once; the last block of each tile re-arms its ticket
+    }
+    kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), dim3(Cfg::group_threads, Cfg::G), L::smem_bytes, stream_>>>(
+        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, chunk, partials_.data(), tickets_.data(), s_.k % L::V == 0, s_.n % L::V == 0);
+    TALLY_CHECK_LAUNCH();
+  }
+
+  void launch(Level level) {
+    const idx mn = s_.m * s_.n;
+    switch (level) {
+      case Level::vector:
+        k::vector_level<T><<<grid_for(mn, 8), 256, 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+        TALLY_CHECK_LAUNCH();
+        return;
+      case Level::worker:
+        k::worker_level<T><<<grid_for(s_.m * ((s_.n + 31) / 32), 1), dim3(32, 8), 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+        TALLY_CHECK_LAUNCH();
+        return;
+      case Level::worker_vector:
+        k::worker_vector_level<T><<<grid_for(mn, 1), 256, 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+        TALLY_CHECK_LAUNCH();
+        return;
+      case Level::gang: {
+        const idx big = std::max(s_.m, s_.n);
+        if (big <= 16) {
+          if constexpr (sizeof(T) == 8) launch_gang<Ts16d>();  // double: half the slice, the same bytes
+          else launch_gang<Ts16>();
+        }
+        else if (big <= 32) launch_gang<Ts32>();
+        else if (big <= 64) launch_gang<Ts64>();
+        else launch_gang<Big>();
+        return;
+      }
+      case Level::tiled:
+        launch_tiled<Big>();
+        return;
+    }
+  }
+
+  Shape s_;
+  idx split_k_ = 0;
+  cudaDeviceProp prop_{};
+  cudaStream_t stream_{};
+  cublasHandle_t blas_{};
+  DeviceBuffer<T> a_, b_, c_, partials_;
+  DeviceBuffer<unsigned int> tickets_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Engine<T>> make_cuda_engine(Shape s, int device) {
+  if (s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX) throw InputError("sizes above 2^31-1 are not supported by cuBLAS");
+  return std::make_unique<CudaEngine<T>>(s, device);
+}
+template std::unique_ptr<Engine<float>> make_cuda_engine<float>(Shape, int);
+template std::unique_ptr<Engine<double>> make_cuda_engine<double>(Shape, int);
+
+}  // namespace tally::matmul

@@ -1,0 +1,113 @@
+// The matmul driver: HDF5 input, --write-c, the output layout, and bad input (exit 2, nothing written).
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "matmul.hpp"
+#include "naive.hpp"
+#include "tally/common/app.hpp"
+#include "tally/common/h5.hpp"
+#include "tally/reduce/backend.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int run_matmul(std::vector<std::string> args) {
+  args.insert(args.begin(), "matmul");
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  return tally::run_app("matmul", [&] { return tally::matmul::run(static_cast<int>(argv.size()), argv.data()); });
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("tally-matmul-test-" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// A (m x k) as /A and B (k2 x n) as /B.
+void write_inputs(const std::string& path, std::int64_t m, std::int64_t k, std::int64_t k2, std::int64_t n,
+                  std::vector<double>& a, std::vector<double>& b) {
+  a = tally::test::random_vector<double>(static_cast<std::size_t>(m * k), -1.0, 1.0, 31);
+  b = tally::test::random_vector<double>(static_cast<std::size_t>(k2 * n), -1.0, 1.0, 32);
+  auto f = tally::h5::File::create(path);
+  f.write<double>("A", a, {static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(k)});
+  f.write<double>("B", b, {static_cast<std::uint64_t>(k2), static_cast<std::uint64_t>(n)});
+  f.commit();
+}
+
+}  // namespace
+
+TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout", "[matmul][app]") {
+  TempDir dir;
+  std::vector<double> a, b;
+  write_inputs(dir.file("in.h5"), 37, 211, 211, 19, a, b);
+  const std::string out = dir.file("out.h5");
+  REQUIRE(run_matmul({"--backend", "cpu", "--precision", "double", "--a", dir.file("in.h5") + ":/A", "--b",
+                      dir.file("in.h5") + ":/B", "--write-c", "--quiet", "--repeats", "1", "--out", out}) == 0);
+  const auto f = tally::h5::File::open(out);
+  CHECK(f.read_attr_string("app") == "matmul");
+  CHECK(f.read_attr_string("status") == "ok");
+  CHECK(f.read_attr_string("backend") == "cpu");
+  CHECK(f.read_attr_string("precision") == "double");
+  CHECK(f.read_attr_string("levels") == "vector,worker,worker+vector,gang,tiled");
+  CHECK(f.read_attr<std::int64_t>("m") == 37);
+  CHECK(f.read_attr<std::int64_t>("n") == 19);
+  CHECK(f.read_attr<std::int64_t>("k") == 211);
+  for (const char* l : {"vector", "worker", "worker+vector", "gang", "tiled"}) {
+    const auto g = f.open_group(std::string("levels/") + l);
+    CHECK(g.read_attr<int>("passed") == 1);
+    CHECK(g.read_attr<double>("rel_error") <= g.read_attr<double>("tolerance"));
+    CHECK(g.read_attr<double>("gflops") > 0);
+    CHECK(g.read_attr<double>("rel_diff_eigen") <= 2 * g.read_attr<double>("tolerance"));  // both within tolerance of the reference
+  }
+  CHECK(f.has("eigen"));
+  CHECK(f.has("timings"));
+  CHECK(f.has("provenance"));
+  tally::h5::dims_t dims;
+  const auto c = f.read<double>("C", &dims);
+  REQUIRE(dims == tally::h5::dims_t{37, 19});
+  const auto ref = tally::test::naive_product<double>(a, b, 37, 19, 211);
+  CHECK(tally::test::max_scaled_error<double>(c, ref) <= tally::matmul::tolerance<double>(211));
+}
+
+TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matmul][app][errors]") {
+  TempDir dir;
+  std::vector<double> a, b;
+  write_inputs(dir.file("bad.h5"), 8, 5, 6, 4, a, b);  // A is 8 x 5, B is 6 x 4
+  const std::string in = dir.file("bad.h5"), out = dir.file("never.h5");
+  auto rejects = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--backend", "cpu", "--quiet", "--out", out});
+    const int rc = run_matmul(args);
+    CHECK(rc == 2);
+    CHECK_FALSE(fs::exists(out));
+  };
+  rejects({"--a", in + ":/A", "--b", in + ":/B"});              // inner dimensions 5 vs 6
+  rejects({"--a", in + ":/missing"});                          // no such dataset
+  rejects({"--a", dir.file("absent.h5") + ":/A"});             // no such file
+  rejects({"--a", in});                                        // no dataset named
+  rejects({"--a", in + ":/A", "--k", "7"});                     // --k disagrees with the file
+  rejects({"--b", in + ":/B", "--k", "5"});                     // B has 6 rows
+  rejects({"--level", "diagonal"});                            // unknown level
+  rejects({"--m", "0"});                                       // empty matrix
+  rejects({"--repeats", "0"});
+  if (tally::reduce::cuda_device_count() == 0) rejects({"--backend", "cuda"});  // no GPU here
+}
+
+TEST_CASE("a subset of levels given as a list runs only those levels", "[matmul][app]") {
+  TempDir dir;
+  const std::string out = dir.file("one.h5");
+  REQUIRE(run_matmul({"--backend", "cpu", "--precision", "float", "--m", "33", "--n", "17", "--k", "129", "--level",
+                      "gang,tiled", "--quiet", "--no-eigen", "--out", out}) == 0);
+  const auto f = tally::h5::File::open(out);
+  CHECK(f.read_attr_string("levels") == "gang,tiled");
+  CHECK(f.has("levels/gang"));
+  CHECK_FALSE(f.has("levels/vector"));
+  CHECK_FALSE(f.has("eigen"));
+}

@@ -1,0 +1,113 @@
+// Every CUDA level against a long-double triple loop on the CPU, on fresh random inputs: odd sizes
+// (not multiples of any tile or vector width), rectangular and tall-skinny shapes, float and double;
+// the device reference and cuBLAS against the same oracle; the gang level bit for bit across reruns.
+#include <cstring>
+#include <limits>
+
+#include "catch.hpp"
+#include "matmul.hpp"
+#include "naive.hpp"
+#include "tally/common/error.hpp"
+#include "test_support.hpp"
+
+using namespace tally::matmul;
+
+namespace {
+
+template <class T>
+void check_shape(Shape s, std::uint64_t salt) {
+  const auto a = tally::test::random_vector<T>(static_cast<std::size_t>(s.m * s.k), T(-1), T(1), salt);
+  const auto b = tally::test::random_vector<T>(static_cast<std::size_t>(s.k * s.n), T(-1), T(1), salt + 1);
+  const auto oracle = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+  auto engine = make_cuda_engine<T>(s, 0);
+  engine->set_inputs(a, b);
+  const double tol = tolerance<T>(s.k);
+  for (Level l : all_levels) {
+    engine->run(l, 0, 1);  // C is NaN-poisoned before the run: unwritten elements fail
+    const auto c = engine->c();
+    const double err = tally::test::max_scaled_error<T>(c, oracle);
+    INFO("level " << to_string(l) << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << ": error " << err << ", tolerance " << tol);
+    CHECK(err <= tol);
+  }
+  REQUIRE(engine->run_vendor(0, 1).has_value());
+  {
+    const auto c = engine->c();
+    INFO("cuBLAS, " << s.str());
+    CHECK(tally::test::max_scaled_error<T>(c, oracle) <= tol);
+  }
+  const Reference ref = engine->reference();
+  for (std::size_t i = 0; i < ref.c.size(); ++i) {
+    REQUIRE(std::fabs(static_cast<long double>(ref.c[i]) - oracle.c[i]) <= 1e-15L * oracle.abs[i]);
+    REQUIRE(ref.abs[i] == Catch::Approx(static_cast<double>(oracle.abs[i])).epsilon(1e-12));
+  }
+}
+
+const Shape shapes[] = {
+    {37, 53, 1001},                    // odd everything
+    {257, 129, 515},                   // just over the 128 tile
+    {128, 256, 64},                    // exact tiles, vector loads throughout
+    {5, 300, 3},                       // K below one slice
+    {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile
+    {64, 48, (1 << 16) + 1},           // tall-skinny, 64 x 64 tile, odd K
+    {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
+};
+
+}  // namespace
+
+TEST_CASE("every CUDA level matches a long-double triple loop (float)", "[matmul][gpu]") {
+  std::uint64_t salt = 100;
+  for (const auto& s : shapes) check_shape<float>(s, salt += 2);
+}
+
+TEST_CASE("every CUDA level matches a long-double triple loop (double)", "[matmul][gpu]") {
+  std::uint64_t salt = 200;
+  for (const auto& s : shapes) check_shape<double>(s, salt += 2);
+}
+
+TEST_CASE("the device generator matches the host and every level reproduces data/matmul_expected.csv", "[matmul][gpu][expected]") {
+  const auto cases = tally::test::read_expected(TALLY_MATMUL_DATA_DIR "/matmul_expected.csv");
+  REQUIRE(cases.size() >= 4);
+  auto check = [](const tally::test::ExpectedCase& ec, auto zero) {
+    using T = decltype(zero);
+    const Shape s{ec.m, ec.n, ec.k};
+    std::vector<T> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.k * s.n));
+    generate_host<T>(ec.seed, 0, a);
+    generate_host<T>(ec.seed, 1, b);
+    auto engine = make_cuda_engine<T>(s, 0);
+    engine->generate(ec.seed);
+    CHECK(engine->a() == a);  // bit for bit: the same integer hash and the same roundings
+    CHECK(engine->b() == b);
+    const auto naive = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+    tally::test::NaiveProduct exact{{ec.c.begin(), ec.c.end()}, naive.abs};
+    for (Level l : all_levels) {
+      engine->run(l, 0, 1);
+      const auto c = engine->c();
+      INFO(ec.precision << " " << s.str() << " seed " << ec.seed << " level " << to_string(l));
+      CHECK(tally::test::max_scaled_error<T>(c, exact) <= tolerance<T>(s.k));
+    }
+  };
+  for (const auto& ec : cases) {
+    if (ec.precision == "float") check(ec, 0.0f);
+    else check(ec, 0.0);
+  }
+}
+
+TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
+  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{200, 300, 5000}}) {
+    auto engine = make_cuda_engine<float>(s, 0);
+    engine->generate(tally::test::seed());
+    engine->run(Level::gang, 0, 1);
+    const auto first = engine->c();
+    for (int r = 0; r < 5; ++r) {
+      engine->run(Level::gang, 0, 1);
+      const auto again = engine->c();
+      INFO(s.str() << ", rerun " << r);
+      REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("the CUDA engine refuses matrices that cannot fit in device memory", "[matmul][gpu][errors]") {
+  const Shape huge{1 << 20, 1 << 20, 1 << 20};  // 8 TiB of float
+  CHECK_THROWS_AS(make_cuda_engine<float>(huge, 0), tally::InputError);
+}
