@@ -3,6 +3,8 @@
 function(tally_target_defaults target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
+    # GCC 12 reports -Wrestrict on std::string concatenation inside libstdc++ (GCC bug 105329).
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=cross-execution-space-call -Xcompiler=-Wall,-Wextra>)
   if(TALLY_SANITIZE)
     target_compile_options(${target} PRIVATE

@@ -104,11 +104,13 @@ void Object::close() {
 
 bool Location::has(std::string_view name) const {
   // H5Lexists needs every intermediate link to exist: walk the path.
-  std::string path;
+  std::string path = name.starts_with('/') ? "/" : "";  // "/A" is absolute: from the file's root
   std::string_view rest = name;
+  while (rest.starts_with('/')) rest.remove_prefix(1);
   while (!rest.empty()) {
     const auto slash = rest.find('/');
-    path += (path.empty() ? "" : "/") + str(rest.substr(0, slash));
+    if (!path.empty() && path.back() != '/') path += '/';
+    path += rest.substr(0, slash);
     if (H5Lexists(id_, path.c_str(), H5P_DEFAULT) <= 0) return false;
     if (slash == std::string_view::npos) break;
     rest.remove_prefix(slash + 1);

@@ -38,6 +38,8 @@ TEMPLATE_TEST_CASE("h5 datasets round trip", "[h5]", float, double, std::int32_t
   CHECK(dims == h5::dims_t{1, n});
   CHECK(f.is_compressed("matrix") == (n * sizeof(TestType) > h5::compress_threshold_bytes));
   CHECK(f.has("a/b"));
+  CHECK(f.has("/a/b/data"));  // absolute paths, as in --a file.h5:/A
+  CHECK(f.read<TestType>("/matrix") == data);
   CHECK_FALSE(f.has("a/c/data"));
 }
 
