@@ -5,7 +5,9 @@
 #include <curand_kernel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "mcpi.hpp"
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(block_threads) fused_philox(unsigned long long
   const long long z = g % philox_subsequences, part = g / philox_subsequences;
   const long long b0 = (a + 1) >> 1, b1 = b >> 1;  // whole blocks
   auto first_x = [&](long long blk) { return blk <= z ? 0 : (blk - z + philox_subsequences - 1) / philox_subsequences; };
-  const long long x_lo = first_x(b0), cnt = std::max(0LL, first_x(b1) - x_lo);
+  const long long x_lo = first_x(b0), x_hi = first_x(b1), cnt = x_hi > x_lo ? x_hi - x_lo : 0;
   const long long xs = x_lo + cnt * part / parts, xe = x_lo + cnt * (part + 1) / parts;
   unsigned int h = 0;  // < 2^32: a thread has at most 2 * 2^40 / 65536 samples per launch
   if (xe > xs) {
@@ -248,7 +250,6 @@ class Engine {
   }
 
   [[nodiscard]] double setup_s() const { return setup_s_; }
-  [[nodiscard]] std::int64_t next() const { return next_; }
 
   /// Enqueues the count of samples [next, next + n) into *d_out (overwritten); advances next.
   void run(std::int64_t n, hits_t* d_out) {
