@@ -151,7 +151,7 @@ int run(int argc, char** argv) {
     std::printf("%s\n", j.str().c_str());
   } else if (!common.quiet) {
     std::printf("mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s 5 sigma); "
-                "%.3f s, %.3g Gsamples/s (setup %.3f s)\n",
+                "%.3g s, %.3g Gsamples/s (setup %.3g s)\n",
                 estimate, sigma, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
                 reduce::to_string(backend).c_str(), abs_error, abs_error / sigma, ok ? "within" : "NOT within",
                 r.generate_count_s, rate * 1e-9, r.setup_s);

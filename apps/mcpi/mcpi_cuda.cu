@@ -50,8 +50,9 @@ __device__ __forceinline__ hits_t philox_single_sample(unsigned long long seed, 
 
 /// Philox, samples [a, b). Thread g takes subsequence g % 65536 and part g / 65536 of its counter
 /// range among the whole blocks [ceil(a/2), floor(b/2)); the last block adds the (at most two)
-/// samples of half blocks at the ends.
-__global__ void __launch_bounds__(block_threads) fused_philox(unsigned long long seed, long long a, long long b,
+/// samples of half blocks at the ends. 32 registers (8 blocks of 256 per SM): the occupancy of the
+/// plain reference kernel; the compiler then recomputes round keys instead of keeping all 20 live.
+__global__ void __launch_bounds__(block_threads, 8) fused_philox(unsigned long long seed, long long a, long long b,
                                                               int parts, hits_t* d_partials, unsigned* d_ticket,
                                                               hits_t* d_out) {
   const long long g = dev::global_thread_id();
@@ -64,7 +65,8 @@ __global__ void __launch_bounds__(block_threads) fused_philox(unsigned long long
   if (xe > xs) {
     curandStatePhilox4_32_10_t st;
     curand_init(seed, z, 4ull * xs, &st);
-    for (long long i = xs; i < xe; ++i) {
+    const unsigned trips = static_cast<unsigned>(xe - xs);  // < 2^24: a 32-bit loop
+    for (unsigned i = 0; i < trips; ++i) {
       const float4 u = curand_uniform4(&st);
       h += in_quarter_disc(u.x, u.y);
       h += in_quarter_disc(u.z, u.w);
@@ -234,8 +236,11 @@ class Engine {
       init_states<curandStateMRG32k3a_t>(first);
     } else {
       curandDirectionVectors32_t* dv = nullptr;
-      detail::CurandGenerator::check(curandGetDirectionVectors32(&dv, CURAND_DIRECTION_VECTORS_32_JOEKUO6),
-                                     "curandGetDirectionVectors32");
+      // Scrambled Sobol has its own direction vectors (as cuRAND's host API uses them).
+      detail::CurandGenerator::check(
+          curandGetDirectionVectors32(&dv, g_ == Generator::sobol ? CURAND_DIRECTION_VECTORS_32_JOEKUO6
+                                                                  : CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6),
+          "curandGetDirectionVectors32");
       unsigned* sc = nullptr;
       detail::CurandGenerator::check(curandGetScrambleConstants32(&sc), "curandGetScrambleConstants32");
       std::vector<unsigned> h_dv(dv[0], dv[0] + 32);
