@@ -101,6 +101,11 @@ bool curand_host_available();
 /// Hits among m points of a buffer of 2m uniforms: interleaved (x0, y0, x1, ...) or, when `planar`,
 /// m values of x then m values of y (cuRAND's quasi-random layout). OpenMP.
 std::int64_t count_hits_cpu(const float* buf, std::int64_t m, bool planar);
+/// The fused Philox kernels: direct (curand_Philox4x32_10 on explicit counters, the production
+/// path), the same capped at 32 registers, and curand_init + curand_uniform4.
+enum class PhiloxLoop { direct, direct_full, uniform4 };
+/// Hits of samples [first, first + n) with one fused Philox kernel on the current device (tests).
+std::int64_t philox_fused_hits_cuda(std::uint64_t seed, std::int64_t first, std::int64_t n, PhiloxLoop loop);
 }  // namespace detail
 
 // ---- benchmark (CUDA) -------------------------------------------------------------------------------

@@ -50,9 +50,14 @@ __device__ __forceinline__ hits_t philox_single_sample(unsigned long long seed, 
 
 /// Philox, samples [a, b). Thread g takes subsequence g % 65536 and part g / 65536 of its counter
 /// range among the whole blocks [ceil(a/2), floor(b/2)); the last block adds the (at most two)
-/// samples of half blocks at the ends. 32 registers (8 blocks of 256 per SM): the occupancy of the
-/// plain reference kernel; the compiler then recomputes round keys instead of keeping all 20 live.
-__global__ void __launch_bounds__(block_threads, 8) fused_philox(unsigned long long seed, long long a, long long b,
+/// samples of half blocks at the ends.
+///   direct = true (production): cuRAND's Philox4x32-10 bijection (curand_Philox4x32_10) on the
+///     counter {lo c, hi c, z, 0} with a plain 64-bit counter increment: no per-call state shuffling.
+///   direct = false: curand_init(seed, z, 4 c) then curand_uniform4, the textbook device-API loop.
+///   min_blocks = 8 caps registers at 32 (full occupancy; round keys recomputed instead of kept live).
+/// All produce the same points (the tests compare each with the CPU); the benchmark times each.
+template <bool direct, int min_blocks>
+__global__ void __launch_bounds__(block_threads, min_blocks) fused_philox(unsigned long long seed, long long a, long long b,
                                                               int parts, hits_t* d_partials, unsigned* d_ticket,
                                                               hits_t* d_out) {
   const long long g = dev::global_thread_id();
@@ -61,11 +66,20 @@ __global__ void __launch_bounds__(block_threads, 8) fused_philox(unsigned long l
   auto first_x = [&](long long blk) { return blk <= z ? 0 : (blk - z + philox_subsequences - 1) / philox_subsequences; };
   const long long x_lo = first_x(b0), x_hi = first_x(b1), cnt = x_hi > x_lo ? x_hi - x_lo : 0;
   const long long xs = x_lo + cnt * part / parts, xe = x_lo + cnt * (part + 1) / parts;
+  const unsigned trips = static_cast<unsigned>(xe - xs);  // < 2^24: a 32-bit loop
   unsigned int h = 0;  // < 2^32: a thread has at most 2 * 2^40 / 65536 samples per launch
-  if (xe > xs) {
+  if constexpr (direct) {
+    const uint2 key = make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32));
+    unsigned long long c = static_cast<unsigned long long>(xs);
+    for (unsigned i = 0; i < trips; ++i, ++c) {
+      const uint4 r = curand_Philox4x32_10(
+          make_uint4(static_cast<unsigned>(c), static_cast<unsigned>(c >> 32), static_cast<unsigned>(z), 0u), key);
+      h += in_quarter_disc(uniform_from_bits(r.x), uniform_from_bits(r.y));
+      h += in_quarter_disc(uniform_from_bits(r.z), uniform_from_bits(r.w));
+    }
+  } else if (trips > 0) {
     curandStatePhilox4_32_10_t st;
     curand_init(seed, z, 4ull * xs, &st);
-    const unsigned trips = static_cast<unsigned>(xe - xs);  // < 2^24: a 32-bit loop
     for (unsigned i = 0; i < trips; ++i) {
       const float4 u = curand_uniform4(&st);
       h += in_quarter_disc(u.x, u.y);
@@ -191,6 +205,9 @@ __global__ void reference_uniform4(unsigned long long seed, long long per_thread
 
 // ---- the engine: one generator positioned in its stream --------------------------------------------
 
+using detail::PhiloxLoop;
+constexpr PhiloxLoop production_loop = PhiloxLoop::direct;
+
 class Stream {
  public:
   Stream() { TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
@@ -213,8 +230,9 @@ int max_blocks_per_sm(K kernel) {
 class Engine {
  public:
   /// Sets the generator up at sample `first` (state initialisation, timed into setup_s).
-  Engine(Generator g, Api api, std::uint64_t seed, std::int64_t first, cudaStream_t s)
-      : g_(g), api_(api), seed_(seed), next_(first), s_(s) {
+  /// loop: which fused Philox kernel (see fused_philox); production_loop unless a benchmark asks.
+  Engine(Generator g, Api api, std::uint64_t seed, std::int64_t first, cudaStream_t s, PhiloxLoop loop = production_loop)
+      : g_(g), api_(api), seed_(seed), next_(first), s_(s), loop_(loop) {
     int device = 0;
     TALLY_CUDA_TRY(cudaGetDevice(&device));
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
@@ -228,7 +246,10 @@ class Engine {
       d_buf_ = DeviceBuffer<float>(static_cast<std::size_t>(2 * host_chunk));
       grid_ = sm_count_ * std::min(max_blocks_per_sm(count_buffer<false>), max_blocks_per_sm(count_buffer<true>));
     } else if (g_ == Generator::philox) {
-      parts_ = std::max(1, sm_count_ * max_blocks_per_sm(fused_philox) * block_threads / static_cast<int>(philox_subsequences));
+      const int nb = loop_ == PhiloxLoop::direct       ? max_blocks_per_sm(fused_philox<true, 1>)
+                     : loop_ == PhiloxLoop::direct_full ? max_blocks_per_sm(fused_philox<true, 8>)
+                                                        : max_blocks_per_sm(fused_philox<false, 1>);
+      parts_ = std::max(1, sm_count_ * nb * block_threads / static_cast<int>(philox_subsequences));
       grid_ = static_cast<int>(philox_subsequences * parts_ / block_threads);
     } else if (g_ == Generator::xorwow) {
       init_states<curandStateXORWOW_t>(first);
@@ -270,7 +291,9 @@ class Engine {
         TALLY_CHECK_LAUNCH();
       }
     } else if (g_ == Generator::philox) {
-      fused_philox<<<grid_, block_threads, 0, s_>>>(seed_, a, b, parts_, d_partials_.data(), d_ticket_.data(), d_out);
+      auto kernel = loop_ == PhiloxLoop::direct ? fused_philox<true, 1>
+                    : loop_ == PhiloxLoop::direct_full ? fused_philox<true, 8> : fused_philox<false, 1>;
+      kernel<<<grid_, block_threads, 0, s_>>>(seed_, a, b, parts_, d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     } else if (g_ == Generator::xorwow) {
       fused_streams<<<grid_, block_threads, 0, s_>>>(a, b, static_cast<curandStateXORWOW_t*>(d_states_.get()),
@@ -311,6 +334,7 @@ class Engine {
   std::uint64_t seed_;
   std::int64_t next_;
   cudaStream_t s_;
+  PhiloxLoop loop_;
   int sm_count_ = 0, grid_ = 0, parts_ = 1;
   double setup_s_ = 0;
   unsigned c0_ = 0, c1_ = 0;
@@ -366,6 +390,20 @@ Result run_cuda(const Params& p, int device, const ProgressFn& progress) {
   return r;
 }
 
+std::int64_t detail::philox_fused_hits_cuda(std::uint64_t seed, std::int64_t first, std::int64_t n, PhiloxLoop loop) {
+  Params p;
+  p.n = n;
+  p.offset = first;
+  p.seed = seed;
+  p.batch = std::min<std::int64_t>(n, std::int64_t{1} << 40);
+  validate(p);
+  Stream stream;
+  Engine e(Generator::philox, Api::device, seed, first, stream.get(), loop);
+  DeviceBuffer<hits_t> d_out(1);
+  e.run(n, d_out.data());
+  return d_out.to_host(stream.get())[0];
+}
+
 BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
   TALLY_CUDA_TRY(cudaSetDevice(device));
   Stream stream;
@@ -390,18 +428,25 @@ BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
     Generator g;
     Api api;
     std::int64_t n;
+    PhiloxLoop loop = production_loop;
   };
   const std::int64_t big = std::int64_t{1} << 36, mid = std::int64_t{1} << 33, quasi = std::int64_t{1} << 29;
   const Case cases[] = {
-      {Generator::philox, Api::device, big},       {Generator::xorwow, Api::device, big},
+      {Generator::philox, Api::device, big, PhiloxLoop::direct},
+      {Generator::philox, Api::device, big, PhiloxLoop::direct_full},
+      {Generator::philox, Api::device, big, PhiloxLoop::uniform4},
+      {Generator::xorwow, Api::device, big},
       {Generator::mrg32k3a, Api::device, mid},     {Generator::sobol, Api::device, quasi},
       {Generator::scrambled_sobol, Api::device, quasi}, {Generator::philox, Api::host, mid},
       {Generator::xorwow, Api::host, mid},         {Generator::mrg32k3a, Api::host, mid},
       {Generator::sobol, Api::host, quasi},        {Generator::scrambled_sobol, Api::host, quasi},
   };
   for (const Case& c : cases) {
-    Engine e(c.g, c.api, seed, 0, s);
-    BenchRow row{(c.api == Api::device ? "fused " : "host-api ") + to_string(c.g), c.n, 0, e.setup_s()};
+    const bool philox = c.api == Api::device && c.g == Generator::philox;
+    Engine e(c.g, c.api, seed, 0, s, philox ? c.loop : production_loop);
+    const char* loop_name = c.loop == PhiloxLoop::direct ? "" : c.loop == PhiloxLoop::direct_full ? " (32 regs)" : " (uniform4 loop)";
+    BenchRow row{(c.api == Api::device ? "fused " : "host-api ") + to_string(c.g) + (philox ? loop_name : ""), c.n, 0,
+                 e.setup_s()};
     std::vector<double> times;
     for (int i = 0; i <= repeats; ++i) {  // consecutive ranges of the stream: never the same samples twice
       t.start(s);

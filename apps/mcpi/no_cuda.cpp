@@ -16,6 +16,9 @@ Result curand_host_hits(Generator, std::uint64_t, std::int64_t, std::int64_t, st
 std::vector<float> curand_host_uniforms(Generator, std::uint64_t, std::uint64_t, std::size_t) {
   throw InputError("cuRAND's host generator is not available in this build (no CUDA toolkit)");
 }
+std::int64_t philox_fused_hits_cuda(std::uint64_t, std::int64_t, std::int64_t, PhiloxLoop) {
+  throw InputError("this build has no CUDA backend");
+}
 }  // namespace detail
 
 }  // namespace tally::mcpi

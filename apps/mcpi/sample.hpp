@@ -2,6 +2,7 @@
 // The per-sample arithmetic shared by the CPU and the GPU code, written once so that both count the
 // same points bit for bit.
 
+#include <cmath>
 #include <cstdint>
 
 #include "tally/reduce/config.hpp"  // TALLY_HD
@@ -16,14 +17,15 @@ TALLY_HD float uniform_from_bits(std::uint32_t x) {
   return static_cast<float>(x) * two_pow_m32 + two_pow_m32 / 2.0f;
 }
 
-/// x*x + y*y <= 1 with every operation rounded to float. On the device the intrinsics keep nvcc from
-/// contracting it into an FMA (which rounds once and would count different points than the CPU);
-/// the host code is compiled with -ffp-contract=off.
+/// fma(x, x, y*y) <= 1: y*y rounded to float, then one fused multiply-add with a single rounding
+/// (IEEE 754 fusedMultiplyAdd), so the CPU and the GPU count exactly the same points. The
+/// intrinsics keep nvcc from contracting or reassociating anything else; the host code calls
+/// std::fma (correctly rounded) and is compiled with -ffp-contract=off.
 TALLY_HD bool in_quarter_disc(float x, float y) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(__fmul_rn(x, x), __fmul_rn(y, y)) <= 1.0f;
+  return __fmaf_rn(x, x, __fmul_rn(y, y)) <= 1.0f;
 #else
-  return x * x + y * y <= 1.0f;
+  return std::fma(x, x, y * y) <= 1.0f;
 #endif
 }
 

@@ -51,6 +51,19 @@ TEST_CASE("mcpi GPU hit counts equal the CPU bit for bit for every generator and
   CHECK(compared >= 2);
 }
 
+TEST_CASE("mcpi GPU every fused Philox kernel equals the CPU bit for bit") {
+  auto rng = tally::test::rng(15);
+  for (int rep = 0; rep < 3; ++rep) {
+    const std::uint64_t seed = rng();
+    const std::int64_t first = static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 50)) + rep;
+    const std::int64_t n = 5000001 + rep;
+    INFO("seed " << seed << " first " << first << " n " << n);
+    const std::int64_t cpu = detail::philox_hits_cpu(seed, first, n);
+    for (auto loop : {detail::PhiloxLoop::direct, detail::PhiloxLoop::direct_full, detail::PhiloxLoop::uniform4})
+      CHECK(detail::philox_fused_hits_cuda(seed, first, n, loop) == cpu);
+  }
+}
+
 TEST_CASE("mcpi GPU device API == host API for philox and the Sobol sequences") {
   auto rng = tally::test::rng(12);
   for (Generator g : {Generator::philox, Generator::sobol, Generator::scrambled_sobol}) {
