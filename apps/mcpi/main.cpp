@@ -1,4 +1,5 @@
 // mcpi: command line and output only; the computation is behind mcpi.hpp.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -77,20 +78,31 @@ int run(int argc, char** argv) {
     auto g = file.group("bench");
     g.attr("copy_bandwidth_gbs", rep.copy_gbs);
     g.attr("repeats", repeats);
-    if (!common.quiet) std::printf("mcpi benchmark on %s (median of %d after warm-up; samples = points)\n", dev->name.c_str(), repeats);
-    std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "kernel", "samples", "median ms", "Gsamples/s", "setup ms");
-    std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "---", "---", "---", "---", "---");
+    const bool table = !common.json;
+    if (table && !common.quiet) std::printf("mcpi benchmark on %s (median of %d after warm-up; samples = points)\n", dev->name.c_str(), repeats);
+    if (table) std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "kernel", "samples", "median ms", "Gsamples/s", "setup ms");
+    if (table) std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "---", "---", "---", "---", "---");
+    JsonLine j;
+    j.add("app", "mcpi").add("bench", true).add("device", dev->name).add("copy_gbs", rep.copy_gbs);
     for (const auto& r : rep.rows) {
-      std::printf("| %-28s | %14lld | %10.3f | %12.1f | %8.3f |\n", r.name.c_str(), static_cast<long long>(r.samples),
-                  r.median_s * 1e3, r.gsamples_per_s(), r.setup_s * 1e3);
+      if (table)
+        std::printf("| %-28s | %14lld | %10.3f | %12.1f | %8.3f |\n", r.name.c_str(), static_cast<long long>(r.samples),
+                    r.median_s * 1e3, r.gsamples_per_s(), r.setup_s * 1e3);
+      std::string key = r.name;
+      for (char& ch : key) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      j.add(key + "_gsamples_per_s", r.gsamples_per_s());
       auto rg = g.group(r.name);
       rg.attr("samples", r.samples);
       rg.attr("median_s", r.median_s);
       rg.attr("setup_s", r.setup_s);
       rg.attr("gsamples_per_s", r.gsamples_per_s());
     }
-    std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "copy D2D GB/s (r+w)", "1 GiB", "", rep.copy_gbs, "");
-    std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "host-api bound (16 B/sample)", "", "", rep.copy_gbs / 16.0, "");
+    if (table) {
+      std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "copy D2D GB/s (r+w)", "1 GiB", "", rep.copy_gbs, "");
+      std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "host-api bound (16 B/sample)", "", "", rep.copy_gbs / 16.0, "");
+    } else {
+      std::printf("%s\n", j.str().c_str());
+    }
     file.attr("status", "ok");
     write_provenance(file, prov, dev);
     file.commit();
