@@ -34,14 +34,14 @@ int run(int argc, char** argv) {
   common.out = "results/mcpi.h5";
   cli::add_common_options(app, common, /*with_precision=*/false);
   std::string n_text = "1e8", batch_text = "2^32", generator = "philox", api = "device";
-  std::int64_t offset = 0;
+  std::string offset_text = "0";
   bool bench = false;
   int repeats = 5;
   app.add_option("--n,-n", n_text, "Samples (points): an integer, 1e8 or 2^30; up to 2^62")->capture_default_str();
   app.add_option("--generator,-g", generator, "philox, xorwow, mrg32k3a, sobol or scrambled-sobol")->capture_default_str();
   app.add_option("--api", api, "device (fused kernel, cuRAND device API) or host (curandGenerateUniform + count)")
       ->capture_default_str();
-  app.add_option("--offset", offset, "Index of the first sample in the stream (continue a run: previous offset + n)")
+  app.add_option("--offset", offset_text, "Index of the first sample in the stream (continue a run: previous offset + n)")
       ->capture_default_str();
   app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")->capture_default_str();
   app.add_flag("--bench", bench, "Run the performance table (generators x APIs, and a hand-written reference kernel)");
@@ -51,7 +51,7 @@ int run(int argc, char** argv) {
   Params p;
   p.n = parse_count(n_text, "--n");
   p.batch = parse_count(batch_text, "--batch");
-  p.offset = offset;
+  p.offset = parse_count(offset_text, "--offset");
   p.seed = common.seed;
   p.generator = parse_generator(generator);
   p.api = parse_api(api);
