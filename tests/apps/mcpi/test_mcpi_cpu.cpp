@@ -1,0 +1,197 @@
+// mcpi on the CPU: our Philox4x32-10 against the published test vectors and (where the toolkit
+// exists) against cuRAND's host-side generator, which needs no GPU; splitting; statistics; bad input.
+#include <catch.hpp>
+
+#include <array>
+#include <cmath>
+#include <random>
+
+#include "mcpi.hpp"
+#include "philox_cpu.hpp"
+#include "sample.hpp"
+#include "tally/common/error.hpp"
+#include "test_support.hpp"
+#include "test_support_mcpi.hpp"
+
+using namespace tally::mcpi;
+
+namespace {
+
+/// The naive reference: sample k one at a time from the layout's definition (uniform u of block u/4).
+std::int64_t naive_philox_hits(std::uint64_t seed, std::int64_t first, std::int64_t n) {
+  auto uniform = [&](std::uint64_t u) { return uniform_from_bits(Philox4x32::host_order_block(seed, u / 4)[u % 4]); };
+  std::int64_t h = 0;
+  for (std::int64_t k = first; k < first + n; ++k)
+    h += in_quarter_disc(uniform(2 * static_cast<std::uint64_t>(k)), uniform(2 * static_cast<std::uint64_t>(k) + 1));
+  return h;
+}
+
+std::vector<Generator> cpu_generators(Api api) {
+  std::vector<Generator> gs;
+  for (Generator g : {Generator::philox, Generator::xorwow, Generator::mrg32k3a, Generator::sobol, Generator::scrambled_sobol})
+    if (cpu_supports(g, api)) gs.push_back(g);
+  return gs;
+}
+
+}  // namespace
+
+TEST_CASE("mcpi Philox4x32-10 reproduces the Random123 known-answer vectors") {
+  using A = std::array<std::uint32_t, 4>;
+  CHECK(Philox4x32::block(A{0, 0, 0, 0}, 0, 0) == A{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u});
+  CHECK(Philox4x32::block(A{~0u, ~0u, ~0u, ~0u}, ~0u, ~0u) == A{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu});
+  CHECK(Philox4x32::block(A{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, 0xa4093822u, 0x299f31d0u) ==
+        A{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u});
+}
+
+TEST_CASE("mcpi uniform conversion gives 2^-33 at zero and 1 at the top") {
+  CHECK(uniform_from_bits(0) == std::ldexp(1.0f, -33));
+  CHECK(uniform_from_bits(0xffffffffu) == 1.0f);
+  CHECK(uniform_from_bits(0x80000000u) == 0.5f + std::ldexp(1.0f, -33));
+}
+
+TEST_CASE("mcpi CPU Philox hits equal the naive per-sample reference with odd offsets and sizes") {
+  auto rng = tally::test::rng(1);
+  for (int rep = 0; rep < 6; ++rep) {
+    const std::uint64_t seed = rng();
+    const std::int64_t offset = static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 50)) + rep % 2;
+    const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 300000);
+    INFO("seed " << seed << " offset " << offset << " n " << n);
+    CHECK(detail::philox_hits_cpu(seed, offset, n) == naive_philox_hits(seed, offset, n));
+  }
+  for (std::int64_t n = 1; n <= 5; ++n)  // the half-block edges
+    for (std::int64_t off = 0; off <= 3; ++off) CHECK(detail::philox_hits_cpu(7, off, n) == naive_philox_hits(7, off, n));
+}
+
+TEST_CASE("mcpi CPU split run: part 1 + part 2 == whole for every supported generator and API") {
+  auto rng = tally::test::rng(2);
+  for (Api api : {Api::device, Api::host}) {
+    for (Generator g : cpu_generators(api)) {
+      Params whole;
+      whole.generator = g;
+      whole.api = api;
+      whole.seed = rng();
+      whole.offset = static_cast<std::int64_t>(rng() % 100000) * 2 + 1;  // odd on purpose
+      whole.n = 900001;
+      whole.batch = 250000;
+      Params p1 = whole, p2 = whole;
+      p1.n = 123457;
+      p2.offset = whole.offset + p1.n;
+      p2.n = whole.n - p1.n;
+      INFO(to_string(g) << " api " << to_string(api) << " seed " << whole.seed << " offset " << whole.offset);
+      const Result w = run_cpu(whole), a = run_cpu(p1), b = run_cpu(p2);
+      CHECK(a.hits + b.hits == w.hits);
+      REQUIRE(w.batch_n.size() == 4);
+      std::int64_t sum = 0;
+      for (auto h : w.batch_hits) sum += h;
+      CHECK(sum == w.hits);
+      CHECK(w.batch_n.back() == 900001 - 3 * 250000);
+    }
+  }
+}
+
+TEST_CASE("mcpi CPU estimate within 5 sigma of pi for several seeds and sizes") {
+  auto rng = tally::test::rng(3);
+  for (std::int64_t n : {std::int64_t{1000}, std::int64_t{100000}, std::int64_t{10000000}}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      Params p;
+      p.n = n;
+      p.seed = rng();
+      p.offset = static_cast<std::int64_t>(rng() % 1000000);
+      const Result r = run_cpu(p);
+      const double est = 4.0 * static_cast<double>(r.hits) / static_cast<double>(n);
+      INFO("n " << n << " seed " << p.seed << " estimate " << est);
+      CHECK(std::fabs(est - pi) < 5 * std_error(n));
+    }
+  }
+  for (Generator g : cpu_generators(Api::host)) {  // cuRAND's host generator, 2e6 points
+    Params p;
+    p.n = 2000000;
+    p.generator = g;
+    p.api = Api::host;
+    p.seed = rng();
+    const Result r = run_cpu(p);
+    const double est = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
+    INFO(to_string(g) << " seed " << p.seed << " estimate " << est);
+    CHECK(std::fabs(est - pi) < 5 * std_error(p.n));
+  }
+}
+
+TEST_CASE("mcpi own Philox reproduces cuRAND host generator bit for bit without a GPU") {
+  if (!detail::curand_host_available()) {
+    WARN("this build has no cuRAND: the exactness check against curandCreateGeneratorHost does not apply");
+    return;
+  }
+  auto rng = tally::test::rng(4);
+  for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{7}, rng() % (std::uint64_t{1} << 40), rng() >> 1, ~std::uint64_t{0} - 300000}) {
+    const std::uint64_t seed = rng();
+    const std::size_t count = 262147;
+    INFO("seed " << seed << " first uniform " << first);
+    const auto ref = detail::curand_host_uniforms(Generator::philox, seed, first, count);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t u = first + i;
+      bad += uniform_from_bits(Philox4x32::host_order_block(seed, u / 4)[u % 4]) != ref[i];
+    }
+    CHECK(bad == 0);
+  }
+  // And the hit counts: device API (own Philox) == host API (cuRAND's host generator).
+  for (int rep = 0; rep < 3; ++rep) {
+    Params p;
+    p.seed = rng();
+    p.offset = static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 45)) | 1;
+    p.n = 1000003;
+    p.batch = 400000;
+    Params h = p;
+    h.api = Api::host;
+    INFO("seed " << p.seed << " offset " << p.offset);
+    const Result a = run_cpu(p), b = run_cpu(h);
+    CHECK(a.hits == b.hits);
+    CHECK(a.batch_hits == b.batch_hits);
+  }
+}
+
+TEST_CASE("mcpi CPU reproduces data/mcpi_expected.csv") {
+  int checked = 0;
+  for (const auto& e : mcpi_test::read_expected(MCPI_EXPECTED_CSV)) {
+    if (!cpu_supports(e.generator, e.api)) continue;
+    Params p;
+    p.generator = e.generator;
+    p.api = e.api;
+    p.seed = e.seed;
+    p.offset = e.offset;
+    p.n = e.n;
+    INFO(to_string(e.generator) << " " << to_string(e.api) << " seed " << e.seed << " offset " << e.offset << " n " << e.n);
+    CHECK(run_cpu(p).hits == e.hits);
+    ++checked;
+  }
+  CHECK(checked >= 3);
+}
+
+TEST_CASE("mcpi bad input throws InputError") {
+  Params p;
+  p.n = 0;
+  CHECK_THROWS_AS(validate(p), tally::InputError);
+  p.n = -3;
+  CHECK_THROWS_AS(validate(p), tally::InputError);
+  p.n = 10;
+  p.offset = -1;
+  CHECK_THROWS_AS(validate(p), tally::InputError);
+  p.offset = 0;
+  p.generator = Generator::sobol;
+  p.n = sobol_points;
+  CHECK_NOTHROW(validate(p));
+  p.offset = 1;
+  CHECK_THROWS_AS(validate(p), tally::InputError);
+  p.generator = Generator::philox;
+  p.offset = std::numeric_limits<std::int64_t>::max() - 5;
+  CHECK_THROWS_AS(validate(p), tally::InputError);
+  CHECK_THROWS_AS(parse_generator("mt19937"), tally::InputError);
+  CHECK_THROWS_AS(parse_api("gpu"), tally::InputError);
+  CHECK(parse_count("1e8", "--n") == 100000000);
+  CHECK(parse_count("2^40", "--n") == (std::int64_t{1} << 40));
+  CHECK(parse_count("12345", "--n") == 12345);
+  CHECK_THROWS_AS(parse_count("1.5", "--n"), tally::InputError);
+  CHECK_THROWS_AS(parse_count("abc", "--n"), tally::InputError);
+  CHECK_THROWS_AS(parse_count("3^4", "--n"), tally::InputError);
+  CHECK(std_error(100) == Catch::Approx(std::sqrt(pi * (4 - pi) / 100)));
+}
