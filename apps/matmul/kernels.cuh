@@ -124,6 +124,10 @@ struct TileLayout {
   static constexpr int regs_needed = (Cfg::TM * Cfg::TN + (LA + LB) * V) * static_cast<int>(sizeof(T)) / 4 + 40;
   static constexpr int fit = 65536 / (Cfg::threads * regs_needed);
   static constexpr int min_blocks = fit < 1 ? 1 : fit > 4 ? 4 : fit;
+  /// A tiles of at most 16 rows are loaded row-fastest: the transposed store into shared memory
+  /// then hits distinct banks (along K, a warp's 32 lanes share one row and 16 of them one bank),
+  /// and 2+ lanes per row still read >= 32 contiguous bytes.
+  static constexpr bool a_rows_fastest = Cfg::BM <= 16;
 };
 
 /// Loads n consecutive elements of shared memory (16-byte aligned) into registers, 16 bytes at a time.
@@ -154,6 +158,15 @@ struct TileProduct {
     return j < Cfg::TN / 2 ? tx * (Cfg::TN / 2) + j : Cfg::BN / 2 + tx * (Cfg::TN / 2) + j - Cfg::TN / 2;
   }
 
+  /// The A-tile row and K offset that load vector v covers (see TileLayout::a_rows_fastest).
+  __device__ __forceinline__ static void a_slot(int v, int& r, int& kk) {
+    if constexpr (L::a_rows_fastest) {
+      r = v % Cfg::BM, kk = (v / Cfg::BM) * V;
+    } else {
+      r = v / (Cfg::BK / V), kk = (v % (Cfg::BK / V)) * V;
+    }
+  }
+
   /// acc = sum over k in [k_begin, k_end) of A(row0 + r, k) B(k, col0 + c); every thread of the block calls.
   /// vec_a / vec_b: K (N) is a multiple of V, so 16-byte loads stay inside rows.
   __device__ __forceinline__ void run(const T* __restrict__ d_a, const T* __restrict__ d_b, idx m, idx n, idx k,
@@ -168,8 +181,9 @@ struct TileProduct {
     auto load = [&](idx k0) {
 #pragma unroll
       for (int l = 0; l < L::LA; ++l) {
-        const int v = tid + l * Cfg::threads;
-        const idx gr = row0 + v / (Cfg::BK / V), gk = k0 + (v % (Cfg::BK / V)) * V;
+        int r, kk;
+        a_slot(tid + l * Cfg::threads, r, kk);
+        const idx gr = row0 + r, gk = k0 + kk;
         if (vec_a) {
           if (gr < m && gk < k_end) ra[l] = dev::load_vec<V>(d_a + gr * k + gk);
           else
@@ -200,8 +214,8 @@ struct TileProduct {
       T* bs = smem + 2 * L::a_buf + buf * L::b_buf;
 #pragma unroll
       for (int l = 0; l < L::LA; ++l) {
-        const int v = tid + l * Cfg::threads;
-        const int r = v / (Cfg::BK / V), kk = (v % (Cfg::BK / V)) * V;
+        int r, kk;
+        a_slot(tid + l * Cfg::threads, r, kk);
 #pragma unroll
         for (int q = 0; q < V; ++q) as[(kk + q) * L::as_stride + r] = ra[l].v[q];
       }
