@@ -1,0 +1,377 @@
+#pragma once
+// Production CUDA kernels of tally::reduce and their dispatch (see ../plan.hpp for the two families).
+//
+// inner (contiguous axis reduced): out[o] = reduce_{q<rows, i<n} in[koff(o) + roff(q) + i]
+//   * inner_group_kernel: G lanes per output (G = 1..32 from the row length, so that each lane issues
+//     16-byte loads), a lane-group shuffle tree; for many short segments.
+//   * inner_block_kernel: a whole block per (output, chunk); an output's segment is split over S blocks
+//     when there are too few outputs to fill the GPU. Each block writes its partial to the workspace,
+//     the last block of the segment (per-segment ticket) combines the S partials in chunk order: one
+//     launch, deterministic. The full reduction is this kernel with n_out = 1.
+// outer (contiguous axis kept, nc columns): out[b*nc + c] = reduce_{q<rows} in[b*sb + roff(q) + c]
+//   * outer_kernel: block (X, Y), X threads over column vectors of V columns (16-byte loads), Y over
+//     rows, so that a warp reads contiguous memory even for nc = 2 or 16; rows split over S blocks when
+//     there are too few column tiles, combined by the tile's last block as above.
+//
+// Vector loads only where the pointer, every stride and the row length allow them; otherwise the same
+// kernels with V = 1. Every combination order is fixed by the launch shape: bitwise reproducible.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "plan.hpp"
+#include "tally/common/cuda_check.cuh"
+#include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/thread.cuh"
+#include "tally/reduce/device/vector.cuh"
+#include "tally/reduce/device/worker.cuh"
+
+namespace tally::reduce::detail::cuda {
+
+inline constexpr int kBlock = 256;       ///< threads per block of every production kernel
+inline constexpr int kMinBlocksSm = 4;   ///< residency the register budget is held to (launch bounds)
+inline constexpr int kUnroll = 4;        ///< independent 16-byte loads in flight per thread
+
+// roff/koff without a 64-bit division when the rows (outputs) are a single strided axis.
+__device__ __forceinline__ std::int64_t row_offset(const Plan& p, std::int64_t q) {
+  return p.r_ext2 >= p.rows ? q * p.r_s2 : p.roff(q);
+}
+__device__ __forceinline__ std::int64_t out_offset(const Plan& p, std::int64_t o) {
+  return p.k_ext2 >= p.n_out ? o * p.k_s2 : p.koff(o);
+}
+
+/// Reads a partial written by another block of this launch (after its __threadfence): through L2.
+template <class Acc>
+__device__ __forceinline__ Acc load_partial(const Acc* p) {
+  return __ldcg(p);
+}
+
+/// The last block of a split segment: combines partials[0..S) in a fixed order (strided per
+/// thread, then the block tree). Every thread calls; the result is valid in thread 0.
+template <class Op, class Acc>
+__device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_t S, device::BlockReduceStorage<Acc>& tmp) {
+  Acc acc = Op::template identity<Acc>();
+  for (std::int64_t s = threadIdx.x; s < S; s += blockDim.x) acc = Op::template combine<Acc>(acc, load_partial(partials + s));
+  return device::block_reduce<Op>(acc, tmp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// inner, G lanes per output
+// ---------------------------------------------------------------------------------------------
+template <class Op, class T, class Acc, int V>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    inner_group_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
+  constexpr int U = 2;  // outputs per group in flight
+  const int lane = static_cast<int>(threadIdx.x) & (G - 1);
+  const std::int64_t group = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G;
+  const std::int64_t ngroups = static_cast<std::int64_t>(gridDim.x) * kBlock / G;
+  const std::int64_t warp_first = group - (static_cast<int>(threadIdx.x) % device::warp_size) / G;
+  // The loop condition uses the warp's first group: uniform across the warp (the shuffles need all lanes).
+  for (std::int64_t o0 = warp_first; o0 < p.n_out; o0 += U * ngroups) {
+    Acc acc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      acc[u] = Op::template identity<Acc>();
+      const std::int64_t o = group + (o0 - warp_first) + u * ngroups;
+      if (o < p.n_out) {
+        const T* base = in + out_offset(p, o);
+        for (std::int64_t q = 0; q < p.rows; ++q) {
+          const T* row = base + row_offset(p, q);
+#pragma unroll 4
+          for (std::int64_t i = std::int64_t{lane} * V; i < p.n; i += std::int64_t{G} * V)
+            acc[u] = device::fold<Op, Acc>(acc[u], device::load_vec<V>(row + i));
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const Acc r = device::group_reduce_n<Op>(acc[u], G);
+      const std::int64_t o = group + (o0 - warp_first) + u * ngroups;
+      if (lane == 0 && o < p.n_out) out[o] = r;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// inner, a block per (output, chunk)
+// ---------------------------------------------------------------------------------------------
+struct InnerBlockArgs {
+  Plan p;
+  int X = kBlock;          ///< lanes along a row (power of two); kBlock / X rows at a time
+  std::int64_t S = 1;      ///< chunks per output
+  std::int64_t chunk = 0;  ///< rows == 1: elements per chunk (a multiple of kBlock * V); else rows per chunk
+};
+
+template <class Op, class T, class Acc, int V>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    inner_block_kernel(InnerBlockArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
+                       unsigned int* __restrict__ tickets) {
+  __shared__ device::GangStorage<Acc> tmp;
+  const Plan& p = a.p;
+  const std::int64_t items = p.n_out * a.S;
+  for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const std::int64_t o = item / a.S, s = item % a.S;
+    const T* base = in + out_offset(p, o);
+    Acc acc = Op::template identity<Acc>();
+    if (p.rows == 1) {
+      // One contiguous row: chunk s is [c0, c1), kUnroll vector loads in flight per thread.
+      const std::int64_t c0 = s * a.chunk, c1 = min(p.n, c0 + a.chunk);
+      constexpr std::int64_t step = std::int64_t{kBlock} * V;
+      std::int64_t i = c0 + std::int64_t{threadIdx.x} * V;
+      for (; i + (kUnroll - 1) * step < c1; i += kUnroll * step) {
+        device::Vec<T, V> v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(base + i + u * step);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
+      }
+      for (; i < c1; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(base + i));
+    } else {
+      const int x = static_cast<int>(threadIdx.x) & (a.X - 1);
+      const int y = static_cast<int>(threadIdx.x) / a.X, Y = kBlock / a.X;
+      const std::int64_t q0 = s * a.chunk, q1 = min(p.rows, q0 + a.chunk);
+#pragma unroll 4
+      for (std::int64_t q = q0 + y; q < q1; q += Y) {
+        const T* row = base + row_offset(p, q);
+        for (std::int64_t i = std::int64_t{x} * V; i < p.n; i += std::int64_t{a.X} * V)
+          acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
+      }
+    }
+    acc = device::block_reduce<Op>(acc, tmp.block);
+    if (a.S == 1) {
+      if (threadIdx.x == 0) out[o] = acc;
+      continue;
+    }
+    if (threadIdx.x == 0) partials[item] = acc;
+    if (device::gang_arrive(tickets + o, static_cast<unsigned int>(a.S), tmp.last)) {
+      acc = combine_partials<Op>(partials + o * a.S, a.S, tmp.block);
+      if (threadIdx.x == 0) out[o] = acc;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// outer: columns kept
+// ---------------------------------------------------------------------------------------------
+struct OuterArgs {
+  Plan p;
+  int X = 32;               ///< threads along the columns (power of two); Y = kBlock / X along the rows
+  std::int64_t tiles = 1;   ///< column tiles of X * V columns per b
+  std::int64_t S = 1;       ///< row splits per tile
+  std::int64_t chunk = 0;   ///< rows per split
+};
+
+template <class Op, class T, class Acc, int V>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    outer_kernel(OuterArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
+                 unsigned int* __restrict__ tickets) {
+  __shared__ Acc smem[kBlock * V];
+  __shared__ bool last;
+  const Plan& p = a.p;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int X = a.X, Y = kBlock / X, TW = X * V;
+  const int x = tid & (X - 1), y = tid / X;
+  const int lane = tid % device::warp_size, warp = tid / device::warp_size;
+  const std::int64_t items = p.nb * a.tiles * a.S;
+  for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const std::int64_t s = item % a.S, bt = item / a.S;
+    const std::int64_t b = bt / a.tiles, tile = bt % a.tiles;
+    const std::int64_t c = (tile * X + x) * V;
+    const std::int64_t q0 = s * a.chunk, q1 = min(p.rows, q0 + a.chunk);
+    Acc acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = Op::template identity<Acc>();
+    if (c < p.nc) {
+      const T* base = in + b * p.sb + c;
+#pragma unroll 4
+      for (std::int64_t q = q0 + y; q < q1; q += Y) {
+        const auto v = device::load_vec<V>(base + row_offset(p, q));
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = Op::template combine<Acc>(acc[k], static_cast<Acc>(v.v[k]));
+      }
+    }
+    // Combine over y: inside a warp with a fixed butterfly (lanes l and l^off, off >= X, share x),
+    // then the warps' (or rows') values in order from shared memory.
+    int R = Y;
+    if (X < device::warp_size) {
+      for (int off = device::warp_size / 2; off >= X; off /= 2) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = Op::template combine<Acc>(acc[k], __shfl_xor_sync(0xffffffffu, acc[k], off));
+      }
+      R = kBlock / device::warp_size;
+      if (lane < X) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) smem[warp * TW + x * V + k] = acc[k];
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) smem[y * TW + x * V + k] = acc[k];
+    }
+    __syncthreads();
+    for (int t = tid; t < TW; t += kBlock) {
+      Acc v = Op::template identity<Acc>();
+      for (int r = 0; r < R; ++r) v = Op::template combine<Acc>(v, smem[r * TW + t]);
+      const std::int64_t col = tile * TW + t;
+      if (a.S == 1) {
+        if (col < p.nc) out[b * p.nc + col] = v;
+      } else {
+        partials[(bt * a.S + s) * TW + t] = v;
+      }
+    }
+    if (a.S > 1) {
+      if (device::gang_arrive(tickets + bt, static_cast<unsigned int>(a.S), last)) {
+        // The tile's last block: each column's S partials in split order; with few columns, P
+        // threads per column take every P-th split, then those P values are combined in order.
+        const Acc* part = partials + bt * a.S * TW;
+        const int P = TW >= kBlock ? 1 : kBlock / TW;
+        __syncthreads();  // smem is reused
+        for (int t0 = 0; t0 < TW; t0 += kBlock) {
+          const int t = t0 + (P == 1 ? tid : tid % TW), j = P == 1 ? 0 : tid / TW;
+          Acc v = Op::template identity<Acc>();
+          if (t < TW && j < P)
+            for (std::int64_t k = j; k < a.S; k += P) v = Op::template combine<Acc>(v, load_partial(part + k * TW + t));
+          if (P > 1) {
+            if (j < P) smem[j * TW + t] = v;
+            __syncthreads();
+            if (j == 0) {
+              for (int r = 1; r < P; ++r) v = Op::template combine<Acc>(v, smem[r * TW + t]);
+            }
+          }
+          const std::int64_t col = tile * TW + t;
+          if (j == 0 && t < TW && col < p.nc) out[b * p.nc + col] = v;
+        }
+      }
+    }
+    __syncthreads();  // smem is free for the next item
+  }
+}
+
+template <class Op, class Acc>
+__global__ void fill_kernel(Acc* __restrict__ out, std::int64_t n) {
+  for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = Op::template identity<Acc>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// dispatch
+// ---------------------------------------------------------------------------------------------
+inline int pow2_at_least(std::int64_t v, int cap) {
+  int g = 1;
+  while (g < cap && g < v) g *= 2;
+  return g;
+}
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+inline bool aligned_to(const void* ptr, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; }
+
+/// Blocks that fill the device once (every block resident).
+inline std::int64_t fill_blocks(const Tuning& t) {
+  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), kMinBlocksSm);
+}
+
+/// Minimum elements a split chunk gets (fewer: the combine would cost more than it saves).
+inline constexpr std::int64_t kMinChunk = 8 * kBlock * 4;
+
+template <class Op, class T, class Acc, int V>
+void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_t stream) {
+  const Tuning& tune = ws.tuning();
+  const std::int64_t target = fill_blocks(tune);
+  const std::int64_t per = p.rows * p.n;
+  const int G = pow2_at_least(ceil_div(p.n, V), device::warp_size);
+  // Enough independent outputs to keep every lane busy with G lanes each: lane groups.
+  if (per < kMinChunk || p.n_out * G >= target * kBlock * 2) {
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, kBlock * 2), 1, target * 16);
+    inner_group_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(p, G, in, d_out);
+    TALLY_CHECK_LAUNCH();
+    return;
+  }
+  InnerBlockArgs a{p};
+  if (p.rows == 1) {
+    a.X = kBlock;
+    const std::int64_t want = std::clamp<std::int64_t>(ceil_div(target, p.n_out), 1, ceil_div(p.n, kMinChunk));
+    a.chunk = ceil_div(ceil_div(p.n, want), std::int64_t{kBlock} * V) * kBlock * V;
+    a.S = ceil_div(p.n, a.chunk);
+  } else {
+    a.X = pow2_at_least(ceil_div(p.n, V), kBlock);
+    const std::int64_t min_rows = std::max<std::int64_t>(1, kMinChunk / std::max<std::int64_t>(p.n, 1));
+    const std::int64_t want = std::clamp<std::int64_t>(ceil_div(target, p.n_out), 1, ceil_div(p.rows, min_rows));
+    a.chunk = ceil_div(p.rows, want);
+    a.S = ceil_div(p.rows, a.chunk);
+  }
+  Acc* partials = nullptr;
+  unsigned int* tickets = nullptr;
+  if (a.S > 1) {
+    ws.reserve(static_cast<std::size_t>(p.n_out * a.S) * sizeof(Acc), static_cast<std::size_t>(p.n_out), stream);
+    partials = static_cast<Acc*>(ws.scratch());
+    tickets = ws.ticket_array();
+  }
+  const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * a.S, 1, target * 16);
+  inner_block_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, in, d_out, partials, tickets);
+  TALLY_CHECK_LAUNCH();
+}
+
+template <class Op, class T, class Acc, int V>
+void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_t stream) {
+  const Tuning& tune = ws.tuning();
+  const std::int64_t target = fill_blocks(tune);
+  OuterArgs a{p};
+  const std::int64_t cols_v = ceil_div(p.nc, V);
+  a.X = pow2_at_least(cols_v, device::warp_size);
+  // Few rows: widen the tile rather than leave row threads idle.
+  while (a.X < kBlock && a.X < cols_v && kBlock / a.X > p.rows) a.X *= 2;
+  const int Y = kBlock / a.X;
+  a.tiles = ceil_div(cols_v, a.X);
+  const std::int64_t base_items = p.nb * a.tiles;
+  a.S = 1;
+  if (base_items < target) {
+    const std::int64_t min_rows = std::max<std::int64_t>(std::int64_t{Y} * 8, kMinChunk / (std::int64_t{a.X} * V));
+    a.S = std::clamp<std::int64_t>(ceil_div(target, base_items), 1, ceil_div(p.rows, min_rows));
+  }
+  a.chunk = ceil_div(p.rows, a.S);
+  a.S = ceil_div(p.rows, a.chunk);
+  Acc* partials = nullptr;
+  unsigned int* tickets = nullptr;
+  if (a.S > 1) {
+    const std::int64_t tw = std::int64_t{a.X} * V;
+    ws.reserve(static_cast<std::size_t>(base_items * a.S * tw) * sizeof(Acc), static_cast<std::size_t>(base_items), stream);
+    partials = static_cast<Acc*>(ws.scratch());
+    tickets = ws.ticket_array();
+  }
+  const std::int64_t grid = std::clamp<std::int64_t>(base_items * a.S, 1, target * 16);
+  outer_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, in, d_out, partials, tickets);
+  TALLY_CHECK_LAUNCH();
+}
+
+/// Whether every access of the plan can be a V-element vector load.
+template <int V, class T>
+bool vectorizable(const Plan& p, const T* in) {
+  if constexpr (V == 1) return true;
+  if (!aligned_to(in, sizeof(T) * V)) return false;
+  const auto ok = [](std::int64_t s) { return s % V == 0; };
+  if (!ok(p.r_s1) || !ok(p.r_s2)) return false;
+  if (p.kind == Plan::Kind::inner) return ok(p.n) && ok(p.k_s1) && ok(p.k_s2);
+  return ok(p.nc) && ok(p.sb);
+}
+
+template <class Op, class T, class Acc>
+void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t stream) {
+  const Plan p = make_plan(prob);
+  if (p.n_out == 0) return;
+  if (p.empty) {
+    const auto grid = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096));
+    fill_kernel<Op, Acc><<<grid, kBlock, 0, stream>>>(d_out, p.n_out);
+    TALLY_CHECK_LAUNCH();
+    return;
+  }
+  const T* in = static_cast<const T*>(prob.data);
+  constexpr int V = device::vec16<T>;
+  if (p.kind == Plan::Kind::inner) {
+    if (vectorizable<V>(p, in)) launch_inner<Op, T, Acc, V>(p, in, d_out, ws, stream);
+    else launch_inner<Op, T, Acc, 1>(p, in, d_out, ws, stream);
+  } else {
+    if (vectorizable<V>(p, in)) launch_outer<Op, T, Acc, V>(p, in, d_out, ws, stream);
+    else launch_outer<Op, T, Acc, 1>(p, in, d_out, ws, stream);
+  }
+}
+
+}  // namespace tally::reduce::detail::cuda
