@@ -90,21 +90,34 @@ class Bench {
   // ---- measurement --------------------------------------------------------------------------
   int reps_for(double bytes) const {
     if (o_.quick) return 7;
-    return bytes > 256e6 ? 10 : 25;
+    return bytes > 256e6 ? 7 : 15;
   }
 
-  /// Median time (us) of f(copy) over rotating copies, after two warm-up calls.
-  double time_us(const std::function<void(int)>& f, int reps, int copies) {
+  /// Median time (us) per call of f(copy) over rotating copies, after two warm-up calls. K calls are
+  /// captured in a CUDA graph and each replay is timed with events, so that the host's launch
+  /// latency (several us, more than a small reduction takes) is not counted as GPU time.
+  double time_us(const std::function<void(int)>& f, int reps, int copies, double bytes) {
     f(0);
-    f(copies > 1 ? 1 : 0);
+    f(copies > 1 ? 1 : 0);  // warm-up: module load, workspace growth (no allocation while capturing)
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const int K = static_cast<int>(std::clamp(std::floor(1073741824.0 / std::max(bytes, 1.0)), 1.0, 20.0));
+    cudaGraph_t graph{};
+    cudaGraphExec_t exec{};
+    TALLY_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < K; ++k) f(k % copies);
+    TALLY_CUDA_TRY(cudaStreamEndCapture(stream_, &graph));
+    TALLY_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    TALLY_CUDA_TRY(cudaGraphLaunch(exec, stream_));
     EventTimer ev;
     std::vector<double> t;
     for (int r = 0; r < reps; ++r) {
       ev.start(stream_);
-      f(r % copies);
+      TALLY_CUDA_TRY(cudaGraphLaunch(exec, stream_));
       ev.stop(stream_);
-      t.push_back(1e3 * ev.elapsed_ms());
+      t.push_back(1e3 * ev.elapsed_ms() / K);
     }
+    TALLY_CUDA_TRY(cudaGraphExecDestroy(exec));
+    TALLY_CUDA_TRY(cudaGraphDestroy(graph));
     return median(t);
   }
 
@@ -149,7 +162,7 @@ class Bench {
     unsigned char* dst = pool_.data() + bytes;
     if (2 * bytes > pool_bytes_) dst = out_.data();
     const double us = time_us([&](int) { TALLY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_)); },
-                              o_.quick ? 5 : 15, 1);
+                              o_.quick ? 5 : 15, 1, 2.0 * double(bytes));
     rep_.ceiling_gbs = 2.0 * static_cast<double>(bytes) / (us * 1e3);
     rep_.ceiling_name = "cudaMemcpy D2D " + size_name(static_cast<std::int64_t>(bytes)) + " B (read + write)";
     Row r = make_row("copy", "cudaMemcpy D2D", "", "", "bytes", "", static_cast<std::int64_t>(bytes), 2.0 * double(bytes), 2.0 * double(bytes), us);
@@ -164,7 +177,7 @@ class Bench {
     Acc* d_out = reinterpret_cast<Acc*>(out_.data());
     return time_us([&](int c) { reduce_with<Op, T, Acc>(s, View<const T>::flat(input<T>(static_cast<std::size_t>(n), c), n),
                                                         std::span<Acc>(d_out, 1), ws_, stream_); },
-                   reps > 0 ? reps : reps_for(static_cast<double>(bytes)), copies);
+                   reps > 0 ? reps : reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
   }
 
   template <class Op, class T, class Acc = T>
@@ -180,7 +193,7 @@ class Bench {
                      reduce<Op, T, Acc>(Backend::cuda, View<const T>::contiguous(input<T>(static_cast<std::size_t>(n), c), e.ng, e.nw, e.nv),
                                         lv, std::span<Acc>(d_out, static_cast<std::size_t>(nout)), ws_, stream_);
                    },
-                   reps_for(static_cast<double>(bytes)), copies);
+                   reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
   }
 
   /// The timed production result must equal CUB's (max: exactly; sum: within (n+1) eps n, |x| <= 1).

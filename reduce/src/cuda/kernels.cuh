@@ -63,23 +63,46 @@ __device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_
 template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     inner_group_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
-  constexpr int U = 2;  // outputs per group in flight
   const int lane = static_cast<int>(threadIdx.x) & (G - 1);
   const std::int64_t group = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G;
   const std::int64_t ngroups = static_cast<std::int64_t>(gridDim.x) * kBlock / G;
   const std::int64_t warp_first = group - (static_cast<int>(threadIdx.x) % device::warp_size) / G;
+  const std::int64_t rel = group - warp_first;
+  if (p.rows == 1 && p.n <= std::int64_t{G} * V) {
+    // Each lane loads at most one vector per output: U outputs' loads in flight before any shuffle.
+    constexpr int U = sizeof(T) * V >= 16 ? 4 : 8;
+    const bool active = std::int64_t{lane} * V < p.n;
+    for (std::int64_t o0 = warp_first; o0 < p.n_out; o0 += U * ngroups) {  // warp-uniform condition
+      device::Vec<T, V> v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t o = o0 + rel + u * ngroups;
+        if (active && o < p.n_out) v[u] = device::load_vec<V>(in + out_offset(p, o) + std::int64_t{lane} * V);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t o = o0 + rel + u * ngroups;
+        Acc acc = Op::template identity<Acc>();
+        if (active && o < p.n_out) acc = device::fold<Op, Acc>(acc, v[u]);
+        acc = device::group_reduce_n<Op>(acc, G);
+        if (lane == 0 && o < p.n_out) out[o] = acc;
+      }
+    }
+    return;
+  }
+  constexpr int U = 2;  // outputs per group in flight
   // The loop condition uses the warp's first group: uniform across the warp (the shuffles need all lanes).
   for (std::int64_t o0 = warp_first; o0 < p.n_out; o0 += U * ngroups) {
     Acc acc[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       acc[u] = Op::template identity<Acc>();
-      const std::int64_t o = group + (o0 - warp_first) + u * ngroups;
+      const std::int64_t o = o0 + rel + u * ngroups;
       if (o < p.n_out) {
         const T* base = in + out_offset(p, o);
+#pragma unroll 4
         for (std::int64_t q = 0; q < p.rows; ++q) {
           const T* row = base + row_offset(p, q);
-#pragma unroll 4
           for (std::int64_t i = std::int64_t{lane} * V; i < p.n; i += std::int64_t{G} * V)
             acc[u] = device::fold<Op, Acc>(acc[u], device::load_vec<V>(row + i));
         }
@@ -88,9 +111,20 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const Acc r = device::group_reduce_n<Op>(acc[u], G);
-      const std::int64_t o = group + (o0 - warp_first) + u * ngroups;
+      const std::int64_t o = o0 + rel + u * ngroups;
       if (lane == 0 && o < p.n_out) out[o] = r;
     }
+  }
+}
+
+/// Nothing reduced (every reduced axis has extent 1) and the output is the contiguous input: a
+/// converting copy with vector loads.
+template <class T, class Acc, int V>
+__global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
+  for (std::int64_t i = device::global_thread_id() * V; i < n; i += device::grid_stride() * V) {
+    const auto v = device::load_vec<V>(in + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[i + k] = static_cast<Acc>(v.v[k]);
   }
 }
 
@@ -99,9 +133,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 // ---------------------------------------------------------------------------------------------
 struct InnerBlockArgs {
   Plan p;
-  int X = kBlock;          ///< lanes along a row (power of two); kBlock / X rows at a time
-  std::int64_t S = 1;      ///< chunks per output
-  std::int64_t chunk = 0;  ///< rows == 1: elements per chunk (a multiple of kBlock * V); else rows per chunk
+  int X = kBlock;           ///< lanes along a row (power of two); kBlock / X rows at a time
+  std::int64_t Sq = 1;      ///< row chunks per output
+  std::int64_t qchunk = 1;  ///< rows per row chunk
+  std::int64_t Si = 1;      ///< column chunks per row (only with X == kBlock)
+  std::int64_t ichunk = 0;  ///< elements per column chunk (a multiple of kBlock * V)
 };
 
 template <class Op, class T, class Acc, int V>
@@ -110,28 +146,32 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
                        unsigned int* __restrict__ tickets) {
   __shared__ device::GangStorage<Acc> tmp;
   const Plan& p = a.p;
-  const std::int64_t items = p.n_out * a.S;
+  const std::int64_t S = a.Sq * a.Si;
+  const std::int64_t items = p.n_out * S;
   for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const std::int64_t o = item / a.S, s = item % a.S;
+    const std::int64_t o = item / S, s = item % S;
+    const std::int64_t q0 = (s / a.Si) * a.qchunk, q1 = min(p.rows, q0 + a.qchunk);
     const T* base = in + out_offset(p, o);
     Acc acc = Op::template identity<Acc>();
-    if (p.rows == 1) {
-      // One contiguous row: chunk s is [c0, c1), kUnroll vector loads in flight per thread.
-      const std::int64_t c0 = s * a.chunk, c1 = min(p.n, c0 + a.chunk);
+    if (a.X == kBlock) {
+      // Long rows: each row chunk's column range [c0, c1), kUnroll vector loads in flight per thread.
+      const std::int64_t c0 = (s % a.Si) * a.ichunk, c1 = min(p.n, c0 + a.ichunk);
       constexpr std::int64_t step = std::int64_t{kBlock} * V;
-      std::int64_t i = c0 + std::int64_t{threadIdx.x} * V;
-      for (; i + (kUnroll - 1) * step < c1; i += kUnroll * step) {
-        device::Vec<T, V> v[kUnroll];
+      for (std::int64_t q = q0; q < q1; ++q) {
+        const T* row = base + row_offset(p, q);
+        std::int64_t i = c0 + std::int64_t{threadIdx.x} * V;
+        for (; i + (kUnroll - 1) * step < c1; i += kUnroll * step) {
+          device::Vec<T, V> v[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(base + i + u * step);
+          for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(row + i + u * step);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
+          for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
+        }
+        for (; i < c1; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
       }
-      for (; i < c1; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(base + i));
     } else {
       const int x = static_cast<int>(threadIdx.x) & (a.X - 1);
       const int y = static_cast<int>(threadIdx.x) / a.X, Y = kBlock / a.X;
-      const std::int64_t q0 = s * a.chunk, q1 = min(p.rows, q0 + a.chunk);
 #pragma unroll 4
       for (std::int64_t q = q0 + y; q < q1; q += Y) {
         const T* row = base + row_offset(p, q);
@@ -140,13 +180,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       }
     }
     acc = device::block_reduce<Op>(acc, tmp.block);
-    if (a.S == 1) {
+    if (S == 1) {
       if (threadIdx.x == 0) out[o] = acc;
       continue;
     }
     if (threadIdx.x == 0) partials[item] = acc;
-    if (device::gang_arrive(tickets + o, static_cast<unsigned int>(a.S), tmp.last)) {
-      acc = combine_partials<Op>(partials + o * a.S, a.S, tmp.block);
+    if (device::gang_arrive(tickets + o, static_cast<unsigned int>(S), tmp.last)) {
+      acc = combine_partials<Op>(partials + o * S, S, tmp.block);
       if (threadIdx.x == 0) out[o] = acc;
     }
   }
@@ -285,27 +325,32 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     TALLY_CHECK_LAUNCH();
     return;
   }
+  // A block per (output, chunk). With fewer outputs than resident blocks, split each output into at
+  // most target / n_out chunks (rounded down: one wave, no tail of a second one).
   InnerBlockArgs a{p};
-  if (p.rows == 1) {
+  const std::int64_t want = std::max<std::int64_t>(1, target / p.n_out);
+  if (p.n >= std::int64_t{kBlock} * V) {
     a.X = kBlock;
-    const std::int64_t want = std::clamp<std::int64_t>(ceil_div(target, p.n_out), 1, ceil_div(p.n, kMinChunk));
-    a.chunk = ceil_div(ceil_div(p.n, want), std::int64_t{kBlock} * V) * kBlock * V;
-    a.S = ceil_div(p.n, a.chunk);
+    a.Sq = std::min(p.rows, want);
+    a.Si = std::clamp<std::int64_t>(want / a.Sq, 1, std::max<std::int64_t>(1, p.n / kMinChunk));
   } else {
     a.X = pow2_at_least(ceil_div(p.n, V), kBlock);
     const std::int64_t min_rows = std::max<std::int64_t>(1, kMinChunk / std::max<std::int64_t>(p.n, 1));
-    const std::int64_t want = std::clamp<std::int64_t>(ceil_div(target, p.n_out), 1, ceil_div(p.rows, min_rows));
-    a.chunk = ceil_div(p.rows, want);
-    a.S = ceil_div(p.rows, a.chunk);
+    a.Sq = std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, p.rows / min_rows));
   }
+  a.qchunk = ceil_div(p.rows, a.Sq);
+  a.Sq = ceil_div(p.rows, a.qchunk);
+  a.ichunk = ceil_div(ceil_div(p.n, a.Si), std::int64_t{kBlock} * V) * kBlock * V;
+  a.Si = ceil_div(p.n, a.ichunk);
+  const std::int64_t S = a.Sq * a.Si;
   Acc* partials = nullptr;
   unsigned int* tickets = nullptr;
-  if (a.S > 1) {
-    ws.reserve(static_cast<std::size_t>(p.n_out * a.S) * sizeof(Acc), static_cast<std::size_t>(p.n_out), stream);
+  if (S > 1) {
+    ws.reserve(static_cast<std::size_t>(p.n_out * S) * sizeof(Acc), static_cast<std::size_t>(p.n_out), stream);
     partials = static_cast<Acc*>(ws.scratch());
     tickets = ws.ticket_array();
   }
-  const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * a.S, 1, target * 16);
+  const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * S, 1, target * 16);
   inner_block_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, in, d_out, partials, tickets);
   TALLY_CHECK_LAUNCH();
 }
@@ -317,15 +362,15 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   OuterArgs a{p};
   const std::int64_t cols_v = ceil_div(p.nc, V);
   a.X = pow2_at_least(cols_v, device::warp_size);
-  // Few rows: widen the tile rather than leave row threads idle.
-  while (a.X < kBlock && a.X < cols_v && kBlock / a.X > p.rows) a.X *= 2;
+  // Few rows: widen the tile so that each thread still folds >= 16 rows (or every row).
+  while (a.X < kBlock && a.X < cols_v && p.rows < std::int64_t{kBlock / a.X} * 16) a.X *= 2;
   const int Y = kBlock / a.X;
   a.tiles = ceil_div(cols_v, a.X);
   const std::int64_t base_items = p.nb * a.tiles;
   a.S = 1;
   if (base_items < target) {
     const std::int64_t min_rows = std::max<std::int64_t>(std::int64_t{Y} * 8, kMinChunk / (std::int64_t{a.X} * V));
-    a.S = std::clamp<std::int64_t>(ceil_div(target, base_items), 1, ceil_div(p.rows, min_rows));
+    a.S = std::clamp<std::int64_t>(target / base_items, 1, std::max<std::int64_t>(1, p.rows / min_rows));  // one wave
   }
   a.chunk = ceil_div(p.rows, a.S);
   a.S = ceil_div(p.rows, a.chunk);
@@ -365,11 +410,24 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   }
   const T* in = static_cast<const T*>(prob.data);
   constexpr int V = device::vec16<T>;
+  constexpr int V2 = V / 2 > 1 ? V / 2 : 1;  // 8-byte loads of 4-byte types (rows of 2, 6, ...)
+  if (p.kind == Plan::Kind::inner && p.rows * p.n == 1 && p.k_ext2 >= p.n_out && p.k_s2 == 1) {
+    // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
+    if (aligned_to(in, sizeof(T) * V) && p.n_out % V == 0)
+      copy_kernel<T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
+    else
+      copy_kernel<T, Acc, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
+    TALLY_CHECK_LAUNCH();
+    return;
+  }
   if (p.kind == Plan::Kind::inner) {
     if (vectorizable<V>(p, in)) launch_inner<Op, T, Acc, V>(p, in, d_out, ws, stream);
+    else if (V2 > 1 && vectorizable<V2>(p, in)) launch_inner<Op, T, Acc, V2>(p, in, d_out, ws, stream);
     else launch_inner<Op, T, Acc, 1>(p, in, d_out, ws, stream);
   } else {
     if (vectorizable<V>(p, in)) launch_outer<Op, T, Acc, V>(p, in, d_out, ws, stream);
+    else if (V2 > 1 && vectorizable<V2>(p, in)) launch_outer<Op, T, Acc, V2>(p, in, d_out, ws, stream);
     else launch_outer<Op, T, Acc, 1>(p, in, d_out, ws, stream);
   }
 }
