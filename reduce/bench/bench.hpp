@@ -25,7 +25,8 @@ struct Row {
   std::string suite, name, levels, op, type, shape;
   std::int64_t n = 0;                 ///< input elements
   double input_bytes = 0, moved_bytes = 0;  ///< input read; input read + output written
-  double time_us = 0, gbs = 0;        ///< gbs = input_bytes / time
+  double time_us = 0, gbs = 0;        ///< GPU time per call (CUDA: graph replays); gbs = input_bytes / time_us
+  double call_us = std::numeric_limits<double>::quiet_NaN();  ///< CUDA: one call between two events (host launch included)
   double vs_ceiling = std::numeric_limits<double>::quiet_NaN();  ///< gbs / copy (or Eigen) bandwidth
   double vs_ref = std::numeric_limits<double>::quiet_NaN();      ///< ref time / this time (or bandwidth ratio, see ref)
   std::string ref;                    ///< what vs_ref compares with

@@ -41,10 +41,10 @@ std::string fmt(double v, const char* f = "%.2f") {
 void write_csv(const std::string& path, const Report& r) {
   std::ofstream f(path);
   if (!f) throw InputError("--csv: cannot write '" + path + "'");
-  f << "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref\n";
+  f << "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,call_us,gbs,vs_ceiling,vs_ref,ref\n";
   for (const Row& x : r.rows)
     f << x.suite << ',' << x.name << ',' << x.levels << ',' << x.op << ',' << x.type << ',' << x.shape << ',' << x.n << ','
-      << x.input_bytes << ',' << x.moved_bytes << ',' << x.time_us << ',' << x.gbs << ',' << x.vs_ceiling << ',' << x.vs_ref
+      << x.input_bytes << ',' << x.moved_bytes << ',' << x.time_us << ',' << x.call_us << ',' << x.gbs << ',' << x.vs_ceiling << ',' << x.vs_ref
       << ",\"" << x.ref << "\"\n";
 }
 
@@ -55,15 +55,15 @@ void write_h5(h5::File& f, const Report& r) {
   for (const std::string& s : suites) {
     auto g = f.group(s);
     std::vector<std::int64_t> n;
-    std::vector<double> in, moved, t, gbs, vc, vr;
+    std::vector<double> in, moved, t, call, gbs, vc, vr;
     std::string labels;
     for (const Row& x : r.rows) {
       if (x.suite != s) continue;
-      n.push_back(x.n), in.push_back(x.input_bytes), moved.push_back(x.moved_bytes), t.push_back(x.time_us), gbs.push_back(x.gbs),
+      n.push_back(x.n), in.push_back(x.input_bytes), moved.push_back(x.moved_bytes), t.push_back(x.time_us), call.push_back(x.call_us), gbs.push_back(x.gbs),
           vc.push_back(x.vs_ceiling), vr.push_back(x.vs_ref);
       labels += (labels.empty() ? "" : ";") + x.name + "|" + x.levels + "|" + x.op + "|" + x.type + "|" + x.shape;
     }
-    g.write("n", n), g.write("input_bytes", in), g.write("moved_bytes", moved), g.write("time_us", t), g.write("gbs", gbs);
+    g.write("n", n), g.write("input_bytes", in), g.write("moved_bytes", moved), g.write("time_us", t), g.write("call_us", call), g.write("gbs", gbs);
     g.write("vs_ceiling", vc), g.write("vs_ref", vr);
     g.attr("labels", labels);
     g.attr("label_fields", "name|levels|op|type|shape");
@@ -112,11 +112,11 @@ int run(int argc, char** argv) {
   }
 
   if (!common.json) {
-    std::printf("| suite | name | levels | op | type | shape | n | time us | GB/s | vs ceiling | vs ref |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| suite | name | levels | op | type | shape | n | time us | call us | GB/s | vs ceiling | vs ref |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const Row& x : rep.rows)
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.suite.c_str(), x.name.c_str(), x.levels.c_str(),
-                  x.op.c_str(), x.type.c_str(), x.shape.c_str(), size_name(x.n).c_str(), fmt(x.time_us).c_str(),
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.suite.c_str(), x.name.c_str(), x.levels.c_str(),
+                  x.op.c_str(), x.type.c_str(), x.shape.c_str(), size_name(x.n).c_str(), fmt(x.time_us).c_str(), fmt(x.call_us).c_str(),
                   fmt(x.gbs, "%.1f").c_str(), fmt(x.vs_ceiling).c_str(), fmt(x.vs_ref).c_str());
     std::printf("\nreduce-bench on %s (%s); ceiling: %s = %.1f GB/s\n", rep.backend.c_str(), rep.device.c_str(),
                 rep.ceiling_name.c_str(), rep.ceiling_gbs);

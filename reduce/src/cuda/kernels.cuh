@@ -90,6 +90,30 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     }
     return;
   }
+  if (p.n <= std::int64_t{G} * V) {
+    // Short rows, several of them: one vector per lane per row, UQ rows' loads in flight.
+    constexpr int UQ = sizeof(T) * V >= 16 ? 4 : 8;
+    const bool active = std::int64_t{lane} * V < p.n;
+    for (std::int64_t o0 = warp_first; o0 < p.n_out; o0 += ngroups) {
+      const std::int64_t o = o0 + rel;
+      Acc acc = Op::template identity<Acc>();
+      if (active && o < p.n_out) {
+        const T* base = in + out_offset(p, o) + std::int64_t{lane} * V;
+        std::int64_t q = 0;
+        for (; q + UQ <= p.rows; q += UQ) {
+          device::Vec<T, V> v[UQ];
+#pragma unroll
+          for (int u = 0; u < UQ; ++u) v[u] = device::load_vec<V>(base + row_offset(p, q + u));
+#pragma unroll
+          for (int u = 0; u < UQ; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
+        }
+        for (; q < p.rows; ++q) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(base + row_offset(p, q)));
+      }
+      acc = device::group_reduce_n<Op>(acc, G);
+      if (lane == 0 && o < p.n_out) out[o] = acc;
+    }
+    return;
+  }
   constexpr int U = 2;  // outputs per group in flight
   // The loop condition uses the warp's first group: uniform across the warp (the shuffles need all lanes).
   for (std::int64_t o0 = warp_first; o0 < p.n_out; o0 += U * ngroups) {
@@ -123,8 +147,10 @@ template <class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
   for (std::int64_t i = device::global_thread_id() * V; i < n; i += device::grid_stride() * V) {
     const auto v = device::load_vec<V>(in + i);
+    device::Vec<Acc, V> w;
 #pragma unroll
-    for (int k = 0; k < V; ++k) out[i + k] = static_cast<Acc>(v.v[k]);
+    for (int k = 0; k < V; ++k) w.v[k] = static_cast<Acc>(v.v[k]);
+    *reinterpret_cast<device::Vec<Acc, V>*>(out + i) = w;  // the caller checked the alignment
   }
 }
 
@@ -224,9 +250,20 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = Op::template identity<Acc>();
     if (c < p.nc) {
+      // UQ rows' loads in flight per thread: 64 bytes whatever the load width.
+      constexpr int UQ = sizeof(T) * V >= 16 ? 4 : (sizeof(T) * V >= 8 ? 8 : 16);
       const T* base = in + b * p.sb + c;
-#pragma unroll 4
-      for (std::int64_t q = q0 + y; q < q1; q += Y) {
+      std::int64_t q = q0 + y;
+      for (; q + std::int64_t{UQ - 1} * Y < q1; q += std::int64_t{UQ} * Y) {
+        device::Vec<T, V> v[UQ];
+#pragma unroll
+        for (int u = 0; u < UQ; ++u) v[u] = device::load_vec<V>(base + row_offset(p, q + std::int64_t{u} * Y));
+#pragma unroll
+        for (int u = 0; u < UQ; ++u)
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[k] = Op::template combine<Acc>(acc[k], static_cast<Acc>(v[u].v[k]));
+      }
+      for (; q < q1; q += Y) {
         const auto v = device::load_vec<V>(base + row_offset(p, q));
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] = Op::template combine<Acc>(acc[k], static_cast<Acc>(v.v[k]));
@@ -318,8 +355,9 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   const std::int64_t target = fill_blocks(tune);
   const std::int64_t per = p.rows * p.n;
   const int G = pow2_at_least(ceil_div(p.n, V), device::warp_size);
-  // Enough independent outputs to keep every lane busy with G lanes each: lane groups.
-  if (per < kMinChunk || p.n_out * G >= target * kBlock * 2) {
+  // Enough independent outputs to keep the lanes busy with G lanes each, or segments so short
+  // that a block per output would idle: lane groups.
+  if (p.n_out * G >= target * kBlock || per <= std::int64_t{G} * V * 8 || (per < kMinChunk && p.n_out * G >= kBlock * 4)) {
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, kBlock * 2), 1, target * 16);
     inner_group_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(p, G, in, d_out);
     TALLY_CHECK_LAUNCH();
@@ -332,7 +370,8 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   if (p.n >= std::int64_t{kBlock} * V) {
     a.X = kBlock;
     a.Sq = std::min(p.rows, want);
-    a.Si = std::clamp<std::int64_t>(want / a.Sq, 1, std::max<std::int64_t>(1, p.n / kMinChunk));
+    // Chunks of at least one 16-byte load per thread: small inputs spread over many blocks (latency).
+    a.Si = std::clamp<std::int64_t>(want / a.Sq, 1, std::max<std::int64_t>(1, p.n / (std::int64_t{kBlock} * V)));
   } else {
     a.X = pow2_at_least(ceil_div(p.n, V), kBlock);
     const std::int64_t min_rows = std::max<std::int64_t>(1, kMinChunk / std::max<std::int64_t>(p.n, 1));
@@ -362,8 +401,8 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   OuterArgs a{p};
   const std::int64_t cols_v = ceil_div(p.nc, V);
   a.X = pow2_at_least(cols_v, device::warp_size);
-  // Few rows: widen the tile so that each thread still folds >= 16 rows (or every row).
-  while (a.X < kBlock && a.X < cols_v && p.rows < std::int64_t{kBlock / a.X} * 16) a.X *= 2;
+  // Few rows: widen the tile so that each thread still folds >= 64 rows (or every row): long items.
+  while (a.X < kBlock && a.X < cols_v && p.rows < std::int64_t{kBlock / a.X} * 64) a.X *= 2;
   const int Y = kBlock / a.X;
   a.tiles = ceil_div(cols_v, a.X);
   const std::int64_t base_items = p.nb * a.tiles;
@@ -414,7 +453,7 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   if (p.kind == Plan::Kind::inner && p.rows * p.n == 1 && p.k_ext2 >= p.n_out && p.k_s2 == 1) {
     // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
-    if (aligned_to(in, sizeof(T) * V) && p.n_out % V == 0)
+    if (aligned_to(in, sizeof(T) * V) && aligned_to(d_out, sizeof(Acc) * V) && p.n_out % V == 0)
       copy_kernel<T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
     else
       copy_kernel<T, Acc, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
