@@ -48,13 +48,46 @@ __device__ __forceinline__ Acc load_partial(const Acc* p) {
   return __ldcg(p);
 }
 
+/// acc folded with p[(begin + k*step) * stride] for begin + k*step < end, in that order, eight
+/// loads issued before the first is used (the loads are volatile: unrolling alone keeps them apart).
+template <class Op, class Acc>
+__device__ __forceinline__ Acc fold_partials(Acc acc, const Acc* p, std::int64_t begin, std::int64_t end, std::int64_t step,
+                                             std::int64_t stride) {
+  constexpr int B = 8;
+  std::int64_t k = begin;
+  for (; k + (B - 1) * step < end; k += B * step) {
+    Acc t[B];
+#pragma unroll
+    for (int u = 0; u < B; ++u) t[u] = load_partial(p + (k + u * step) * stride);
+#pragma unroll
+    for (int u = 0; u < B; ++u) acc = Op::template combine<Acc>(acc, t[u]);
+  }
+  for (; k < end; k += step) acc = Op::template combine<Acc>(acc, load_partial(p + k * stride));
+  return acc;
+}
+
 /// The last block of a split segment: combines partials[0..S) in a fixed order (strided per
 /// thread, then the block tree). Every thread calls; the result is valid in thread 0.
 template <class Op, class Acc>
 __device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_t S, device::BlockReduceStorage<Acc>& tmp) {
-  Acc acc = Op::template identity<Acc>();
-  for (std::int64_t s = threadIdx.x; s < S; s += blockDim.x) acc = Op::template combine<Acc>(acc, load_partial(partials + s));
+  const Acc acc = fold_partials<Op>(Op::template identity<Acc>(), partials, threadIdx.x, S, blockDim.x, 1);
   return device::block_reduce<Op>(acc, tmp);
+}
+
+/// acc folded with the V-vectors at row[i] for i = begin, begin + step, ... < end, in order, with
+/// kUnroll loads in flight.
+template <class Op, class Acc, int V, class T>
+__device__ __forceinline__ Acc fold_row(Acc acc, const T* row, std::int64_t begin, std::int64_t end, std::int64_t step) {
+  std::int64_t i = begin;
+  for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
+    device::Vec<T, V> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(row + i + u * step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
+  }
+  for (; i < end; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
+  return acc;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,12 +157,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       const std::int64_t o = o0 + rel + u * ngroups;
       if (o < p.n_out) {
         const T* base = in + out_offset(p, o);
-#pragma unroll 4
-        for (std::int64_t q = 0; q < p.rows; ++q) {
-          const T* row = base + row_offset(p, q);
-          for (std::int64_t i = std::int64_t{lane} * V; i < p.n; i += std::int64_t{G} * V)
-            acc[u] = device::fold<Op, Acc>(acc[u], device::load_vec<V>(row + i));
-        }
+        for (std::int64_t q = 0; q < p.rows; ++q)
+          acc[u] = fold_row<Op, Acc, V>(acc[u], base + row_offset(p, q), std::int64_t{lane} * V, p.n, std::int64_t{G} * V);
       }
     }
 #pragma unroll
@@ -183,18 +212,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       // Long rows: each row chunk's column range [c0, c1), kUnroll vector loads in flight per thread.
       const std::int64_t c0 = (s % a.Si) * a.ichunk, c1 = min(p.n, c0 + a.ichunk);
       constexpr std::int64_t step = std::int64_t{kBlock} * V;
-      for (std::int64_t q = q0; q < q1; ++q) {
-        const T* row = base + row_offset(p, q);
-        std::int64_t i = c0 + std::int64_t{threadIdx.x} * V;
-        for (; i + (kUnroll - 1) * step < c1; i += kUnroll * step) {
-          device::Vec<T, V> v[kUnroll];
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(row + i + u * step);
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
-        }
-        for (; i < c1; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
-      }
+      for (std::int64_t q = q0; q < q1; ++q)
+        acc = fold_row<Op, Acc, V>(acc, base + row_offset(p, q), c0 + std::int64_t{threadIdx.x} * V, c1, step);
     } else {
       const int x = static_cast<int>(threadIdx.x) & (a.X - 1);
       const int y = static_cast<int>(threadIdx.x) / a.X, Y = kBlock / a.X;
@@ -307,8 +326,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         for (int t0 = 0; t0 < TW; t0 += kBlock) {
           const int t = t0 + (P == 1 ? tid : tid % TW), j = P == 1 ? 0 : tid / TW;
           Acc v = Op::template identity<Acc>();
-          if (t < TW && j < P)
-            for (std::int64_t k = j; k < a.S; k += P) v = Op::template combine<Acc>(v, load_partial(part + k * TW + t));
+          if (t < TW && j < P) v = fold_partials<Op>(v, part + t, j, a.S, P, TW);
           if (P > 1) {
             if (j < P) smem[j * TW + t] = v;
             __syncthreads();
