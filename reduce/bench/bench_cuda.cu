@@ -276,16 +276,19 @@ class Bench {
     fill<float>(false);
     const std::int64_t n = std::int64_t{1} << (o_.quick ? 20 : 24);
     double cub = 0;
-    std::vector<std::pair<Strategy, double>> t;
+    std::vector<Row> rows;
     for (Strategy s : all_strategies) {
       const double us = time_full<Sum, float>(s, n, s == Strategy::atomic ? 3 : 0);
       if (s == Strategy::cub) cub = us;
-      t.emplace_back(s, us);
+      rows.push_back(make_row("ladder", to_string(s), "gang+worker+vector", "sum", "float", size_name(n), n, 4.0 * double(n),
+                              4.0 * double(n), us));
+      rows.back().call_us = last_call_us_;  // this strategy's own per-call time
     }
-    for (auto [s, us] : t) {
-      Row r = make_row("ladder", to_string(s), "gang+worker+vector", "sum", "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), us);
-      r.vs_ref = cub / us, r.ref = "cub time / this time";
+    for (Row& r : rows) {
+      r.vs_ref = cub / r.time_us, r.ref = "cub time / this time";
+      const double call = r.call_us;
       add(r);
+      rep_.rows.back().call_us = call;
     }
   }
 
