@@ -71,7 +71,7 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
 }
 
 /// A full reduction through one of the ladder's strategies (CUDA only; Strategy::production is the
-/// same as reduce()). Strategies other than production and cub need a contiguous input.
+/// same as reduce()). Strategies other than production need a contiguous input (std::invalid_argument otherwise).
 template <class Op, class T, class Acc = T>
 void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");

@@ -28,7 +28,7 @@ inline constexpr std::array<Strategy, 9> all_strategies = {
 [[nodiscard]] std::string to_string(Strategy s);
 /// Throws std::invalid_argument listing the valid names.
 [[nodiscard]] Strategy parse_strategy(std::string_view name);
-/// Strategies other than production and cub only exist for full reductions (all three levels).
+/// Strategies other than production only exist for full reductions of contiguous input.
 [[nodiscard]] constexpr bool is_deterministic(Strategy s) { return s != Strategy::atomic; }
 
 /// Launch shape of the production CUDA kernels, derived from the device's properties.

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "tally/reduce/levels.hpp"
 
@@ -33,7 +34,10 @@ struct View {
   static constexpr View strided(T* p, Extents e, std::int64_t stride_w, std::int64_t stride_g) {
     return View{p, e, stride_w, stride_g};
   }
-  constexpr operator View<const T>() const { return {data, ext, stride_w, stride_g}; }  // NOLINT
+  // A template so that View<const T> has no conversion to itself (nvcc warns about one, #554-D).
+  template <class U = T>
+    requires(!std::is_const_v<U>)
+  constexpr operator View<const U>() const { return {data, ext, stride_w, stride_g}; }  // NOLINT
 };
 
 /// The output of reducing `levels` of an input of extents `e`: the remaining axes, in order

@@ -5,6 +5,7 @@
 //   float r = tally::reduce::device::warp_reduce<Sum>(x);          // full warp, result in every lane
 //   float r = tally::reduce::device::group_reduce<Max, 8>(x);      // each group of 8 lanes, all lanes
 //   float r = tally::reduce::device::warp_reduce_partial<Sum>(x, n);  // lanes [0, n) valid, result in lane 0
+//   float r = tally::reduce::device::group_reduce_n<Sum>(x, g);    // run-time group size g
 //
 // The butterfly (xor) tree is fixed, so every lane gets the same bits and results are reproducible.
 
@@ -25,6 +26,14 @@ __device__ __forceinline__ T group_reduce(T x, unsigned mask = 0xffffffffu) {
   static_assert(G >= 1 && G <= warp_size && (G & (G - 1)) == 0, "G must be a power of two <= 32");
 #pragma unroll
   for (int offset = G / 2; offset > 0; offset /= 2) x = Op::template combine<T>(x, __shfl_xor_sync(mask, x, offset, G));
+  return x;
+}
+
+/// group_reduce with a run-time group size g (a power of two, 1..32): for kernels that pick the
+/// lanes per output from the problem. Every lane of the warp must call it with the same g.
+template <class Op, class T>
+__device__ __forceinline__ T group_reduce_n(T x, int g) {
+  for (int offset = g / 2; offset > 0; offset /= 2) x = Op::template combine<T>(x, __shfl_xor_sync(0xffffffffu, x, offset));
   return x;
 }
 

@@ -1,0 +1,89 @@
+// reduce-bench on the CPU backend, against Eigen on the same array: Eigen::Map<...>.sum()/maxCoeff()
+// (one thread) and an Eigen Tensor reduction on a ThreadPoolDevice with as many threads as OpenMP uses.
+#define EIGEN_USE_THREADS
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <vector>
+
+#include "bench.hpp"
+#include "tally/reduce/reduce.hpp"
+
+namespace tally::reduce::bench {
+
+namespace {
+
+double median_us(const std::function<void()>& f, int reps) {
+  f();  // warm-up (first touch, thread pool start)
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+Report run_cpu(const Options& o) {
+  Report rep;
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  rep.backend = "cpu";
+  rep.device = "cpu, " + std::to_string(threads) + " threads";
+  Eigen::ThreadPool pool(threads);
+  Eigen::ThreadPoolDevice tp(&pool, threads);
+  Workspace ws(Backend::cpu);
+  const std::vector<int> logs = o.quick ? std::vector<int>{16, 20, 22} : std::vector<int>{16, 20, 24, 26};
+  std::mt19937_64 g(o.seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> x(std::size_t{1} << logs.back());
+  for (auto& v : x) v = d(g);
+  float sink = 0;
+  rep.summary.push_back("| case | tally cpu | Eigen 1 thread | Eigen Tensor pool | tally/Tensor speed |");
+  rep.summary.push_back("| --- | --- | --- | --- | --- |");
+  for (int lg : logs) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    const int reps = o.quick ? 5 : 15;
+    const auto view = View<const float>::flat(x.data(), n);
+    Eigen::Map<const Eigen::VectorXf> m(x.data(), n);
+    Eigen::TensorMap<Eigen::Tensor<const float, 1>> t(x.data(), n);
+    Eigen::Tensor<float, 0> r0;
+    for (int op = 0; op < 2; ++op) {
+      const bool is_sum = op == 0;
+      const double ours = median_us([&] { sink += is_sum ? reduce_to_host<Sum, float>(Backend::cpu, view, ws)
+                                                          : reduce_to_host<Max, float>(Backend::cpu, view, ws); }, reps);
+      const double eig = median_us([&] { sink += is_sum ? m.sum() : m.maxCoeff(); }, reps);
+      const double ten = median_us([&] {
+        if (is_sum) r0.device(tp) = t.sum();
+        else r0.device(tp) = t.maximum();
+        sink += r0();
+      }, reps);
+      const char* opn = is_sum ? "sum" : "max";
+      Row a = make_row("cpu", "tally cpu", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), ours);
+      a.vs_ref = ten / ours, a.ref = "Eigen Tensor (thread pool) time / this time";
+      Row b = make_row("cpu", "Eigen Map", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), eig);
+      Row c = make_row("cpu", "Eigen Tensor pool", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), ten);
+      for (Row* r : {&a, &b, &c}) r->gbs = r->input_bytes / (r->time_us * 1e3);
+      a.vs_ceiling = a.gbs / c.gbs;
+      char line[200];
+      std::snprintf(line, sizeof line, "| float %s %s | %.1f us | %.1f us | %.1f us | %.2fx |", opn, size_name(n).c_str(), ours,
+                    eig, ten, ten / ours);
+      rep.summary.push_back(line);
+      rep.rows.push_back(a), rep.rows.push_back(b), rep.rows.push_back(c);
+      if (lg == logs.back() && is_sum) rep.ceiling_gbs = c.gbs, rep.ceiling_name = "Eigen Tensor sum on a thread pool";
+    }
+  }
+  if (sink == 12345.f) std::printf(" \n");  // keeps the results alive
+  return rep;
+}
+
+}  // namespace tally::reduce::bench

@@ -1,0 +1,415 @@
+// reduce-bench on the CUDA backend. Every time is the median of CUDA-event timings of single calls
+// after warm-up; inputs smaller than a few L2 sizes rotate among copies so that the cache does not
+// serve them; inputs are random (never zeros); the D2D copy bandwidth is measured in the same run.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "bench.hpp"
+#include "tally/common/device_buffer.cuh"
+#include "tally/common/device_info.hpp"
+#include "tally/common/device_timer.cuh"
+#include "tally/reduce/reduce.hpp"
+
+namespace tally::reduce::bench {
+
+namespace {
+
+__device__ __forceinline__ std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Uniform values in [lo, hi] (integers: lo + hash % span), from a counter-based hash.
+template <class T>
+__global__ void fill_random(T* p, std::int64_t n, double lo, double hi, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t h = mix(seed ^ static_cast<std::uint64_t>(i));
+    if constexpr (std::is_integral_v<T>) {
+      const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+      p[i] = static_cast<T>(static_cast<std::int64_t>(lo) + static_cast<std::int64_t>(h % span));
+    } else {
+      p[i] = static_cast<T>(lo + (hi - lo) * static_cast<double>(h >> 11) * 0x1.0p-53);
+    }
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+template <class T> const char* type_name() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  else if constexpr (std::is_same_v<T, float>) return "float";
+  else return "double";
+}
+
+class Bench {
+ public:
+  explicit Bench(const Options& o) : o_(o), ws_(Backend::cuda) {
+    TALLY_CUDA_TRY(cudaSetDevice(o.device));
+    dev_ = query_device(o.device);
+    ws_ = Workspace(Backend::cuda);
+    TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // One pool for every input (rotated copies of small ones), one for outputs.
+    pool_bytes_ = o.quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30) + (std::size_t{64} << 20);
+    pool_ = DeviceBuffer<unsigned char>(pool_bytes_);
+    out_ = DeviceBuffer<unsigned char>(std::size_t{1} << (o.quick ? 26 : 30));
+    rep_.backend = "cuda";
+    rep_.device = dev_.summary();
+  }
+  ~Bench() { cudaStreamDestroy(stream_); }
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+
+  Report run() {
+    copy_ceiling();
+    const bool all = o_.suite == "all";
+    if (all || o_.suite == "sweep") sweep();
+    if (all || o_.suite == "ladder") ladder();
+    if (all || o_.suite == "levels") levels();
+    if (all || o_.suite == "shapes") shapes();
+    if (all || o_.suite == "openacc") openacc();
+    return rep_;
+  }
+
+ private:
+  // ---- measurement --------------------------------------------------------------------------
+  int reps_for(double bytes) const {
+    if (o_.quick) return 7;
+    return bytes > 256e6 ? 7 : 15;
+  }
+
+  /// Median time (us) per call of f(copy) over rotating copies, after two warm-up calls. K calls are
+  /// captured in a CUDA graph and each replay is timed with events, so that the host's launch
+  /// latency (several us, more than a small reduction takes) is not counted as GPU time.
+  double time_us(const std::function<void(int)>& f, int reps, int copies, double bytes) {
+    f(0);
+    f(copies > 1 ? 1 : 0);  // warm-up: module load, workspace growth (no allocation while capturing)
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const int K = static_cast<int>(std::clamp(std::floor(1073741824.0 / std::max(bytes, 1.0)), 1.0, 20.0));
+    cudaGraph_t graph{};
+    cudaGraphExec_t exec{};
+    TALLY_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < K; ++k) f(k % copies);
+    TALLY_CUDA_TRY(cudaStreamEndCapture(stream_, &graph));
+    TALLY_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    TALLY_CUDA_TRY(cudaGraphLaunch(exec, stream_));
+    EventTimer ev;
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      ev.start(stream_);
+      TALLY_CUDA_TRY(cudaGraphLaunch(exec, stream_));
+      ev.stop(stream_);
+      t.push_back(1e3 * ev.elapsed_ms() / K);
+    }
+    TALLY_CUDA_TRY(cudaGraphExecDestroy(exec));
+    TALLY_CUDA_TRY(cudaGraphDestroy(graph));
+    // The same calls one at a time between two events: what a host loop sees, launch latency included.
+    std::vector<double> c;
+    for (int r = 0; r < reps; ++r) {
+      ev.start(stream_);
+      f(r % copies);
+      ev.stop(stream_);
+      c.push_back(1e3 * ev.elapsed_ms());
+    }
+    last_call_us_ = median(c);
+    return median(t);
+  }
+
+  /// Median of single timed calls (no graph): for the copy, whose graph node runs slower than the call.
+  double time_single_us(const std::function<void()>& f, int reps) {
+    f();
+    f();
+    EventTimer ev;
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      ev.start(stream_);
+      f();
+      ev.stop(stream_);
+      t.push_back(1e3 * ev.elapsed_ms());
+    }
+    return median(t);
+  }
+
+  /// Copies of an input of `bytes` that rotate (enough to span 3 L2 sizes, within the pool).
+  int copies_for(std::size_t bytes) const {
+    const auto l2 = static_cast<std::size_t>(std::max<std::int64_t>(dev_.l2_bytes, 1 << 20));
+    if (bytes >= 3 * l2) return 1;
+    const std::size_t stride = (bytes + 255) / 256 * 256;
+    return static_cast<int>(std::clamp<std::size_t>((3 * l2 + bytes - 1) / bytes, 1, std::min<std::size_t>(64, pool_bytes_ / stride)));
+  }
+
+  template <class T>
+  T* input(std::size_t n, int copy) {
+    const std::size_t stride = (n * sizeof(T) + 255) / 256 * 256;
+    return reinterpret_cast<T*>(pool_.data() + static_cast<std::size_t>(copy) * stride);
+  }
+
+  /// Fills the whole pool with random T suited to the operator (never zeros as data).
+  template <class T>
+  void fill(bool for_prod) {
+    const std::string key = std::string(type_name<T>()) + (for_prod ? "*" : "+");
+    if (key == filled_) return;
+    const std::int64_t n = static_cast<std::int64_t>(pool_bytes_ / sizeof(T));
+    double lo = -1, hi = 1;
+    if constexpr (std::is_integral_v<T>) lo = for_prod ? 1 : -100, hi = for_prod ? 1 : 100;  // int prod: all ones
+    else if (for_prod) lo = 0.999, hi = 1.001;
+    fill_random<T><<<4096, 256, 0, stream_>>>(reinterpret_cast<T*>(pool_.data()), n, lo, hi, o_.seed + filled_count_++);
+    TALLY_CHECK_LAUNCH();
+    filled_ = key;
+  }
+
+  void add(Row r) {
+    if (r.suite != "copy") r.call_us = last_call_us_;
+    r.gbs = r.input_bytes / (r.time_us * 1e3);
+    if (rep_.ceiling_gbs > 0) r.vs_ceiling = r.gbs / rep_.ceiling_gbs;
+    rep_.rows.push_back(std::move(r));
+  }
+
+  void copy_ceiling() {
+    const std::size_t bytes = o_.quick ? (std::size_t{64} << 20) : (std::size_t{1} << 30);
+    fill<float>(false);
+    unsigned char* src = pool_.data();
+    unsigned char* dst = pool_.data() + bytes;
+    if (2 * bytes > pool_bytes_) dst = out_.data();
+    const double us = time_single_us([&] { TALLY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_)); },
+                                     o_.quick ? 5 : 15);
+    rep_.ceiling_gbs = 2.0 * static_cast<double>(bytes) / (us * 1e3);
+    rep_.ceiling_name = "cudaMemcpy D2D " + size_name(static_cast<std::int64_t>(bytes)) + " B (read + write)";
+    Row r = make_row("copy", "cudaMemcpy D2D", "", "", "bytes", "", static_cast<std::int64_t>(bytes), 2.0 * double(bytes), 2.0 * double(bytes), us);
+    add(r);
+  }
+
+  /// Times one full reduction through reduce_with(strategy).
+  template <class Op, class T, class Acc = T>
+  double time_full(Strategy s, std::int64_t n, int reps = 0) {
+    const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+    const int copies = copies_for(bytes);
+    Acc* d_out = reinterpret_cast<Acc*>(out_.data());
+    return time_us([&](int c) { reduce_with<Op, T, Acc>(s, View<const T>::flat(input<T>(static_cast<std::size_t>(n), c), n),
+                                                        std::span<Acc>(d_out, 1), ws_, stream_); },
+                   reps > 0 ? reps : reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
+  }
+
+  template <class Op, class T, class Acc = T>
+  double time_levels(Extents e, Levels lv, double* out_bytes) {
+    const auto n = e.size();
+    const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+    const int copies = copies_for(bytes);
+    const std::int64_t nout = output_shape(e, lv).size();
+    *out_bytes = static_cast<double>(nout) * sizeof(Acc);
+    Acc* d_out = reinterpret_cast<Acc*>(out_.data());
+    if (static_cast<std::size_t>(nout) * sizeof(Acc) > out_.size()) throw std::runtime_error("reduce-bench: output pool too small");
+    return time_us([&](int c) {
+                     reduce<Op, T, Acc>(Backend::cuda, View<const T>::contiguous(input<T>(static_cast<std::size_t>(n), c), e.ng, e.nw, e.nv),
+                                        lv, std::span<Acc>(d_out, static_cast<std::size_t>(nout)), ws_, stream_);
+                   },
+                   reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
+  }
+
+  /// The timed production result must equal CUB's (max: exactly; sum: within (n+1) eps n, |x| <= 1).
+  template <class Op>
+  void check_against_cub(std::int64_t n) {
+    float* d = reinterpret_cast<float*>(out_.data());
+    const auto v = View<const float>::flat(input<float>(static_cast<std::size_t>(n), 0), n);
+    reduce_with<Op, float>(Strategy::cub, v, std::span<float>(d, 1), ws_, stream_);
+    reduce_with<Op, float>(Strategy::production, v, std::span<float>(d + 1, 1), ws_, stream_);
+    float h[2];
+    TALLY_CUDA_TRY(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream_));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const double tol = std::is_same_v<Op, Sum> ? double(n + 1) * 0x1.0p-23 * double(n) : 0.0;
+    if (!(std::fabs(double(h[0]) - double(h[1])) <= tol)) {
+      char line[200];
+      std::snprintf(line, sizeof line, "| MISMATCH float %s %s: production %.9g, cub %.9g |", Op::name, size_name(n).c_str(), h[1], h[0]);
+      mismatches_.push_back(line);
+    }
+  }
+
+  // ---- suites ---------------------------------------------------------------------------------
+  template <class Op>
+  void sweep_op(const std::vector<int>& logs) {
+    fill<float>(false);
+    for (int lg : logs) {
+      const std::int64_t n = std::int64_t{1} << lg;
+      const double cub = time_full<Op, float>(Strategy::cub, n);
+      const double cub_call = last_call_us_;
+      Row c = make_row("sweep", "cub", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), cub);
+      add(c);
+      const double prod = time_full<Op, float>(Strategy::production, n);
+      const double prod_call = last_call_us_;
+      Row r = make_row("sweep", "production", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), prod);
+      r.vs_ref = cub / prod, r.ref = "cub time / this time";
+      add(r);
+      check_against_cub<Op>(n);
+      if (lg == 16 || lg == 24 || lg == 28 || (o_.quick && lg == logs.back())) {
+        char line[256];
+        std::snprintf(line, sizeof line, "| float %-4s %-5s | %8.2f / %8.2f us | %8.2f / %8.2f us | %5.2fx / %5.2fx | %5.1f%% |", Op::name,
+                      size_name(n).c_str(), prod, prod_call, cub, cub_call, cub / prod, cub_call / prod_call, 100.0 * rep_.rows.back().vs_ceiling);
+        headline_.push_back(line);
+      }
+    }
+  }
+
+  void sweep() {
+    std::vector<int> logs;
+    if (o_.quick) logs = {10, 16, 20, 24};
+    else for (int lg = 10; lg <= 30; lg += 2) logs.push_back(lg);
+    sweep_op<Sum>(logs);
+    sweep_op<Max>(logs);
+  }
+
+  void ladder() {
+    fill<float>(false);
+    const std::int64_t n = std::int64_t{1} << (o_.quick ? 20 : 24);
+    double cub = 0;
+    std::vector<Row> rows;
+    for (Strategy s : all_strategies) {
+      const double us = time_full<Sum, float>(s, n, s == Strategy::atomic ? 3 : 0);
+      if (s == Strategy::cub) cub = us;
+      rows.push_back(make_row("ladder", to_string(s), "gang+worker+vector", "sum", "float", size_name(n), n, 4.0 * double(n),
+                              4.0 * double(n), us));
+      rows.back().call_us = last_call_us_;  // this strategy's own per-call time
+    }
+    for (Row& r : rows) {
+      r.vs_ref = cub / r.time_us, r.ref = "cub time / this time";
+      const double call = r.call_us;
+      add(r);
+      rep_.rows.back().call_us = call;
+    }
+  }
+
+  template <class Op, class T, class Acc = T>
+  void levels_case(Extents e, const std::string& shape, const std::string& suite, double full_gbs_ref = 0) {
+    for (Levels lv : Levels::all_sets()) {
+      double out_bytes = 0;
+      const double us = time_levels<Op, T, Acc>(e, lv, &out_bytes);
+      Row r = make_row(suite, "production", lv.to_string(), Op::name, type_name<T>(), shape, e.size(), double(e.size()) * double(sizeof(T)), 0, us);
+      r.moved_bytes = r.input_bytes + out_bytes;
+      if (full_gbs_ref > 0) r.vs_ref = (r.input_bytes / (us * 1e3)) / full_gbs_ref, r.ref = "bandwidth / full reduction's";
+      add(r);
+    }
+  }
+
+  template <class T>
+  void levels_type(Extents e, const std::string& shape) {
+    fill<T>(false);
+    levels_case<Sum, T>(e, shape, "levels");
+    levels_case<Max, T>(e, shape, "levels");
+    levels_case<Min, T>(e, shape, "levels");
+    fill<T>(true);
+    levels_case<Prod, T>(e, shape, "levels");
+  }
+
+  void levels() {
+    const Extents e = o_.quick ? Extents{16, 64, 256} : Extents{64, 1024, 256};
+    const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
+    levels_type<std::int32_t>(e, shape);
+    levels_type<std::int64_t>(e, shape);
+    levels_type<float>(e, shape);
+    levels_type<double>(e, shape);
+  }
+
+  void shapes() {
+    fill<float>(false);
+    std::vector<int> logs = o_.quick ? std::vector<int>{22} : std::vector<int>{26, 28};
+    double worst = 1e9;
+    std::string worst_name;
+    for (int lg : logs) {
+      const std::int64_t n = std::int64_t{1} << lg;
+      const double full_us = time_full<Sum, float>(Strategy::production, n);
+      const double full_gbs = 4.0 * double(n) / (full_us * 1e3);
+      std::vector<Extents> list;
+      for (std::int64_t nv : {std::int64_t{1}, std::int64_t{2}, std::int64_t{16}, std::int64_t{32}, std::int64_t{1000}, std::int64_t{1} << 20}) {
+        const std::int64_t ng = 64;
+        const std::int64_t nw = std::max<std::int64_t>(1, n / (ng * nv));
+        list.push_back({ng, nw, nv});
+      }
+      list.push_back({1, n >> 10, 1024});  // outermost extent 1
+      for (Extents e : list) {
+        const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
+        const std::size_t first = rep_.rows.size();
+        levels_case<Sum, float>(e, shape, "shapes", full_gbs);
+        for (std::size_t i = first; i < rep_.rows.size(); ++i) {
+          if (rep_.rows[i].vs_ref < worst) worst = rep_.rows[i].vs_ref, worst_name = rep_.rows[i].levels + " on " + shape;
+        }
+      }
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "| shapes: worst level set vs full reduction | %s | %5.1f%% |", worst_name.c_str(), 100.0 * worst);
+    headline_.push_back(line);
+  }
+
+  template <class Op, class T>
+  void openacc_cell(Extents e) {
+    const std::array<Levels, 6> rows = {Levels(Level::gang), Levels(Level::worker), Levels(Level::vector),
+                                        Level::gang | Level::worker, Level::worker | Level::vector, Levels::all()};
+    const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
+    for (Levels lv : rows) {
+      double out_bytes = 0;
+      const double us = time_levels<Op, T, T>(e, lv, &out_bytes);
+      Row r = make_row("openacc", "production", lv.to_string(), std::is_same_v<Op, Sum> ? "+" : "*", type_name<T>(), shape, e.size(),
+            double(e.size()) * double(sizeof(T)), 0, us);
+      r.moved_bytes = r.input_bytes + out_bytes;
+      add(r);
+    }
+  }
+
+  void openacc() {
+    const Extents e = o_.quick ? Extents{16, 64, 256} : Extents{o_.extents[0], o_.extents[1], o_.extents[2]};
+    fill<std::int32_t>(false), openacc_cell<Sum, std::int32_t>(e);
+    fill<std::int32_t>(true), openacc_cell<Prod, std::int32_t>(e);
+    fill<float>(false), openacc_cell<Sum, float>(e);
+    fill<float>(true), openacc_cell<Prod, float>(e);
+    fill<double>(false), openacc_cell<Sum, double>(e);
+    fill<double>(true), openacc_cell<Prod, double>(e);
+  }
+
+ public:
+  std::vector<std::string> headline_, mismatches_;
+
+ private:
+  Options o_;
+  DeviceInfo dev_;
+  Workspace ws_;
+  cudaStream_t stream_{};
+  std::size_t pool_bytes_ = 0;
+  DeviceBuffer<unsigned char> pool_, out_;
+  std::string filled_;
+  std::uint64_t filled_count_ = 0;
+  double last_call_us_ = 0;
+  Report rep_;
+};
+
+}  // namespace
+
+Report run_cuda(const Options& o) {
+  Bench b(o);
+  Report r = b.run();
+  if (!b.headline_.empty()) {
+    r.summary.push_back("| case | production graph / call | cub graph / call | cub/prod graph / call | prod/copy |");
+    r.summary.push_back("| --- | --- | --- | --- | --- |");
+    for (auto& l : b.headline_) r.summary.push_back(l);
+  }
+  for (auto& l : b.mismatches_) r.summary.push_back(l);
+
+  char line[160];
+  std::snprintf(line, sizeof line, "| copy ceiling | %.0f GB/s | %s |", r.ceiling_gbs, r.ceiling_name.c_str());
+  r.summary.push_back(line);
+  return r;
+}
+
+}  // namespace tally::reduce::bench

@@ -1,0 +1,120 @@
+// Test kernels for the device building blocks: each one exercises one block exactly the way an app
+// kernel would, with the block shapes the test chooses.
+#include "blocks_kernels.hpp"
+#include "tally/common/cuda_check.cuh"
+#include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/vector.cuh"
+#include "tally/reduce/device/worker.cuh"
+#include "tally/reduce/ops.hpp"
+
+namespace tally::test::blocks {
+namespace dev = tally::reduce::device;
+
+namespace {
+
+template <class Op, class T>
+__global__ void block_reduce_kernel(const T* in, T* out) {
+  __shared__ dev::BlockReduceStorage<T> tmp;
+  const T x = in[dev::block_rank() * dev::block_size() + dev::block_thread_rank()];
+  const T r = dev::block_reduce<Op>(x, tmp);
+  if (dev::block_thread_rank() == 0) out[dev::block_rank()] = r;
+}
+
+template <class Op, class T, int G>
+__global__ void group_reduce_kernel(const T* in, T* out) {
+  out[threadIdx.x] = dev::group_reduce<Op, G>(in[threadIdx.x]);
+}
+
+template <class Op, class T>
+__global__ void group_reduce_n_kernel(const T* in, T* out, int g) {
+  out[threadIdx.x] = dev::group_reduce_n<Op>(in[threadIdx.x], g);
+}
+
+template <class Op, class T>
+__global__ void worker_reduce_kernel(const T* in, T* out) {
+  extern __shared__ unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const std::int64_t b = blockIdx.x;
+  const T x = in[(b * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x];
+  const T r = dev::worker_reduce<Op>(x, smem);
+  if (threadIdx.y == 0) out[b * blockDim.x + threadIdx.x] = r;
+}
+
+template <class Op, class T>
+__global__ void gang_reduce_kernel(const T* in, std::int64_t n, T* partials, unsigned int* ticket, T* out) {
+  __shared__ dev::GangStorage<T> tmp;
+  T local = Op::template identity<T>();
+  for (auto i : dev::grid_stride_range(n)) local = Op::template combine<T>(local, in[i]);
+  T r;
+  if (dev::gang_reduce<Op>(local, partials, ticket, r, tmp) && threadIdx.x == 0) *out = r;
+}
+
+template <class Op, class T>
+__global__ void gang_segments_kernel(const T* in, T* partials, unsigned int* tickets, T* out, int count, int width) {
+  __shared__ bool last;
+  const int g = static_cast<int>(blockIdx.x) / count, b = static_cast<int>(blockIdx.x) % count;
+  T* seg = partials + static_cast<std::int64_t>(g) * count * width;
+  for (int e = threadIdx.x; e < width; e += blockDim.x) seg[b * width + e] = in[(static_cast<std::int64_t>(g) * count + b) * width + e];
+  if (dev::gang_arrive(tickets + g, static_cast<unsigned int>(count), last))
+    for (int e = threadIdx.x; e < width; e += blockDim.x) out[g * width + e] = dev::gang_combine<Op>(seg, count, width, e);
+}
+
+}  // namespace
+
+template <class Op, class T>
+void block_reduce(const T* d_in, T* d_out, int bx, int by, int blocks) {
+  block_reduce_kernel<Op, T><<<blocks, dim3(bx, by)>>>(d_in, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+
+template <class Op, class T>
+void group_reduce(const T* d_in, T* d_out, int G, bool runtime, int threads) {
+  if (runtime) {
+    group_reduce_n_kernel<Op, T><<<1, threads>>>(d_in, d_out, G);
+  } else {
+    switch (G) {
+      case 1: group_reduce_kernel<Op, T, 1><<<1, threads>>>(d_in, d_out); break;
+      case 2: group_reduce_kernel<Op, T, 2><<<1, threads>>>(d_in, d_out); break;
+      case 4: group_reduce_kernel<Op, T, 4><<<1, threads>>>(d_in, d_out); break;
+      case 8: group_reduce_kernel<Op, T, 8><<<1, threads>>>(d_in, d_out); break;
+      case 16: group_reduce_kernel<Op, T, 16><<<1, threads>>>(d_in, d_out); break;
+      default: group_reduce_kernel<Op, T, 32><<<1, threads>>>(d_in, d_out); break;
+    }
+  }
+  TALLY_CHECK_LAUNCH();
+}
+
+template <class Op, class T>
+void worker_reduce(const T* d_in, T* d_out, int bx, int by, int blocks) {
+  worker_reduce_kernel<Op, T><<<blocks, dim3(bx, by), sizeof(T) * bx * by>>>(d_in, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+
+template <class Op, class T>
+void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks, int threads) {
+  gang_reduce_kernel<Op, T><<<blocks, threads>>>(d_in, n, d_partials, d_ticket, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+
+template <class Op, class T>
+void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_out, int nseg, int count, int width, int threads) {
+  gang_segments_kernel<Op, T><<<nseg * count, threads>>>(d_in, d_partials, d_tickets, d_out, count, width);
+  TALLY_CHECK_LAUNCH();
+}
+
+#define TALLY_BLOCKS_INSTANTIATE(Op, T)                                                                   \
+  template void block_reduce<Op, T>(const T*, T*, int, int, int);                                        \
+  template void group_reduce<Op, T>(const T*, T*, int, bool, int);                                       \
+  template void worker_reduce<Op, T>(const T*, T*, int, int, int);                                       \
+  template void gang_reduce<Op, T>(const T*, std::int64_t, T*, unsigned int*, T*, int, int);              \
+  template void gang_segments<Op, T>(const T*, T*, unsigned int*, T*, int, int, int, int);
+#define TALLY_BLOCKS_OPS(T)                         \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Sum, T)   \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Prod, T)  \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Max, T)   \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Min, T)
+TALLY_BLOCKS_OPS(int)
+TALLY_BLOCKS_OPS(float)
+TALLY_BLOCKS_OPS(double)
+
+}  // namespace tally::test::blocks

@@ -1,0 +1,31 @@
+#pragma once
+// Host wrappers around test kernels that use the device building blocks (blocks_kernels.cu).
+// All pointers are device memory; every wrapper launches on the default stream and checks the launch.
+#include <cstdint>
+
+namespace tally::test::blocks {
+
+/// out[b] = block_reduce over the bx*by threads of block b of in[b*bx*by + rank].
+template <class Op, class T>
+void block_reduce(const T* d_in, T* d_out, int bx, int by, int blocks);
+
+/// out[t] = group_reduce<Op, G> (compile-time G) over each aligned group of G lanes; `runtime`
+/// uses group_reduce_n instead. threads: a multiple of 32, one block.
+template <class Op, class T>
+void group_reduce(const T* d_in, T* d_out, int G, bool runtime, int threads);
+
+/// out[b*bx + x] = worker_reduce over y of in[(b*by + y)*bx + x] (2-D block bx x by).
+template <class Op, class T>
+void worker_reduce(const T* d_in, T* d_out, int bx, int by, int blocks);
+
+/// *d_out = gang_reduce over in[0, n) with a grid-stride loop of `blocks` x `threads`.
+template <class Op, class T>
+void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks, int threads);
+
+/// Segments of `count` blocks: block b of segment g publishes in[(g*count + b)*width + e] for e < width,
+/// gang_arrive() on ticket g, and the last block writes out[g*width + e] = gang_combine(...).
+template <class Op, class T>
+void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_out, int nseg, int count, int width,
+                   int threads);
+
+}  // namespace tally::test::blocks

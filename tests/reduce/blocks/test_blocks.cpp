@@ -1,0 +1,229 @@
+// The device building blocks (vector/worker/gang levels) on a real GPU, against a sequential host
+// reference on fresh random input (seed printed): every operator on int, float and double, odd
+// block sizes (32, 96, 1000 threads), partial warps, 2-D blocks, odd grids, a ticket re-armed over
+// several launches, bitwise reruns. And the host API on an input of more than 2^31 elements.
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "blocks_kernels.hpp"
+#include "catch.hpp"
+#include "tally/common/device_buffer.cuh"
+#include "tally/reduce/reduce.hpp"
+#include "test_support.hpp"
+
+namespace blk = tally::test::blocks;
+using tally::DeviceBuffer;
+using tally::reduce::Max;
+using tally::reduce::Min;
+using tally::reduce::Prod;
+using tally::reduce::Sum;
+
+namespace {
+
+std::uint64_t salt_counter = 1;  // a fresh input per call (test-local, not library state)
+
+/// Random input suited to the operator: sums of small values, products of values in [0.5, 2]
+/// (integers: +-1) so they neither overflow nor underflow, max/min over a wide range.
+template <class Op, class T>
+std::vector<T> make_input(std::size_t n) {
+  const std::uint64_t salt = salt_counter++;
+  if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_same_v<Op, Sum>) return tally::test::random_vector<T>(n, -100, 100, salt);
+    if constexpr (std::is_same_v<Op, Prod>) {
+      auto v = tally::test::random_vector<T>(n, 0, 1, salt);
+      for (auto& x : v) x = 2 * x - 1;
+      return v;
+    }
+    return tally::test::random_vector<T>(n, -1000000000, 1000000000, salt);
+  } else {
+    if constexpr (std::is_same_v<Op, Sum>) return tally::test::random_vector<T>(n, T(-1), T(1), salt);
+    // [0.5, 2] for a few dozen factors; closer to 1 for long products, which would overflow otherwise.
+    if constexpr (std::is_same_v<Op, Prod>)
+      return n <= 64 ? tally::test::random_vector<T>(n, T(0.5), T(2), salt) : tally::test::random_vector<T>(n, T(0.99), T(1.01), salt);
+    return tally::test::random_vector<T>(n, T(-1000), T(1000), salt);
+  }
+}
+
+/// Checks `got` against the sequential reduction of xs: exact for integers, max and min; for
+/// floating-point sums within (n+1) eps sum|x| of a double reference, products within 2 (n+1) eps |ref|.
+template <class Op, class T>
+void check_value(T got, const std::vector<T>& xs, const std::string& what) {
+  INFO(what << " (" << Op::name << ", n = " << xs.size() << ")");
+  if constexpr (std::is_integral_v<T> || std::is_same_v<Op, Max> || std::is_same_v<Op, Min>) {
+    T ref = Op::template identity<T>();
+    for (T x : xs) ref = Op::template combine<T>(ref, x);
+    REQUIRE(got == ref);
+  } else {
+    double ref = Op::template identity<double>(), abs = 0;
+    for (T x : xs) ref = Op::template combine<double>(ref, static_cast<double>(x)), abs += std::fabs(static_cast<double>(x));
+    const auto n = static_cast<std::int64_t>(xs.size());
+    const double tol = std::is_same_v<Op, Sum> ? tally::test::sum_tolerance<T>(n, abs)
+                                               : 2.0 * static_cast<double>(n + 1) * std::numeric_limits<T>::epsilon() * std::fabs(ref);
+    INFO("got " << got << ", reference " << ref << ", tolerance " << tol);
+    REQUIRE(std::fabs(static_cast<double>(got) - ref) <= tol);
+  }
+}
+
+template <class Op, class T>
+void check_block_reduce() {
+  const std::array<std::array<int, 2>, 8> shapes = {{{32, 1}, {96, 1}, {1000, 1}, {20, 1}, {33, 1}, {16, 6}, {10, 10}, {1, 1}}};
+  for (auto [bx, by] : shapes) {
+    const int blocks = 7, bs = bx * by;
+    const auto h = make_input<Op, T>(static_cast<std::size_t>(blocks * bs));
+    DeviceBuffer<T> in{std::span<const T>(h)}, out(blocks);
+    out.fill_bytes(0xFF);
+    blk::block_reduce<Op, T>(in.data(), out.data(), bx, by, blocks);
+    const auto got = out.to_host();
+    for (int b = 0; b < blocks; ++b)
+      check_value<Op, T>(got[b], std::vector<T>(h.begin() + b * bs, h.begin() + (b + 1) * bs),
+                         "block_reduce, block " + std::to_string(bx) + "x" + std::to_string(by) + ", block " + std::to_string(b));
+  }
+}
+
+template <class Op, class T>
+void check_group_reduce() {
+  for (bool runtime : {false, true})
+    for (int G : {1, 2, 4, 8, 16, 32}) {
+      const int threads = 96;
+      const auto h = make_input<Op, T>(threads);
+      DeviceBuffer<T> in{std::span<const T>(h)}, out(threads);
+      out.fill_bytes(0xFF);
+      blk::group_reduce<Op, T>(in.data(), out.data(), G, runtime, threads);
+      const auto got = out.to_host();
+      for (int t = 0; t < threads; ++t) {
+        const int g0 = t / G * G;
+        check_value<Op, T>(got[t], std::vector<T>(h.begin() + g0, h.begin() + g0 + G),
+                           std::string(runtime ? "group_reduce_n" : "group_reduce") + ", G = " + std::to_string(G) +
+                               ", lane " + std::to_string(t));
+      }
+    }
+}
+
+template <class Op, class T>
+void check_worker_reduce() {
+  const std::array<std::array<int, 2>, 4> shapes = {{{32, 8}, {3, 7}, {33, 5}, {1, 32}}};
+  for (auto [bx, by] : shapes) {
+    const int blocks = 5;
+    const auto h = make_input<Op, T>(static_cast<std::size_t>(blocks * bx * by));
+    DeviceBuffer<T> in{std::span<const T>(h)}, out(static_cast<std::size_t>(blocks * bx));
+    out.fill_bytes(0xFF);
+    blk::worker_reduce<Op, T>(in.data(), out.data(), bx, by, blocks);
+    const auto got = out.to_host();
+    for (int b = 0; b < blocks; ++b)
+      for (int x = 0; x < bx; ++x) {
+        std::vector<T> col;
+        for (int y = 0; y < by; ++y) col.push_back(h[static_cast<std::size_t>((b * by + y) * bx + x)]);
+        check_value<Op, T>(got[static_cast<std::size_t>(b * bx + x)], col,
+                           "worker_reduce, block " + std::to_string(bx) + "x" + std::to_string(by));
+      }
+  }
+}
+
+template <class Op, class T>
+void check_gang_reduce() {
+  DeviceBuffer<unsigned int> ticket(1);
+  ticket.fill_bytes(0);
+  const std::array<std::array<int, 2>, 4> configs = {{{1, 96}, {7, 1000}, {133, 32}, {133, 256}}};
+  for (auto [blocks, threads] : configs) {
+    DeviceBuffer<T> partials(static_cast<std::size_t>(blocks)), out(1);
+    for (int launch = 0; launch < 3; ++launch) {  // the same ticket, re-armed by each launch's last block
+      const std::size_t n = 100003 + static_cast<std::size_t>(launch) * 777;
+      const auto h = make_input<Op, T>(n);
+      DeviceBuffer<T> in{std::span<const T>(h)};
+      out.fill_bytes(0xFF);
+      blk::gang_reduce<Op, T>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), blocks, threads);
+      check_value<Op, T>(out.to_host()[0], h,
+                         "gang_reduce, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) + ", launch " + std::to_string(launch));
+      REQUIRE(ticket.to_host()[0] == 0u);
+    }
+  }
+}
+
+template <class Op, class T>
+void check_gang_segments() {
+  const int nseg = 5, count = 13, width = 37;
+  DeviceBuffer<unsigned int> tickets(nseg);
+  tickets.fill_bytes(0);
+  DeviceBuffer<T> partials(static_cast<std::size_t>(nseg * count * width)), out(static_cast<std::size_t>(nseg * width));
+  for (int launch = 0; launch < 2; ++launch) {
+    const auto h = make_input<Op, T>(static_cast<std::size_t>(nseg * count * width));
+    DeviceBuffer<T> in{std::span<const T>(h)};
+    out.fill_bytes(0xFF);
+    blk::gang_segments<Op, T>(in.data(), partials.data(), tickets.data(), out.data(), nseg, count, width, 32);
+    const auto got = out.to_host();
+    for (int g = 0; g < nseg; ++g)
+      for (int e = 0; e < width; ++e) {
+        std::vector<T> xs;
+        for (int b = 0; b < count; ++b) xs.push_back(h[static_cast<std::size_t>((g * count + b) * width + e)]);
+        check_value<Op, T>(got[static_cast<std::size_t>(g * width + e)], xs, "gang_arrive/gang_combine, segment " + std::to_string(g));
+      }
+    for (unsigned int t : tickets.to_host()) REQUIRE(t == 0u);
+  }
+}
+
+template <class T>
+void for_each_op_check() {
+  check_block_reduce<Sum, T>(), check_block_reduce<Prod, T>(), check_block_reduce<Max, T>(), check_block_reduce<Min, T>();
+  check_group_reduce<Sum, T>(), check_group_reduce<Prod, T>(), check_group_reduce<Max, T>(), check_group_reduce<Min, T>();
+  check_worker_reduce<Sum, T>(), check_worker_reduce<Prod, T>(), check_worker_reduce<Max, T>(), check_worker_reduce<Min, T>();
+  check_gang_reduce<Sum, T>(), check_gang_reduce<Prod, T>(), check_gang_reduce<Max, T>(), check_gang_reduce<Min, T>();
+  check_gang_segments<Sum, T>(), check_gang_segments<Prod, T>(), check_gang_segments<Max, T>(), check_gang_segments<Min, T>();
+}
+
+}  // namespace
+
+TEST_CASE("device blocks on int: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<int>(); }
+TEST_CASE("device blocks on float: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<float>(); }
+TEST_CASE("device blocks on double: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<double>(); }
+
+TEST_CASE("gang_reduce is bitwise reproducible", "[blocks][gpu][determinism]") {
+  const std::size_t n = (std::size_t{1} << 20) + 7;
+  const auto h = make_input<Sum, float>(n);
+  DeviceBuffer<float> in{std::span<const float>(h)}, partials(133), out(1);
+  DeviceBuffer<unsigned int> ticket(1);
+  ticket.fill_bytes(0);
+  blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133, 256);
+  const float first = out.to_host()[0];
+  for (int rep = 0; rep < 5; ++rep) {
+    out.fill_bytes(0xFF);
+    blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133, 256);
+    const float again = out.to_host()[0];
+    REQUIRE(std::memcmp(&first, &again, sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("host API on more than 2^31 elements: exact int32 sum in int64, max", "[blocks][gpu][large]") {
+  const std::int64_t n = (std::int64_t{1} << 31) + 17;
+  std::vector<std::int32_t> h(static_cast<std::size_t>(n));
+  // Small values (the int64 sum is exact), and the largest one in the very last element, beyond 2^31.
+  std::uint64_t state = tally::test::seed() | 1u;
+  std::int64_t ref = 0;
+  for (auto& x : h) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64
+    x = static_cast<std::int32_t>(state % 4);
+    ref += x;
+  }
+  ref += 9 - h.back();
+  h.back() = 9;
+  DeviceBuffer<std::int32_t> in{std::span<const std::int32_t>(h)};
+  h.clear();
+  h.shrink_to_fit();
+  using namespace tally::reduce;
+  Workspace ws(Backend::cuda);
+  const auto view = View<const std::int32_t>::flat(in.data(), n);
+  CHECK(reduce_to_host<Sum, std::int32_t, std::int64_t>(Backend::cuda, view, ws) == ref);
+  CHECK(reduce_to_host<Max, std::int32_t>(Backend::cuda, view, ws) == 9);
+  // The same array as (2, 2^30 + ..., ) rows: worker+vector per gang, through the strided path.
+  const std::int64_t half = (n - 1) / 2;  // two rows of `half`, the last element left out
+  DeviceBuffer<std::int64_t> out(2);
+  reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, View<const std::int32_t>::strided(in.data(), {2, 1, half}, half, half),
+                                          Levels(Level::worker) | Level::vector, out.span(), ws);
+  const auto rows = out.to_host();
+  CHECK(rows[0] + rows[1] + 9 == ref);
+}
