@@ -1,0 +1,116 @@
+"""mcpi-convergence: |estimate - pi| against the sample count N for each generator, over replicates.
+
+Pseudo-random points give an unbiased Bernoulli estimate with sigma(N) = 4 sqrt(p (1 - p) / N),
+p = pi/4, so |error| ~ N^-1/2; a Sobol sequence (quasi-random) should do close to N^-1. Replicates:
+different --seed for the pseudo-random generators; for sobol, whose points do not depend on a seed,
+different --offset: replicate r starts r * N_max points in (disjoint stretches of the sequence).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import fits, h5read, plotting, report
+from .context import Context
+from .runner import Run, make_run
+
+GENERATORS = ["philox", "xorwow", "mrg32k3a", "sobol"]
+QUASI = {"sobol", "scrambled-sobol"}
+P_HIT = math.pi / 4
+
+
+def sigma(n) -> np.ndarray:
+    """Standard deviation of the pseudo-random estimate of pi from n points."""
+    return 4.0 * np.sqrt(P_HIT * (1 - P_HIT) / np.asarray(n, dtype=float))
+
+
+def sizes(quick: bool) -> list[int]:
+    top = 6 if quick else 9
+    return [int(round(10 ** (e / 2))) for e in range(6, 2 * top + 1)]  # 1e3 .. 1e6 (1e9), half decades
+
+
+def replicates(quick: bool) -> int:
+    return 6 if quick else 12
+
+
+def runs(ctx: Context) -> list[Run]:
+    out = []
+    folder = ctx.runs_dir("mcpi")
+    for gen in GENERATORS:
+        for r in range(replicates(ctx.quick)):
+            seed = ctx.seed + r if gen not in QUASI else ctx.seed
+            offset = r * sizes(ctx.quick)[-1] if gen in QUASI else 0
+            for n in sizes(ctx.quick):
+                opts = {"backend": ctx.backend, "n": n, "generator": gen, "seed": seed, "offset": offset}
+                out.append(make_run("mcpi", folder, f"{gen}-n{n}-r{r}", opts,
+                                    match_keys=["backend", "n", "generator", "seed", "offset"],
+                                    label=f"mcpi {gen} N={n} replicate {r}"))
+    return out
+
+
+def analyse(ctx: Context, runs: list[Run]) -> dict:
+    rows = []
+    for r in runs:
+        a = h5read.read_attrs(r.path)
+        est = float(a["estimate"])
+        rows.append({"generator": a["generator"], "n": int(a["n"]), "seed": int(a["seed"]),
+                     "offset": int(a.get("offset", 0)), "hits": int(a["hits"]), "estimate": est,
+                     "abs_error": abs(est - math.pi), "std_error": float(a.get("std_error", math.nan)),
+                     "backend": a.get("backend")})
+    cols = ["generator", "n", "seed", "offset", "hits", "estimate", "abs_error", "std_error"]
+    report.write_csv(ctx.out / "mcpi_convergence.csv", cols, [[r[c] for c in cols] for r in rows])
+
+    gens = [g for g in GENERATORS if any(r["generator"] == g for r in rows)]
+    summary, fitted = [], {}
+    fig, axes = plotting.subplots(2, 2, width=5.0, height=4.0, sharex=True, sharey=True)
+    for ax, gen in zip(axes.flat, gens):
+        sel = [r for r in rows if r["generator"] == gen]
+        ns = np.array(sorted({r["n"] for r in sel}), dtype=float)
+        mean = np.array([np.mean([r["abs_error"] for r in sel if r["n"] == n]) for n in ns])
+        rms = np.array([np.sqrt(np.mean([r["abs_error"] ** 2 for r in sel if r["n"] == n])) for n in ns])
+        fit = fits.power_fit(ns, mean)
+        fitted[gen] = fit
+        nrep = len({(r["seed"], r["offset"]) for r in sel})
+        summary.append([gen, nrep, int(ns[0]), int(ns[-1]), fit.slope, fit.slope_stderr,
+                        float(mean[-1]), float(rms[-1]), float(sigma(ns[-1])),
+                        float(rms[-1] / sigma(ns[-1]))])
+        lo = 1e-9
+        ax.fill_between(ns, lo, sigma(ns), color="tab:blue", alpha=0.12, lw=0,
+                        label="1$\\sigma$ band of pseudo-random")
+        ax.loglog(ns, 2 * sigma(ns), color="tab:blue", ls=":", lw=1, label="2$\\sigma$")
+        pts_n = [r["n"] for r in sel]
+        pts_e = [max(r["abs_error"], lo) for r in sel]
+        ax.loglog(pts_n, pts_e, ".", color="0.55", ms=4, label=f"|error|, {nrep} replicates")
+        ax.loglog(ns, mean, "o-", color="tab:red", ms=4, label="mean |error|")
+        ax.loglog(ns, fit(ns), "k-", lw=1, label=f"fit: slope {fit.slope:.2f} $\\pm$ {fit.slope_stderr:.2f}")
+        ref_slope = -1.0 if gen in QUASI else -0.5
+        ax.loglog(ns, fits.reference_line(ns, ref_slope, ns[0], 0.3 * mean[0]), "k--", lw=1,
+                  label=f"reference slope {ref_slope:g}")
+        ax.set_title(f"{gen} ({'quasi-random' if gen in QUASI else 'pseudo-random'})")
+        ax.set_xlabel("samples N")
+        ax.set_ylabel("|estimate - $\\pi$| (dimensionless)")
+        ax.set_ylim(bottom=max(lo, 0.2 * min(min(pts_e), mean.min())))
+        ax.legend(loc="lower left")
+    for ax in list(axes.flat)[len(gens):]:
+        ax.set_visible(False)
+    plotting.save(fig, ctx.out / "mcpi_convergence.png")
+
+    scols = ["generator", "replicates", "N min", "N max", "slope", "slope stderr",
+             "mean |err| at N max", "rms err at N max", "sigma at N max", "rms / sigma"]
+    report.write_csv(ctx.out / "mcpi_slopes.csv", scols, summary)
+    backend = rows[0]["backend"] if rows else "-"
+    lines = [f"## mcpi-convergence ({ctx.size_label}, backend {backend})",
+             "",
+             "|estimate - pi| against N for each generator; replicates are different seeds (sobol: "
+             "different --offset). Slope fitted by least squares to log(mean |error|) against log N; "
+             "expected -1/2 for pseudo-random generators, close to -1 for Sobol. "
+             "sigma = 4 sqrt(p(1-p)/N), p = pi/4; rms/sigma ~ 1 for a sound pseudo-random generator.",
+             "",
+             report.md_table(scols, summary),
+             "",
+             "Observed slopes: " + ", ".join(f"{g} {f.slope:.3f}" for g, f in fitted.items()) + ".",
+             "",
+             "Figure: `mcpi_convergence.png`; tables: `mcpi_convergence.csv`, `mcpi_slopes.csv`."]
+    report.write_section(ctx.out, "mcpi-convergence", "\n".join(lines))
+    return {g: f.slope for g, f in fitted.items()}
