@@ -220,7 +220,7 @@ class Runner:
             self.executed += 1
             self.log(f"[{i}/{len(planned)}] {r.label}: {dt:.2f} s")
             why = r.mismatches()
-            if why:  # the app does not record what it was asked: reuse would never work
-                raise ExperimentError(
-                    f"{r.path} does not record the requested parameters ({'; '.join(why)}): {' '.join(argv)}")
+            if why:  # not converged, or the app does not record what it was asked (reuse would never work)
+                raise ExperimentError(f"{r.app} finished but its output cannot be used ({'; '.join(why)}): "
+                                      f"{' '.join(argv)}")
         return runs
