@@ -105,6 +105,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
             ax.loglog(x, y, "o-", label=f"level {impl}")
         best[impl] = max(y) if y else float("nan")
     ax.set_xlabel("matrix size m = n = k")
+    plotting.data_ticks(ax, [r["m"] for r in perf_rows])
     ax.set_ylabel("throughput (GFLOP/s, 2mnk flops, float)")
     ax.set_title(f"matmul throughput by reduction level ({backend})")
     ax.legend()
@@ -121,18 +122,30 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
                 continue
             ax.loglog([r["k"] for r in sel], [max(r["rel_error"] or 0, 1e-18) for r in sel],
                       marker=markers.get(impl, "x"), ls="-" if prec == "float" else "--", ms=4,
-                      color=f"C{j}", label=f"{impl}, {prec}")
+                      color=f"C{j}", label=impl if prec == "float" else None)
+        sel = sorted({(r["k"], r["tolerance"]) for r in err_rows
+                      if r["precision"] == prec and r.get("tolerance") is not None})
+        if sel:
+            ax.loglog([s[0] for s in sel], [s[1] for s in sel], color="r", lw=1,
+                      label="the app's tolerance" if prec == "float" else None)
         ks = np.array(sorted({r["k"] for r in err_rows if r["precision"] == prec}), dtype=float)
         if ks.size:
+            first = prec == "float"
             ax.loglog(ks, EPS[prec] * np.sqrt(ks), color="k", ls=":", lw=1,
-                      label=f"$\\sqrt{{K}}\\,u$ ({prec})")
-            ax.loglog(ks, EPS[prec] * ks, color="0.5", ls="-.", lw=1, label=f"$K\\,u$ ({prec})")
-    tols = {r["precision"]: r["tolerance"] for r in err_rows if r.get("tolerance") is not None}
+                      label="$\\sqrt{K}\\,u$ (u: unit roundoff)" if first else None)
+            ax.loglog(ks, EPS[prec] * ks, color="0.5", ls="-.", lw=1, label="$K\\,u$" if first else None)
+            ax.text(ks[0], EPS[prec] * np.sqrt(ks[0]) / 4, prec, ha="left", va="top", fontsize=8)
+        if ks.size:
+            plotting.data_ticks(ax, ks, fmt=lambda v: f"{v:.0f}")
+    tols = {}
+    for r in sorted(err_rows, key=lambda r: r["k"]):
+        if r.get("tolerance") is not None:
+            tols[r["precision"]] = r["tolerance"]  # at the largest K
     ax.set_xlabel("reduction length K")
     ax.set_ylabel("relative error of C (dimensionless)")
     mn = err_rows[0]["m"] if err_rows else "-"
     ax.set_title(f"error against K (C is {mn}x{mn}; solid float, dashed double)")
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=7)
     plotting.save(fig, ctx.out / "matmul_levels.png")
 
     # slopes of the error against K (float), per level
@@ -164,7 +177,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
              "",
              report.md_table(["precision", "K"] + err_impls, erows),
              "",
-             "Tolerances used by the app: " + (", ".join(f"{p} {t:.3g}" for p, t in tols.items()) or "-")
+             "The app's tolerance at the largest K: " + (", ".join(f"{p} {t:.3g}" for p, t in tols.items()) or "-")
              + ". Fitted growth of the float error with K: "
              + (", ".join(f"{k} K^{v:.2f}" for k, v in slopes.items()) or "-")
              + f". Every level passed its check: {'yes' if all_passed else 'NO'}.",

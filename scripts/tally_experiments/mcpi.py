@@ -8,6 +8,7 @@ different --offset: replicate r starts r * N_max points in (disjoint stretches o
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from .runner import Run, make_run
 GENERATORS = ["philox", "xorwow", "mrg32k3a", "sobol"]
 QUASI = {"sobol", "scrambled-sobol"}
 P_HIT = math.pi / 4
+
+
+# |error| of a pseudo-random estimate is half-normal with scale sigma: its 16th and 84th percentiles.
+BAND = (NormalDist().inv_cdf(0.58), NormalDist().inv_cdf(0.92))
 
 
 def sigma(n) -> np.ndarray:
@@ -76,9 +81,10 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
                         float(mean[-1]), float(rms[-1]), float(sigma(ns[-1])),
                         float(rms[-1] / sigma(ns[-1]))])
         lo = 1e-9
-        ax.fill_between(ns, lo, sigma(ns), color="tab:blue", alpha=0.12, lw=0,
-                        label="1$\\sigma$ band of pseudo-random")
-        ax.loglog(ns, 2 * sigma(ns), color="tab:blue", ls=":", lw=1, label="2$\\sigma$")
+        ax.fill_between(ns, BAND[0] * sigma(ns), BAND[1] * sigma(ns), color="tab:blue", alpha=0.15, lw=0,
+                        label="68% band of |error| (pseudo-random)")
+        ax.loglog(ns, sigma(ns), color="tab:blue", ls=":", lw=1.2,
+                  label="$\\sigma = 4\\sqrt{p(1-p)/N}$, $p=\\pi/4$")
         pts_n = [r["n"] for r in sel]
         pts_e = [max(r["abs_error"], lo) for r in sel]
         ax.loglog(pts_n, pts_e, ".", color="0.55", ms=4, label=f"|error|, {nrep} replicates")
@@ -91,7 +97,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
         ax.set_xlabel("samples N")
         ax.set_ylabel("|estimate - $\\pi$| (dimensionless)")
         ax.set_ylim(bottom=max(lo, 0.2 * min(min(pts_e), mean.min())))
-        ax.legend(loc="lower left")
+        ax.legend(loc="lower left", fontsize=7)
     for ax in list(axes.flat)[len(gens):]:
         ax.set_visible(False)
     plotting.save(fig, ctx.out / "mcpi_convergence.png")

@@ -7,6 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402,F401
 
 plt.rcParams.update({
     "figure.dpi": 110,
@@ -30,3 +31,20 @@ def save(fig, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def data_ticks(ax, values, axis: str = "x", fmt=None) -> None:
+    """Log-axis ticks at the measured values, printed as plain numbers (no crowded 3x10^1 labels)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    vals = sorted(set(float(v) for v in values))
+    a.set_major_locator(FixedLocator(vals))
+    a.set_minor_locator(NullLocator())
+    a.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt(v) if fmt else f"{v:g}"))
+
+
+def reciprocal_label(v: float) -> str:
+    """0.015625 -> '1/64' (a grid spacing), other values as %g."""
+    m = 1.0 / v if v else 0.0
+    return f"1/{round(m)}" if m and abs(m - round(m)) < 1e-9 * m else f"{v:g}"

@@ -1,0 +1,146 @@
+"""Every experiment's analysis on synthetic result files in the apps' layout, with known rates:
+the tables, figures and summary are written and the fitted orders/slopes come out as built in."""
+import math
+
+import h5py
+import numpy as np
+import pytest
+
+from tally_experiments import cli, heat2d, matmul, mcpi, reduce_bw, report
+from tally_experiments.context import Context
+from tally_experiments.runner import Runner
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return Context(out=tmp_path / "out", runner=Runner(tmp_path / "nobuild", verbose=False),
+                   backend="cpu", quick=True)
+
+
+def write_root(f, run, **extra):
+    f.attrs["app"] = run.app
+    for k, v in {**run.match, **extra}.items():
+        f.attrs[k] = v
+
+
+def fake_heat2d(run):
+    n = run.options["nx"]
+    h = 1.0 / (n - 1)
+    with h5py.File(run.path, "w") as f:
+        if run.options["mode"] == "steady":
+            rho = math.cos(math.pi * h)
+            tol = run.options["tol"]
+            iters = math.ceil(math.log(tol / 0.25) / math.log(rho))
+            ce = run.options["check-every"]
+            it = np.arange(ce, iters + ce, ce)
+            f["residual/iteration"] = it
+            f["residual/value"] = 0.25 * rho ** it
+            write_root(f, run, h=h, iterations=iters, status="converged", final_residual=tol * 0.99)
+        else:
+            write_root(f, run, h=h, iterations=run.options["max-iter"], status="t-end",
+                       final_residual=1e-5)
+        g = f.create_group("errors")
+        g.attrs["analytic_max"] = 0.3 * h ** 2 * (1 + 2 * h)
+        g.attrs["analytic_l2"] = 0.15 * h ** 2
+
+
+def test_heat2d_refinement_and_iterations(ctx):
+    runs = heat2d.refinement_runs(ctx)
+    for r in runs:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        fake_heat2d(r)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    found = heat2d.refinement_analyse(ctx, runs)
+    assert found["steady_l2_last_order"] == pytest.approx(2.0, abs=1e-9)
+    assert found["transient_max_last_order"] == pytest.approx(2.0, abs=0.05)
+    rows = report.read_csv(ctx.out / "heat2d_refinement.csv")
+    assert len(rows) == len(runs) and rows[0]["order_max"] == ""  # no order for the coarsest grid
+    assert (ctx.out / "heat2d_refinement.png").stat().st_size > 10_000
+
+    runs = heat2d.iteration_runs(ctx)
+    for r in runs:
+        fake_heat2d(r)
+    found = heat2d.iteration_analyse(ctx, runs)
+    assert found["slope"] == pytest.approx(2.0, abs=0.1)
+    assert len(report.read_csv(ctx.out / "heat2d_residuals.csv")) > 100
+    section = (ctx.out / "heat2d-iterations.md").read_text()
+    assert "Fitted exponent" in section and "| n |" in section
+
+
+def test_mcpi(ctx):
+    rng = np.random.default_rng(11)
+    runs = mcpi.runs(ctx)
+    for r in runs:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        n, gen = r.options["n"], r.options["generator"]
+        err = (2.0 / n if gen == "sobol" else mcpi.sigma(n)) * rng.normal()
+        with h5py.File(r.path, "w") as f:
+            write_root(f, r, estimate=math.pi + err, hits=int(n * (math.pi + err) / 4),
+                       std_error=float(mcpi.sigma(n)), status="ok")
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    slopes = mcpi.analyse(ctx, runs)
+    for gen in ("philox", "xorwow", "mrg32k3a"):
+        assert slopes[gen] == pytest.approx(-0.5, abs=0.2)
+    assert slopes["sobol"] == pytest.approx(-1.0, abs=0.2)
+    assert len(report.read_csv(ctx.out / "mcpi_convergence.csv")) == len(runs)
+    assert len(report.read_csv(ctx.out / "mcpi_slopes.csv")) == 4
+
+
+@pytest.mark.parametrize("with_cublas", [False, True])
+def test_matmul(ctx, with_cublas):
+    runs = matmul.runs(ctx)
+    for r in runs:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        o = r.options
+        flops = 2.0 * o["m"] * o["n"] * o["k"]
+        u = matmul.EPS[o["precision"]]
+        with h5py.File(r.path, "w") as f:
+            write_root(f, r, levels="vector,worker,worker+vector,gang,tiled", status="passed")
+            for j, lv in enumerate(matmul.LEVELS):
+                g = f.create_group(f"levels/{lv}")
+                t = flops / (1e9 * (1 + j)) * (1 + 64 / o["m"])
+                g.attrs.update({"time_s": t, "gflops": flops / t / 1e9, "gbps": 1.0, "pct_cublas": 10.0,
+                                "rel_error": u * math.sqrt(o["k"]) * (1 + 0.1 * j),
+                                "tolerance": u * (1 + 10 * math.sqrt(o["k"])), "passed": True})
+            if with_cublas:
+                f.create_group("cublas").attrs.update({"time_s": flops / 1e11, "gflops": 100.0})
+            f.create_group("eigen").attrs.update({"time_s": flops / 5e9, "gflops": 5.0})
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    found = matmul.analyse(ctx, runs)
+    assert found["all_passed"]
+    assert found["error_slopes"]["vector"] == pytest.approx(0.5, abs=1e-6)
+    assert ("cuBLAS" in found["best_gflops"]) == with_cublas
+    perf = report.read_csv(ctx.out / "matmul_levels.csv")
+    assert len(perf) == len(matmul.perf_sizes(True)) * (5 + 1 + with_cublas)
+
+
+def test_reduce_bandwidth(ctx):
+    (run,) = reduce_bw.runs(ctx)
+    run.path.parent.mkdir(parents=True)
+    with h5py.File(run.path, "w") as f:
+        f.attrs["app"] = "reduce-bench"
+        f.attrs["backend"] = "cpu"
+        f.create_group("copy").attrs["copy_gbps"] = 4000.0
+    lines = ["levels,strategy,op,type,n,time_us,gbps"]
+    for e in range(10, 31, 4):
+        n = 2 ** e
+        for lv in ("gang+worker+vector", "worker+vector", "vector"):
+            lines.append(f"{lv},production,sum,float,{n},{4 * n / 3.5e6:.6g},{3500 * (1 - 2 ** (10 - e)):.6g}")
+        for st in ("interleaved", "warp_shuffle", "cub"):
+            lines.append(f"gang+worker+vector,{st},sum,float,{n},1,{3000 * (1 - 2 ** (10 - e)):.6g}")
+        lines.append(f"gang+worker+vector,production,max,double,{n},1,1")
+    run.path.with_suffix(".csv").write_text("\n".join(lines) + "\n")
+    assert run.reusable()
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    found = reduce_bw.analyse(ctx, [run])
+    assert found["ceiling"] == 4000.0
+    assert found["best"]["cub::DeviceReduce"] == pytest.approx(3000 * (1 - 2 ** -20), rel=1e-5)
+    assert "worker+vector" in found["best"] and "warp_shuffle" in found["best"]
+
+
+def test_summary_gathers_sections_in_order(tmp_path):
+    (tmp_path / "mcpi-convergence.md").write_text("## mcpi\n")
+    (tmp_path / "heat2d-refinement.md").write_text("## heat\n")
+    text = report.write_summary(tmp_path, "# head").read_text()
+    assert text.index("## heat") < text.index("## mcpi") and text.startswith("# head")
+    assert set(report.SECTIONS) == set(cli.EXPERIMENTS)
