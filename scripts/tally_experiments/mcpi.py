@@ -3,7 +3,12 @@
 Pseudo-random points give an unbiased Bernoulli estimate with sigma(N) = 4 sqrt(p (1 - p) / N),
 p = pi/4, so |error| ~ N^-1/2; a Sobol sequence (quasi-random) should do close to N^-1. Replicates:
 different --seed for the pseudo-random generators; for sobol, whose points do not depend on a seed,
-different --offset: replicate r starts r * N_max points in (disjoint stretches of the sequence).
+different --offset (replicate r starts r * stride points in; the stride is N_max when the 2^32-point
+Sobol sequence has room, so the stretches are disjoint, and smaller otherwise).
+
+API: --api device (the fused kernel) on --backend cuda; on cpu and auto, xorwow and mrg32k3a use
+--api host (cuRAND's host generator), the only form the CPU backend reproduces for them. A
+generator this build cannot run (the CPU-only build has philox alone) is reported as unavailable.
 """
 from __future__ import annotations
 
@@ -39,24 +44,42 @@ def replicates(quick: bool) -> int:
     return 6 if quick else 12
 
 
+SOBOL_POINTS = 1 << 32
+
+
+def sobol_stride(quick: bool) -> int:
+    top, reps = sizes(quick)[-1], replicates(quick)
+    return min(top, (SOBOL_POINTS - top) // max(reps - 1, 1))
+
+
+def api_for(gen: str, backend: str) -> str:
+    return "host" if backend != "cuda" and gen in ("xorwow", "mrg32k3a") else "device"
+
+
 def runs(ctx: Context) -> list[Run]:
     out = []
     folder = ctx.runs_dir("mcpi")
     for gen in GENERATORS:
         for r in range(replicates(ctx.quick)):
             seed = ctx.seed + r if gen not in QUASI else ctx.seed
-            offset = r * sizes(ctx.quick)[-1] if gen in QUASI else 0
+            offset = r * sobol_stride(ctx.quick) if gen in QUASI else 0
             for n in sizes(ctx.quick):
-                opts = {"backend": ctx.backend, "n": n, "generator": gen, "seed": seed, "offset": offset}
-                out.append(make_run("mcpi", folder, f"{gen}-n{n}-r{r}", opts,
-                                    match_keys=["backend", "n", "generator", "seed", "offset"],
-                                    label=f"mcpi {gen} N={n} replicate {r}"))
+                opts = {"backend": ctx.backend, "n": n, "generator": gen, "api": api_for(gen, ctx.backend),
+                        "seed": seed, "offset": offset}
+                run = make_run("mcpi", folder, f"{gen}-n{n}-r{r}", opts, ok_status=("ok",),
+                               label=f"mcpi {gen} N={n} replicate {r}")
+                run.group = f"mcpi:{gen}"
+                out.append(run)
     return out
 
 
 def analyse(ctx: Context, runs: list[Run]) -> dict:
     rows = []
+    missing = {}
     for r in runs:
+        if r.group in ctx.runner.unavailable or not r.path.is_file():
+            missing[r.options["generator"]] = ctx.runner.unavailable.get(r.group, "no result files")
+            continue
         a = h5read.read_attrs(r.path)
         est = float(a["estimate"])
         rows.append({"generator": a["generator"], "n": int(a["n"]), "seed": int(a["seed"]),
@@ -116,7 +139,8 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
              report.md_table(scols, summary),
              "",
              "Observed slopes: " + ", ".join(f"{g} {f.slope:.3f}" for g, f in fitted.items()) + ".",
+             *([""] + [f"Not available: {g}: {why}" for g, why in missing.items()] if missing else []),
              "",
              "Figure: `mcpi_convergence.png`; tables: `mcpi_convergence.csv`, `mcpi_slopes.csv`."]
     report.write_section(ctx.out, "mcpi-convergence", "\n".join(lines))
-    return {g: f.slope for g, f in fitted.items()}
+    return {g: f.slope for g, f in fitted.items()} | {"unavailable": missing}

@@ -33,6 +33,11 @@ EXECUTABLES = {
 class ExperimentError(RuntimeError):
     """A run failed or its output cannot be used: the message says which and why."""
 
+    def __init__(self, message: str, returncode: int | None = None, detail: str = ""):
+        super().__init__(message)
+        self.returncode = returncode
+        self.detail = detail  # the app's last stderr line
+
 
 class MissingExecutable(ExperimentError):
     pass
@@ -93,6 +98,9 @@ class Run:
     match: dict[str, Any] = field(default_factory=dict)   # root attribute -> required value
     ok_status: tuple[str, ...] | None = None  # statuses that make a usable result (None: any)
     label: str = ""
+    # Runs sharing a group (e.g. one generator) are skipped together when the build rejects one of
+    # them as unsupported (exit code 2): the experiment reports the group as unavailable.
+    group: str | None = None
     extra_files: list[Path] = field(default_factory=list)  # other outputs that must exist for reuse
 
     def argv(self, exe: Path | str) -> list[str]:
@@ -168,6 +176,7 @@ class Runner:
     verbose: bool = True
     executed: int = 0
     reused: int = 0
+    unavailable: dict[str, str] = field(default_factory=dict)  # group -> the app's reason
 
     def log(self, msg: str) -> None:
         if self.verbose:
@@ -205,6 +214,8 @@ class Runner:
             if what == "reuse":
                 self.reused += 1
                 continue
+            if r.group is not None and r.group in self.unavailable:
+                continue
             exe = self.exe(r.app)
             r.path.parent.mkdir(parents=True, exist_ok=True)
             argv = r.argv(exe)
@@ -213,8 +224,15 @@ class Runner:
             dt = time.perf_counter() - t0
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+                if proc.returncode == 2 and r.group is not None and not self.dry_run:
+                    # bad input for this build (e.g. a generator it cannot reproduce): skip the group
+                    self.unavailable[r.group] = tail[-1] if tail else "rejected (exit code 2)"
+                    self.log(f"[{i}/{len(planned)}] {r.label}: unavailable in this build: "
+                             f"{self.unavailable[r.group]}")
+                    continue
                 raise ExperimentError(
-                    f"{r.app} exited with code {proc.returncode}: {' '.join(argv)}\n  " + "\n  ".join(tail))
+                    f"{r.app} exited with code {proc.returncode}: {' '.join(argv)}\n  " + "\n  ".join(tail),
+                    proc.returncode, tail[-1] if tail else "")
             if not r.path.is_file():
                 raise ExperimentError(f"{r.app} wrote no result file {r.path}: {' '.join(argv)}")
             self.executed += 1

@@ -24,6 +24,8 @@ while i < len(args):
         opts[key] = True; i += 1
 with open({log!r}, "a") as f:
     f.write(" ".join(args) + "\\n")
+if opts.get("reject"):
+    sys.stderr.write("fake: error: --generator x: not in this build\\n"); sys.exit(2)
 if opts.get("fail"):
     sys.stderr.write("fake: error: --fail given\\n"); sys.exit(1)
 out = opts.pop("out")
@@ -169,3 +171,23 @@ def test_default_build_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("TALLY_BUILD_DIR")
     assert runner.default_build_dir().parent == runner.REPO_ROOT / "build"
     os.environ.pop("TALLY_BUILD_DIR", None)
+
+
+def test_a_group_the_build_rejects_is_skipped_and_reported(fake_build, tmp_path):
+    build, log = fake_build
+    runs = []
+    for g, reject in (("a", False), ("b", True), ("c", False)):
+        for n in (1, 2):
+            r = make_run("heat2d", tmp_path, f"{g}{n}", {"nx": n, "g": g, "reject": reject})
+            r.group = g
+            runs.append(r)
+    rn = Runner(build, verbose=False)
+    rn.execute(runs)
+    assert rn.unavailable == {"b": "fake: error: --generator x: not in this build"}
+    assert calls(log) == 5  # b tried once, then skipped
+    assert [r.path.is_file() for r in runs] == [True, True, False, False, True, True]
+    # without a group, exit code 2 is an error like any other
+    r = make_run("heat2d", tmp_path, "x", {"nx": 1, "reject": True})
+    with pytest.raises(ExperimentError, match="exited with code 2") as e:
+        Runner(build, verbose=False).execute([r])
+    assert e.value.returncode == 2 and "not in this build" in e.value.detail
