@@ -21,7 +21,8 @@ TRANSIENT_OK = ("t-end",)
 ALPHA = 1.0
 T_END = 0.05      # exp(-2 pi^2 t) = 0.37: the solution has decayed but is far from zero
 CFL = 0.2         # dt = CFL h^2 / alpha, under the explicit limit 1/4
-ITER_TOL = 1e-6   # heat2d-iterations: one tolerance for every grid
+ITER_RES = 1e-3   # heat2d-iterations: stop at max|u_new - u| <= ITER_RES h^2 (a fixed PDE residual)
+ITER_TOL = 1e-6   # ... and, for comparison, at one increment tolerance for every grid
 
 
 def grids(first: int, last: int) -> list[int]:
@@ -31,7 +32,7 @@ def grids(first: int, last: int) -> list[int]:
 
 def refinement_sizes(quick: bool) -> dict[str, list[int]]:
     if quick:
-        return {"steady": grids(4, 6), "transient": grids(4, 7)}
+        return {"steady": grids(4, 7), "transient": grids(4, 7)}
     return {"steady": grids(5, 9), "transient": grids(5, 9)}
 
 
@@ -166,79 +167,110 @@ def refinement_analyse(ctx: Context, runs: list[Run]) -> dict:
 
 
 # ---- heat2d-iterations ----------------------------------------------------------------------------
+# heat2d stops on the increment max|u_new - u| = (h^2/4) |discrete Laplacian residual|. Two series:
+#   scaled: tol = ITER_RES h^2, a fixed residual of the PDE: sweeps ~ 2 ln(C/ITER_RES) / (pi h)^2,
+#           exactly O(h^-2) = O(n^2);
+#   fixed:  tol = ITER_TOL on the increment: sweeps ~ h^-2 ln(C h^2 / tol), whose shrinking log
+#           factor makes the observed exponent fall below 2 on these grids.
+
+def iteration_series(ctx: Context) -> list[tuple[str, int, float]]:
+    return [(series, n, ITER_RES * h_of(n) ** 2 if series == "scaled" else ITER_TOL)
+            for series in ("scaled", "fixed") for n in iteration_sizes(ctx.quick)]
+
 
 def iteration_runs(ctx: Context) -> list[Run]:
     folder = ctx.runs_dir("heat2d")
-    return [make_run("heat2d", folder, f"iter-n{n}", steady_options(ctx, n, ITER_TOL),
-                     match_keys=MATCH_STEADY, ok_status=STEADY_OK, label=f"heat2d iterations n={n}")
-            for n in iteration_sizes(ctx.quick)]
+    return [make_run("heat2d", folder, f"iter-{series}-n{n}", steady_options(ctx, n, tol),
+                     match_keys=MATCH_STEADY, ok_status=STEADY_OK, label=f"heat2d iterations {series} n={n}")
+            for series, n, tol in iteration_series(ctx)]
 
 
 def iteration_analyse(ctx: Context, runs: list[Run]) -> dict:
     rows, histories = [], []
-    for r in runs:
+    for (series, _, _), r in zip(iteration_series(ctx), runs):
         a = h5read.read_attrs(r.path)
-        it = h5read.read_dataset(r.path, "residual/iteration")
-        val = h5read.read_dataset(r.path, "residual/value")
-        n = int(a["nx"])
-        rows.append({"n": n, "h": float(a["h"]), "tol": float(a["tol"]),
+        n, h = int(a["nx"]), float(a["h"])
+        rows.append({"series": series, "n": n, "h": h, "tol": float(a["tol"]),
                      "iterations": int(a["iterations"]), "final_residual": float(a["final_residual"]),
                      "status": a["status"], "backend": a.get("backend"),
-                     "sweeps_h2": int(a["iterations"]) * float(a["h"]) ** 2})
-        if it is not None and val is not None:
-            histories.append((n, np.asarray(it, dtype=float), np.asarray(val, dtype=float)))
-    rows.sort(key=lambda row: row["n"])
-    # Jacobi's rate depends on h: sweeps ~ 2 ln(r0/tol) / (pi h)^2, so fit against 1/h = n - 1.
-    inv_h = np.array([1.0 / row["h"] for row in rows])
-    k = np.array([row["iterations"] for row in rows], dtype=float)
-    fit = fits.power_fit(inv_h, k)
-    local = fits.observed_orders(inv_h, k)  # log(k1/k2)/log(m1/m2), m = 1/h: local exponent
-    for row, p in zip(rows, [float("nan")] + list(local)):
-        row["local_exponent"] = float(p)
+                     "sweeps_h2": int(a["iterations"]) * h ** 2})
+        it = h5read.read_dataset(r.path, "residual/iteration")
+        val = h5read.read_dataset(r.path, "residual/value")
+        if series == "scaled" and it is not None and val is not None:
+            histories.append((n, h, np.asarray(it, dtype=float), np.asarray(val, dtype=float)))
+    rows.sort(key=lambda row: (row["series"] != "scaled", row["n"]))
+    found: dict = {}
+    fitted = {}
+    for series in ("scaled", "fixed"):
+        sel = [row for row in rows if row["series"] == series]
+        if len(sel) < 2:
+            continue
+        inv_h = np.array([1.0 / row["h"] for row in sel])
+        k = np.array([row["iterations"] for row in sel], dtype=float)
+        fit = fits.power_fit(inv_h, k)  # Jacobi's rate depends on h: fit against 1/h = n - 1
+        fitted[series] = (inv_h, k, fit)
+        for row, p in zip(sel, [float("nan")] + list(fits.observed_orders(inv_h, k))):
+            row["local_exponent"] = float(p)
+        found[f"{series}_slope"] = fit.slope
+        found[f"{series}_slope_stderr"] = fit.slope_stderr
+        found[f"{series}_last_exponent"] = sel[-1]["local_exponent"]
+    found["slope"] = found.get("scaled_slope", float("nan"))
 
-    cols = ["n", "h", "tol", "iterations", "sweeps_h2", "local_exponent", "final_residual", "status"]
-    report.write_csv(ctx.out / "heat2d_iterations.csv", cols, [[r[c] for c in cols] for r in rows])
-    hist_rows = [[nn, int(i), float(v)] for nn, its, vals in histories for i, v in zip(its, vals)]
-    report.write_csv(ctx.out / "heat2d_residuals.csv", ["n", "iteration", "residual"], hist_rows)
+    cols = ["series", "n", "h", "tol", "iterations", "sweeps_h2", "local_exponent", "final_residual", "status"]
+    report.write_csv(ctx.out / "heat2d_iterations.csv", cols, [[r.get(c) for c in cols] for r in rows])
+    hist_rows = [[nn, int(i), float(v), float(v) / hh ** 2] for nn, hh, its, vals in histories
+                 for i, v in zip(its, vals)]
+    report.write_csv(ctx.out / "heat2d_residuals.csv", ["n", "iteration", "increment", "increment_over_h2"],
+                     hist_rows)
 
-    fig, axes = plotting.subplots(1, 3, width=4.4, height=4.0)
+    fig, axes = plotting.subplots(1, 3, width=4.5, height=4.1)
     ax = axes[0][0]
-    ax.loglog(inv_h, k, "o-", label=f"Jacobi sweeps (fitted slope {fit.slope:.2f})")
-    ax.loglog(inv_h, fits.reference_line(inv_h, 2.0, inv_h[-1], k[-1]), "k--", lw=1,
-              label="reference slope 2 ($h^{-2}$)")
+    names = {"scaled": f"tol = {ITER_RES:g} h$^2$", "fixed": f"tol = {ITER_TOL:g}"}
+    for series, (inv_h, k, fit) in fitted.items():
+        ax.loglog(inv_h, k, "o-" if series == "scaled" else "s--",
+                  label=f"{names[series]} (fitted slope {fit.slope:.2f})")
+    if "scaled" in fitted:
+        inv_h, k, _ = fitted["scaled"]
+        ax.loglog(inv_h, fits.reference_line(inv_h, 2.0, inv_h[-1], k[-1]) * 1.6, "k:", lw=1,
+                  label="reference slope 2 ($h^{-2}$)")
+        plotting.data_ticks(ax, inv_h)
     ax.set_xlabel("grid size 1/h = n - 1 (intervals per side)")
-    plotting.data_ticks(ax, inv_h)
-    ax.set_ylabel(f"sweeps to reach tol = {ITER_TOL:g}")
-    ax.set_title("iterations vs grid size")
+    ax.set_ylabel("Jacobi sweeps to reach tol")
+    ax.set_title("sweeps vs grid size")
     ax.legend()
-    tol = rows[0]["tol"] if rows else ITER_TOL
     for ax, scale in ((axes[0][1], False), (axes[0][2], True)):
-        for nn, its, vals in histories:
-            x = its / (nn - 1) ** 2 if scale else its
-            ok = (x > 0) & (vals > 0)
-            (ax.semilogy if scale else ax.loglog)(x[ok], vals[ok], "-", lw=1.2, label=f"n = {nn}")
-        ax.axhline(tol, color="k", ls=":", lw=1, label=f"tol = {tol:g}")
-        ax.set_ylabel("residual max|u_new - u_old| (dimensionless)")
+        for nn, hh, its, vals in histories:
+            x = its * hh ** 2 if scale else its
+            y = vals / hh ** 2
+            ok = (x > 0) & (y > 0)
+            (ax.semilogy if scale else ax.loglog)(x[ok], y[ok], "-", lw=1.2, label=f"n = {nn}")
+        ax.axhline(ITER_RES, color="k", ls=":", lw=1, label=f"stop: {ITER_RES:g}")
+        ax.set_ylabel("max|u$_{new}$ - u| / h$^2$ (scaled residual)")
         ax.legend()
     axes[0][1].set_xlabel("sweep")
-    axes[0][1].set_title("residual histories")
+    axes[0][1].set_title(f"residual histories (tol = {ITER_RES:g} h$^2$)")
     axes[0][2].set_xlabel("sweep $\\times h^2$")
-    axes[0][2].set_title("sweeps scaled by $h^2$: curves collapse")
+    axes[0][2].set_title("sweeps scaled by $h^2$: the curves collapse")
     plotting.save(fig, ctx.out / "heat2d_iterations.png")
 
-    lines = [f"## heat2d-iterations ({ctx.size_label}, backend {rows[0]['backend'] if rows else '-'})",
+    backend = rows[0]["backend"] if rows else "-"
+    lines = [f"## heat2d-iterations ({ctx.size_label}, backend {backend})",
              "",
-             f"Jacobi sweeps to reach a residual of {ITER_TOL:g} (steady problem, double precision) "
-             "against the grid size (n points per side, h = 1/(n-1)); Jacobi's spectral radius cos(pi h) = 1 - O(h^2) "
-             "predicts sweeps ~ h^-2 ~ n^2.",
+             "Jacobi sweeps to convergence (steady problem, double precision) against the grid size (n points "
+             "per side, h = 1/(n-1)). heat2d stops on the increment max|u_new - u| = (h^2/4)|discrete "
+             f"residual|; series *scaled* stops at tol = {ITER_RES:g} h^2 (a fixed PDE residual), series "
+             f"*fixed* at tol = {ITER_TOL:g} on the increment. Jacobi's spectral radius cos(pi h) = 1 - "
+             "(pi h)^2/2 predicts sweeps ~ h^-2 ~ n^2 for the scaled series; the fixed series adds a factor "
+             "ln(h^2/tol) that shrinks with h.",
              "",
-             report.md_table(["n", "h", "tol", "sweeps", "sweeps x h^2", "local exponent",
-                              "final residual", "status"], [[r[c] for c in cols] for r in rows]),
+             report.md_table(["series", "n", "h", "tol", "sweeps", "sweeps x h^2", "local exponent",
+                              "final residual", "status"], [[r.get(c) for c in cols] for r in rows]),
              "",
-             f"Fitted exponent: sweeps ~ (1/h)^{fit.slope:.3f} (standard error {fit.slope_stderr:.3f}; "
-             "expected 2); the local exponent is between successive grids.",
+             "Fitted exponents (sweeps ~ (1/h)^p): " + ", ".join(
+                 f"{series} p = {fit.slope:.3f} (standard error {fit.slope_stderr:.3f})"
+                 for series, (_, _, fit) in fitted.items()) + "; expected 2 for the scaled series.",
              "",
              "Figure: `heat2d_iterations.png`; tables: `heat2d_iterations.csv`, `heat2d_residuals.csv`."]
     report.write_section(ctx.out, "heat2d-iterations", "\n".join(lines))
-    return {"slope": fit.slope, "slope_stderr": fit.slope_stderr,
-            "iterations": {row["n"]: row["iterations"] for row in rows}}
+    found["iterations"] = {(r["series"], r["n"]): r["iterations"] for r in rows}
+    return found

@@ -1,161 +1,174 @@
 """reduce-bandwidth: reduce-bench's GB/s against input size for each level set and strategy, with
-CUB and the device copy bandwidth (the ceiling) as reference lines.
+CUB and the ceiling (the device copy bandwidth, measured in the same run) as reference lines.
 
-reduce-bench writes its table as CSV (--csv) next to the HDF5 file; this module reads the CSV with
-tolerant column names (the bench's own layout is the truth) and draws one panel per family of rows:
-level sets (the production path) and the strategy ladder.
+reduce-bench (--csv) writes one row per measured case:
+  suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref
+and the HDF5 root attributes ceiling_gbs and ceiling (what the ceiling is). Suites on CUDA: sweep
+(full reduction, production and cub, 2^10..2^30), ladder (the strategies at one size), levels (every
+level set x op x type on one shape), shapes (every level set on several shapes, 2^26 and 2^28),
+openacc; on the CPU: cpu (tally, Eigen Map, Eigen Tensor on a thread pool; the ceiling is Eigen
+Tensor's sum bandwidth).
+
+Figure panels: (a) full reduction against size per implementation and operator, (b) each level set
+against size (median over shapes, bars from the worst to the best shape), (c) the strategy ladder.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 
 from . import h5read, plotting, report
 from .context import Context
 from .runner import Run, make_run
 
-# Column name candidates, first match wins (lower-cased).
-COLUMNS = {
-    "levels": ["levels", "level_set", "level", "levelset"],
-    "strategy": ["strategy", "impl", "implementation", "kernel"],
-    "op": ["op", "operator"],
-    "type": ["type", "dtype", "input_type", "t"],
-    "n": ["n", "elements", "size", "count"],
-    "bytes": ["bytes", "input_bytes"],
-    "time_us": ["time_us", "us", "median_us", "time"],
-    "gbps": ["gbps", "gb_s", "gb/s", "bandwidth_gbs", "bandwidth"],
-    "suite": ["suite", "table", "section"],
-    "shape": ["shape", "extents"],
-}
-TYPE_BYTES = {"int32": 4, "int": 4, "float": 4, "int64": 8, "double": 8}
+FULL = "gang+worker+vector"
+LEVEL_SETS = ["gang", "worker", "vector", "gang+worker", "gang+vector", "worker+vector", FULL]
 
 
 def runs(ctx: Context) -> list[Run]:
     opts = {"backend": ctx.backend, ("quick" if ctx.quick else "bench"): True}
     run = make_run("reduce-bench", ctx.runs_dir("reduce-bench"), f"bench-{ctx.size_label}", opts,
-                   match_keys=["backend"], label=f"reduce-bench {ctx.size_label}")
+                   match_keys=["backend"], ok_status=("ok",), label=f"reduce-bench {ctx.size_label}")
+    if ctx.quick:
+        run.match["quick"] = True
     run.options["csv"] = str(run.path.with_suffix(".csv"))
     run.extra_files = [run.path.with_suffix(".csv")]
     return [run]
 
 
-def _pick(header: list[str], key: str) -> str | None:
-    lower = {h.lower().strip(): h for h in header}
-    for cand in COLUMNS[key]:
-        if cand in lower:
-            return lower[cand]
-    return None
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
 
 
-def normalise(rows: list[dict[str, str]]) -> list[dict]:
-    """CSV rows -> dicts with keys levels, strategy, op, type, n, bytes, gbps, time_us, suite
-    (missing columns become None; bytes derived from n and the type when absent)."""
-    if not rows:
-        return []
-    header = list(rows[0].keys())
-    cols = {k: _pick(header, k) for k in COLUMNS}
-    out = []
-    for r in rows:
-        d = {k: (r.get(c) if c else None) for k, c in cols.items()}
-        for k in ("n", "bytes", "time_us", "gbps"):
-            try:
-                d[k] = float(d[k]) if d[k] not in (None, "") else None
-            except ValueError:
-                d[k] = None
-        if d["bytes"] is None and d["n"] is not None:
-            d["bytes"] = d["n"] * TYPE_BYTES.get((d["type"] or "float").lower(), 4)
-        if d["gbps"] is None and d["bytes"] and d["time_us"]:
-            d["gbps"] = d["bytes"] / (d["time_us"] * 1e3)
-        out.append(d)
-    return out
+def load_rows(path) -> list[dict]:
+    """The bench's CSV rows with numbers parsed; rows without a positive finite bandwidth dropped."""
+    rows = []
+    for r in report.read_csv(path):
+        d = dict(r)
+        for k in ("n", "input_bytes", "moved_bytes", "time_us", "gbs", "vs_ceiling", "vs_ref"):
+            d[k] = _num(r.get(k))
+        if not math.isfinite(d["gbs"]) and d["input_bytes"] > 0 and d["time_us"] > 0:
+            d["gbs"] = d["input_bytes"] / (d["time_us"] * 1e3)
+        if math.isfinite(d["gbs"]) and d["gbs"] > 0:
+            rows.append(d)
+    return rows
 
 
-def copy_ceiling(path) -> float | None:
-    """The copy bandwidth reduce-bench measured in the same run (GB/s), from any attribute whose
-    name mentions copy and GB/s."""
-    import h5py
-
-    found: list[float] = []
-
-    def visit(_name, obj):
-        for k, v in obj.attrs.items():
-            kl = k.lower()
-            if "copy" in kl and ("gb" in kl or "bandwidth" in kl):
-                try:
-                    found.append(float(h5read.plain(v)))
-                except (TypeError, ValueError):
-                    pass
-
-    with h5py.File(path, "r") as f:
-        visit("/", f)
-        f.visititems(visit)
-    return max(found) if found else None
+def _is_cub(name: str) -> bool:
+    return name.lower().startswith("cub")
 
 
 def analyse(ctx: Context, runs: list[Run]) -> dict:
     run = runs[0]
-    rows = normalise(report.read_csv(run.path.with_suffix(".csv")))
+    rows = load_rows(run.path.with_suffix(".csv"))
     root = h5read.read_attrs(run.path)
     backend = root.get("backend", ctx.backend)
-    ceiling = copy_ceiling(run.path)
-    rows = [r for r in rows if r["gbps"] is not None and r["bytes"]]
+    ceiling = _num(root.get("ceiling_gbs"))
+    ceiling = ceiling if math.isfinite(ceiling) and ceiling > 0 else None
+    ceiling_name = root.get("ceiling", "copy bandwidth")
 
-    # The figure: float sums (the bench's headline); one line per level set / strategy.
-    def is_headline(r):
-        return (r["op"] or "sum").lower() in ("sum", "+") and (r["type"] or "float").lower() == "float"
+    # (a) full reductions against size: suite sweep (CUDA) or cpu (CPU)
+    full = defaultdict(list)
+    for r in rows:
+        if r["suite"] in ("sweep", "cpu") and r["levels"] == FULL:
+            full[(r["name"], r["op"], r["type"])].append((r["input_bytes"], r["gbs"]))
+    # (b) level sets against size: suite shapes (several shapes per size) and levels (one shape)
+    per_level = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["suite"] in ("shapes", "levels") and r["op"] == "sum" and r["type"] == "float" \
+                and not _is_cub(r["name"]):
+            per_level[r["levels"]][r["input_bytes"]].append(r["gbs"])
+    # (c) the ladder of strategies (one size)
+    ladder = [(r["name"], r["gbs"], r["input_bytes"]) for r in rows if r["suite"] == "ladder"]
 
-    sel = [r for r in rows if is_headline(r)] or rows
-    series: dict[str, dict[str, list]] = {"level set": defaultdict(list), "strategy": defaultdict(list)}
-    cub = defaultdict(list)
-    for r in sel:
-        strat = (r["strategy"] or "production").lower()
-        if strat == "cub":
-            cub[r["bytes"]].append(r["gbps"])
-        elif strat == "copy":
-            continue
-        elif strat == "production" and r["levels"]:
-            series["level set"][r["levels"]].append((r["bytes"], r["gbps"]))
+    panels = [p for p, has in (("full", full), ("levels", per_level), ("ladder", ladder)) if has]
+    fig, axes = plotting.subplots(1, max(1, len(panels)), width=5.4, height=4.4)
+    for ax, panel in zip(axes[0], panels or ["full"]):
+        if panel == "full":
+            for j, ((name, op, typ), pts) in enumerate(sorted(full.items())):
+                pts = sorted(pts)
+                cub = _is_cub(name)
+                ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o" if op == "sum" else "s", ms=3,
+                          ls="--" if op != "sum" else "-", color="k" if cub else f"C{j}",
+                          lw=2 if cub else 1.4, label=f"{'cub::DeviceReduce' if cub else name} {op} ({typ})")
+            ax.set_title(f"full reduction (all levels), {backend}")
+            ax.set_xlabel("input size (bytes)")
+        elif panel == "levels":
+            for j, lv in enumerate([x for x in LEVEL_SETS if x in per_level] +
+                                   sorted(set(per_level) - set(LEVEL_SETS))):
+                xs = sorted(per_level[lv])
+                med = [statistics.median(per_level[lv][x]) for x in xs]
+                lo = [m - min(per_level[lv][x]) for m, x in zip(med, xs)]
+                hi = [max(per_level[lv][x]) - m for m, x in zip(med, xs)]
+                # small horizontal offsets keep the bars of different level sets apart
+                xo = [x * 1.06 ** (j - 3) for x in xs]
+                ax.errorbar(xo, med, yerr=[lo, hi], marker="o", ms=3, capsize=2, lw=1.2, color=f"C{j}", label=lv)
+            cub = sorted(pts for (name, op, _), pts in full.items() if _is_cub(name) and op == "sum")
+            if cub:
+                c = sorted(cub[0])
+                ax.plot([p[0] for p in c], [p[1] for p in c], "k-", lw=2, label="cub::DeviceReduce sum")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title("float sum by level set (median over shapes, bars: range)")
+            ax.set_xlabel("input size (bytes)")
         else:
-            series["strategy"][strat].append((r["bytes"], r["gbps"]))
-    panels = [k for k in series if series[k]]
-    fig, axes = plotting.subplots(1, max(1, len(panels)), width=5.6, height=4.4)
-    for ax, kind in zip(axes[0], panels or ["level set"]):
-        for name, pts in sorted(series[kind].items()):
-            pts = sorted(pts)
-            ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, label=name)
-        if cub:
-            xs = sorted(cub)
-            ax.loglog(xs, [max(cub[x]) for x in xs], "k-", lw=2, label="cub::DeviceReduce")
+            names = [x[0] for x in ladder]
+            vals = [x[1] for x in ladder]
+            colors = ["k" if _is_cub(nm) else "C0" for nm in names]
+            ax.barh(range(len(names)), vals, color=colors)
+            ax.set_yticks(range(len(names)), names)
+            ax.invert_yaxis()
+            ax.set_xscale("log")
+            size = ladder[0][2]
+            ax.set_title(f"strategy ladder, float sum of {size / 4:.0f} elements ({size / 2**20:.0f} MiB)")
+            ax.set_xlabel("bandwidth (GB/s of input read)")
+            if ceiling:
+                ax.axvline(ceiling, color="r", ls="--", lw=1.2, label=f"ceiling {ceiling:.0f} GB/s")
+                ax.legend(fontsize=7, loc="lower right")
+            continue
         if ceiling:
-            ax.axhline(ceiling, color="r", ls="--", lw=1.2, label=f"copy bandwidth {ceiling:.0f} GB/s")
-        ax.set_xlabel("input size (bytes)")
+            ax.axhline(ceiling, color="r", ls="--", lw=1.2, label=f"ceiling {ceiling:.0f} GB/s")
         ax.set_ylabel("bandwidth (GB/s of input read)")
-        ax.set_title(f"reduce-bench float sum by {kind} ({backend})")
         ax.legend(fontsize=7)
+    fig.suptitle(f"reduce-bench ({backend}); ceiling: {ceiling_name}", fontsize=9)
     plotting.save(fig, ctx.out / "reduce_bandwidth.png")
 
-    cols = ["suite", "levels", "strategy", "op", "type", "n", "bytes", "time_us", "gbps"]
-    report.write_csv(ctx.out / "reduce_bandwidth.csv", cols + ["pct_copy"],
-                     [[r[c] for c in cols] + [100 * r["gbps"] / ceiling if ceiling else None] for r in rows])
-    # Summary table: the best bandwidth of each series at the largest size measured.
-    table = []
-    for kind in panels:
-        for name, pts in sorted(series[kind].items()):
-            b, g = max(pts)
-            table.append([kind, name, int(b), g, 100 * g / ceiling if ceiling else None])
-    if cub:
-        b = max(cub)
-        table.append(["reference", "cub::DeviceReduce", int(b), max(cub[b]),
-                      100 * max(cub[b]) / ceiling if ceiling else None])
+    cols = ["suite", "name", "levels", "op", "type", "shape", "n", "input_bytes", "time_us", "gbs"]
+    report.write_csv(ctx.out / "reduce_bandwidth.csv", cols + ["pct_ceiling"],
+                     [[r.get(c) for c in cols] + [100 * r["gbs"] / ceiling if ceiling else None] for r in rows])
+
+    # Summary: each series at its largest size.
+    def pct(g):
+        return 100 * g / ceiling if ceiling else None
+
+    table, best = [], {}
+    for (name, op, typ), pts in sorted(full.items()):
+        b, g = max(pts)
+        label = f"{name} {op} {typ}"
+        table.append(["full reduction", label, int(b), g, pct(g)])
+        best[label] = g
+    for lv in [x for x in LEVEL_SETS if x in per_level]:
+        b = max(per_level[lv])
+        vals = per_level[lv][b]
+        table.append(["level set (float sum)", f"{lv} (median of {len(vals)}, worst {min(vals):.4g})",
+                      int(b), statistics.median(vals), pct(statistics.median(vals))])
+        best[lv] = statistics.median(vals)
+    for name, g, b in ladder:
+        table.append(["ladder", name, int(b), g, pct(g)])
+        best[f"ladder {name}"] = g
     lines = [f"## reduce-bandwidth ({ctx.size_label}, backend {backend})",
              "",
-             "reduce-bench's bandwidth (GB/s of input read) for float sums, at the largest size measured; "
-             f"copy ceiling measured in the same run: {report.fmt(ceiling) if ceiling else 'not recorded'} GB/s.",
+             "reduce-bench's bandwidth (GB/s of input read) at the largest size of each series; the ceiling "
+             f"({ceiling_name}) was measured in the same run: "
+             f"{report.fmt(ceiling) if ceiling else 'not recorded'} GB/s.",
              "",
-             report.md_table(["series", "name", "bytes", "GB/s", "% of copy"], table),
+             report.md_table(["series", "name", "bytes", "GB/s", "% of ceiling"], table),
              "",
              "Figure: `reduce_bandwidth.png`; table: `reduce_bandwidth.csv` (every row of the bench)."]
     report.write_section(ctx.out, "reduce-bandwidth", "\n".join(lines))
-    return {"ceiling": ceiling, "rows": len(rows),
-            "best": {row[1]: row[3] for row in table}, "finite": all(math.isfinite(r["gbps"]) for r in rows)}
-
+    return {"ceiling": ceiling, "rows": len(rows), "best": best,
+            "finite": all(math.isfinite(r["gbs"]) for r in rows)}

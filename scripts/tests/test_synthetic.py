@@ -114,28 +114,62 @@ def test_matmul(ctx, with_cublas):
     assert len(perf) == len(matmul.perf_sizes(True)) * (5 + 1 + with_cublas)
 
 
-def test_reduce_bandwidth(ctx):
+HEADER = "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref"
+
+
+def bench_row(suite, name, levels, op, typ, shape, n, gbs):
+    b = 4 * n
+    return f"{suite},{name},{levels},{op},{typ},{shape},{n},{b},{b},{b / (gbs * 1e3):.6g},{gbs:.6g},nan,nan,\"\""
+
+
+def fake_bench(ctx, backend, lines, ceiling):
     (run,) = reduce_bw.runs(ctx)
-    run.path.parent.mkdir(parents=True)
+    run.path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(run.path, "w") as f:
-        f.attrs["app"] = "reduce-bench"
-        f.attrs["backend"] = "cpu"
-        f.create_group("copy").attrs["copy_gbps"] = 4000.0
-    lines = ["levels,strategy,op,type,n,time_us,gbps"]
-    for e in range(10, 31, 4):
+        f.attrs.update({"app": "reduce-bench", "backend": backend, "quick": True, "status": "ok",
+                        "ceiling_gbs": ceiling, "ceiling": "cudaMemcpy D2D 2^30 B (read + write)"})
+    run.path.with_suffix(".csv").write_text("\n".join([HEADER] + lines) + "\n")
+    return run
+
+
+def test_reduce_bandwidth_cuda_layout(ctx):
+    ctx.backend = "cuda"
+    lines = []
+    for e in range(10, 31, 2):
         n = 2 ** e
-        for lv in ("gang+worker+vector", "worker+vector", "vector"):
-            lines.append(f"{lv},production,sum,float,{n},{4 * n / 3.5e6:.6g},{3500 * (1 - 2 ** (10 - e)):.6g}")
-        for st in ("interleaved", "warp_shuffle", "cub"):
-            lines.append(f"gang+worker+vector,{st},sum,float,{n},1,{3000 * (1 - 2 ** (10 - e)):.6g}")
-        lines.append(f"gang+worker+vector,production,max,double,{n},1,1")
-    run.path.with_suffix(".csv").write_text("\n".join(lines) + "\n")
+        sat = 1 - 0.9 * 2 ** (10 - e)
+        for op in ("sum", "max"):
+            lines.append(bench_row("sweep", "production", "gang+worker+vector", op, "float", f"2^{e}", n, 3500 * sat))
+            lines.append(bench_row("sweep", "cub", "gang+worker+vector", op, "float", f"2^{e}", n, 3000 * sat))
+    for i, st in enumerate(("atomic", "interleaved_divergent", "warp_shuffle", "production", "cub")):
+        lines.append(bench_row("ladder", st, "gang+worker+vector", "sum", "float", "2^20", 2 ** 20, 100 * (i + 1)))
+    for e in (22, 24):
+        for j, shape in enumerate(("64x1x65536", "64x64x1024", "1x4096x1024")):
+            for lv in reduce_bw.LEVEL_SETS:
+                lines.append(bench_row("shapes", "production", lv, "sum", "float", shape, 2 ** e, 3000 + 100 * j))
+    lines.append(bench_row("levels", "production", "worker", "prod", "int32", "16x64x256", 2 ** 18, 50))
+    run = fake_bench(ctx, "cuda", lines, 4000.0)
     assert run.reusable()
     ctx.out.mkdir(parents=True, exist_ok=True)
     found = reduce_bw.analyse(ctx, [run])
-    assert found["ceiling"] == 4000.0
-    assert found["best"]["cub::DeviceReduce"] == pytest.approx(3000 * (1 - 2 ** -20), rel=1e-5)
-    assert "worker+vector" in found["best"] and "warp_shuffle" in found["best"]
+    assert found["ceiling"] == 4000.0 and found["finite"]
+    assert found["best"]["cub sum float"] == pytest.approx(3000 * (1 - 0.9 * 2 ** -20), rel=1e-5)
+    assert found["best"]["worker+vector"] == pytest.approx(3100)  # the median over the 3 shapes
+    assert found["best"]["ladder warp_shuffle"] == pytest.approx(300)
+    rows = report.read_csv(ctx.out / "reduce_bandwidth.csv")
+    assert len(rows) == len(lines) and float(rows[0]["pct_ceiling"]) > 0
+
+
+def test_reduce_bandwidth_cpu_layout(ctx):
+    lines = []
+    for e in (16, 20, 22):
+        for name, g in (("tally cpu", 20.0), ("Eigen Map", 8.0), ("Eigen Tensor pool", 18.0)):
+            for op in ("sum", "max"):
+                lines.append(bench_row("cpu", name, "gang+worker+vector", op, "float", f"2^{e}", 2 ** e, g))
+    run = fake_bench(ctx, "cpu", lines, 18.0)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    found = reduce_bw.analyse(ctx, [run])
+    assert found["best"]["tally cpu sum float"] == pytest.approx(20.0) and found["rows"] == len(lines)
 
 
 def test_summary_gathers_sections_in_order(tmp_path):
