@@ -17,4 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tally_experiments.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # e.g. --dry-run | head
+        sys.stderr.close()
+        sys.exit(0)
