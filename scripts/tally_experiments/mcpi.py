@@ -91,7 +91,8 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
 
     gens = [g for g in GENERATORS if any(r["generator"] == g for r in rows)]
     summary, fitted = [], {}
-    fig, axes = plotting.subplots(2, 2, width=5.0, height=4.0, sharex=True, sharey=True)
+    ncols = 1 if len(gens) <= 1 else 2
+    fig, axes = plotting.subplots(max(1, math.ceil(len(gens) / ncols)), ncols, width=5.0, height=4.0, sharey=True)
     for ax, gen in zip(axes.flat, gens):
         sel = [r for r in rows if r["generator"] == gen]
         ns = np.array(sorted({r["n"] for r in sel}), dtype=float)
@@ -139,7 +140,8 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
              report.md_table(scols, summary),
              "",
              "Observed slopes: " + ", ".join(f"{g} {f.slope:.3f}" for g, f in fitted.items()) + ".",
-             *([""] + [f"Not available: {g}: {why}" for g, why in missing.items()] if missing else []),
+             *(["", "Not available in this build:"] + [f"- {g}: {why}" for g, why in missing.items()]
+               if missing else []),
              "",
              "Figure: `mcpi_convergence.png`; tables: `mcpi_convergence.csv`, `mcpi_slopes.csv`."]
     report.write_section(ctx.out, "mcpi-convergence", "\n".join(lines))
