@@ -126,6 +126,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
             size = ladder[0][2]
             ax.set_title(f"strategy ladder, float sum of {size / 4:.0f} elements ({size / 2**20:.0f} MiB)")
             ax.set_xlabel("bandwidth (GB/s of input read)")
+            ax.set_ylabel("strategy")
             if ceiling:
                 ax.axvline(ceiling, color="r", ls="--", lw=1.2, label=f"ceiling {ceiling:.0f} GB/s")
                 ax.legend(fontsize=7, loc="lower right")

@@ -6,9 +6,30 @@ import h5py
 import numpy as np
 import pytest
 
-from tally_experiments import cli, heat2d, matmul, mcpi, reduce_bw, report
+from tally_experiments import cli, heat2d, matmul, mcpi, plotting, reduce_bw, report
 from tally_experiments.context import Context
 from tally_experiments.runner import Runner
+
+
+@pytest.fixture(autouse=True)
+def figures(monkeypatch):
+    """Every figure an analysis saves, checked before it is written: each visible panel has both axes
+    labelled, a legend (or bars that are their own labels), and a log scale on the rate axis."""
+    saved = []
+    real_save = plotting.save
+
+    def checking_save(fig, path):
+        for ax in fig.axes:
+            if not ax.get_visible():
+                continue
+            assert ax.get_xlabel() and ax.get_ylabel(), (path.name, ax.get_title())
+            assert ax.get_legend() is not None or ax.patches, (path.name, ax.get_title())
+            assert "log" in (ax.get_xscale(), ax.get_yscale()), (path.name, ax.get_title())
+        saved.append(path)
+        return real_save(fig, path)
+
+    monkeypatch.setattr(plotting, "save", checking_save)
+    return saved
 
 
 @pytest.fixture
@@ -45,7 +66,7 @@ def fake_heat2d(run):
         g.attrs["analytic_l2"] = 0.15 * h ** 2
 
 
-def test_heat2d_refinement_and_iterations(ctx):
+def test_heat2d_refinement_and_iterations(ctx, figures):
     runs = heat2d.refinement_runs(ctx)
     for r in runs:
         r.path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,6 +78,7 @@ def test_heat2d_refinement_and_iterations(ctx):
     rows = report.read_csv(ctx.out / "heat2d_refinement.csv")
     assert len(rows) == len(runs) and rows[0]["order_max"] == ""  # no order for the coarsest grid
     assert (ctx.out / "heat2d_refinement.png").stat().st_size > 10_000
+    assert [p.name for p in figures] == ["heat2d_refinement.png"]
 
     runs = heat2d.iteration_runs(ctx)
     for r in runs:
