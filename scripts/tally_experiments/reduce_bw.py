@@ -23,6 +23,7 @@ from .context import Context
 from .runner import Run, make_run
 
 FULL = "gang+worker+vector"
+TYPE_BYTES = {"int32": 4, "int": 4, "float": 4, "int64": 8, "double": 8}
 LEVEL_SETS = ["gang", "worker", "vector", "gang+worker", "gang+vector", "worker+vector", FULL]
 
 
@@ -51,6 +52,9 @@ def load_rows(path) -> list[dict]:
         d = dict(r)
         for k in ("n", "input_bytes", "moved_bytes", "time_us", "gbs", "vs_ceiling", "vs_ref"):
             d[k] = _num(r.get(k))
+        # the CSV prints 6 significant digits: the exact size is n x the element size
+        if math.isfinite(d["n"]) and d.get("type") in TYPE_BYTES:
+            d["input_bytes"] = d["n"] * TYPE_BYTES[d["type"]]
         if not math.isfinite(d["gbs"]) and d["input_bytes"] > 0 and d["time_us"] > 0:
             d["gbs"] = d["input_bytes"] / (d["time_us"] * 1e3)
         if math.isfinite(d["gbs"]) and d["gbs"] > 0:
@@ -89,11 +93,12 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     fig, axes = plotting.subplots(1, max(1, len(panels)), width=5.4, height=4.4)
     for ax, panel in zip(axes[0], panels or ["full"]):
         if panel == "full":
-            for j, ((name, op, typ), pts) in enumerate(sorted(full.items())):
+            color = {nm: f"C{j}" for j, nm in enumerate(sorted({k[0] for k in full if not _is_cub(k[0])}))}
+            for (name, op, typ), pts in sorted(full.items()):
                 pts = sorted(pts)
                 cub = _is_cub(name)
                 ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o" if op == "sum" else "s", ms=3,
-                          ls="--" if op != "sum" else "-", color="k" if cub else f"C{j}",
+                          ls="--" if op != "sum" else "-", color="k" if cub else color[name],
                           lw=2 if cub else 1.4, label=f"{'cub::DeviceReduce' if cub else name} {op} ({typ})")
             ax.set_title(f"full reduction (all levels), {backend}")
             ax.set_xlabel("input size (bytes)")
