@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import heat2d, matmul, mcpi, reduce_bw, report
+from . import h5read, heat2d, matmul, mcpi, reduce_bw, report
 from .context import Context
 from .runner import REPO_ROOT, ExperimentError, MissingExecutable, Run, Runner, default_build_dir
 
@@ -76,7 +76,36 @@ def run_experiment(ctx: Context, name: str) -> dict | None:
     if ctx.runner.dry_run:
         return None
     ctx.out.mkdir(parents=True, exist_ok=True)
-    return analyse(ctx, runs)
+    found = analyse(ctx, runs)
+    section = ctx.out / f"{name}.md"
+    if section.is_file():
+        section.write_text(section.read_text().rstrip() + "\n\n" + provenance_line(runs) + "\n")
+    return found
+
+
+def provenance_line(runs: list[Run]) -> str:
+    """Where the numbers come from: the builds, compilers and devices recorded by the runs (more
+    than one revision means a resumed study mixes builds, which the reader should know)."""
+    seen: dict[str, set] = {"revision": set(), "compiler": set(), "device": set(), "host": set()}
+    version = None
+    for r in runs:
+        if not r.path.is_file():
+            continue
+        try:
+            p = h5read.read_attrs(r.path, "provenance")
+            d = h5read.read_attrs(r.path, "device")
+        except OSError:
+            continue
+        version = version or p.get("project_version")
+        seen["revision"].add(str(p.get("git_revision", "?")))
+        seen["compiler"].add(f"{p.get('compiler', '?')} {p.get('build_type', '')}".strip())
+        seen["device"].add(str(d.get("name") or p.get("device", "?")))
+        seen["host"].add(str(p.get("host", "?")))
+    if not seen["revision"]:
+        return "Provenance: not recorded."
+    parts = [f"{k} {', '.join(sorted(v))}" for k, v in seen.items()]
+    warn = " (MIXED: the runs come from different builds)" if len(seen["revision"]) > 1 else ""
+    return f"Provenance of the runs: tally {version or '?'}; " + "; ".join(parts) + warn + "."
 
 
 def summary_header(ctx: Context) -> str:

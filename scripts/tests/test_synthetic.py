@@ -202,3 +202,23 @@ def test_summary_gathers_sections_in_order(tmp_path):
     text = report.write_summary(tmp_path, "# head").read_text()
     assert text.index("## heat") < text.index("## mcpi") and text.startswith("# head")
     assert set(report.SECTIONS) == set(cli.EXPERIMENTS)
+
+
+def test_provenance_line_names_builds_and_flags_mixed_revisions(tmp_path):
+    from tally_experiments.runner import make_run
+
+    runs = []
+    for i, rev in enumerate(("abc1234", "abc1234", "def5678")):
+        r = make_run("heat2d", tmp_path, f"r{i}", {"nx": i})
+        with h5py.File(r.path, "w") as f:
+            f.create_group("provenance").attrs.update({"git_revision": rev, "project_version": "0.1.0",
+                                                        "compiler": "GNU 13", "build_type": "Release",
+                                                        "device": "cpu", "host": "h"})
+            if i == 2:
+                f.create_group("device").attrs["name"] = "NVIDIA H100"
+        runs.append(r)
+    line = cli.provenance_line(runs[:2])
+    assert "revision abc1234;" in line and "MIXED" not in line and "device cpu" in line
+    line = cli.provenance_line(runs)
+    assert "abc1234, def5678" in line and "MIXED" in line and "NVIDIA H100" in line
+    assert cli.provenance_line([make_run("heat2d", tmp_path, "none", {})]) == "Provenance: not recorded."
