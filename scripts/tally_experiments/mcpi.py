@@ -41,7 +41,7 @@ def sizes(quick: bool) -> list[int]:
 
 
 def replicates(quick: bool) -> int:
-    return 6 if quick else 12
+    return 6 if quick else 8
 
 
 SOBOL_POINTS = 1 << 32
