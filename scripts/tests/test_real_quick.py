@@ -1,6 +1,5 @@
 """One real --quick run of each experiment on the CPU backend, checking the fitted order or slope.
 Skipped (with the reason) when the app is not built in $TALLY_BUILD_DIR (see conftest.py)."""
-import math
 import subprocess
 import sys
 from pathlib import Path

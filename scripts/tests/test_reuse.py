@@ -1,5 +1,4 @@
 """Result reuse: a finished file with the requested parameters is kept, anything else runs again."""
-import os
 import stat
 import sys
 from pathlib import Path
@@ -8,7 +7,7 @@ import h5py
 import pytest
 
 from tally_experiments import runner
-from tally_experiments.runner import ExperimentError, Run, Runner, make_run, values_equal
+from tally_experiments.runner import ExperimentError, Runner, make_run, values_equal
 
 FAKE_APP = """#!{python}
 # A stand-in app: records its options as root attributes (as the real apps do) and logs each call.
@@ -170,7 +169,6 @@ def test_default_build_dir(monkeypatch, tmp_path):
     assert runner.default_build_dir() == tmp_path
     monkeypatch.delenv("TALLY_BUILD_DIR")
     assert runner.default_build_dir().parent == runner.REPO_ROOT / "build"
-    os.environ.pop("TALLY_BUILD_DIR", None)
 
 
 def test_a_group_the_build_rejects_is_skipped_and_reported(fake_build, tmp_path):
