@@ -96,18 +96,33 @@ def test_mcpi(ctx):
     runs = mcpi.runs(ctx)
     for r in runs:
         r.path.parent.mkdir(parents=True, exist_ok=True)
-        n, gen = r.options["n"], r.options["generator"]
-        err = (2.0 / n if gen == "sobol" else mcpi.sigma(n)) * rng.normal()
+        batch, gen = r.options["batch"], r.options["generator"]
+        # running estimates with |error| ~ sigma(N) (pseudo) or 2/N (sobol) at every N = k * batch
+        cum_n = batch * np.arange(1, 1001, dtype=np.int64)
+        err = (2.0 / cum_n if gen == "sobol" else mcpi.sigma(cum_n)) * rng.normal(size=cum_n.size)
+        cum_hits = np.round(cum_n * (math.pi + err) / 4).astype(np.int64)
         with h5py.File(r.path, "w") as f:
-            write_root(f, r, estimate=math.pi + err, hits=int(n * (math.pi + err) / 4),
-                       std_error=float(mcpi.sigma(n)), status="ok")
+            write_root(f, r, hits=int(cum_hits[-1]), status="ok")
+            f["batches/n"] = np.full(1000, batch, dtype=np.int64)
+            f["batches/hits"] = np.diff(cum_hits, prepend=0)
     ctx.out.mkdir(parents=True, exist_ok=True)
     slopes = mcpi.analyse(ctx, runs)
     for gen in ("philox", "xorwow", "mrg32k3a"):
         assert slopes[gen] == pytest.approx(-0.5, abs=0.2)
     assert slopes["sobol"] == pytest.approx(-1.0, abs=0.2)
-    assert len(report.read_csv(ctx.out / "mcpi_convergence.csv")) == len(runs)
+    rows = report.read_csv(ctx.out / "mcpi_convergence.csv")
+    assert len(rows) == len(runs) * len(mcpi.KS)
+    assert sorted({int(r["n"]) for r in rows}) == [1000 * k for k in mcpi.KS]
     assert len(report.read_csv(ctx.out / "mcpi_slopes.csv")) == 4
+
+
+def test_mcpi_full_study_joins_its_two_segments(tmp_path):
+    full = Context(out=tmp_path, runner=Runner(tmp_path, verbose=False), quick=False)
+    runs = mcpi.runs(full)
+    assert len(runs) == 4 * mcpi.replicates(False) * 2
+    assert {r.options["n"] for r in runs} == {10 ** 6, 10 ** 9}
+    sobol = [r for r in runs if r.options["generator"] == "sobol"]
+    assert max(r.options["offset"] + r.options["n"] for r in sobol) <= mcpi.SOBOL_POINTS
 
 
 @pytest.mark.parametrize("with_cublas", [False, True])
