@@ -54,7 +54,7 @@ def n_max(quick: bool) -> int:
 
 
 def replicates(quick: bool) -> int:
-    return 6 if quick else 8
+    return 8
 
 
 def sobol_stride(quick: bool) -> int:
