@@ -10,7 +10,8 @@ openacc; on the CPU: cpu (tally, Eigen Map, Eigen Tensor on a thread pool; the c
 Tensor's sum bandwidth).
 
 Figure panels: (a) full reduction against size per implementation and operator, (b) each level set
-against size (median over shapes, bars from the worst to the best shape), (c) the strategy ladder.
+against size (median over shapes, bars from the worst to the best shape; on CUDA the full study adds
+the OpenACC suite on loop nests of 2^16 .. 2^28 elements), (c) the strategy ladder (one size).
 """
 from __future__ import annotations
 
@@ -27,14 +28,29 @@ TYPE_BYTES = {"int32": 4, "int": 4, "float": 4, "int64": 8, "double": 8}
 LEVEL_SETS = ["gang", "worker", "vector", "gang+worker", "gang+vector", "worker+vector", FULL]
 
 
+def sweep_extents(ctx: Context) -> list[tuple[int, int, int]]:
+    """Level sets against size (full study on CUDA): the OpenACC suite on loop nests (ng, 64, 1024),
+    2^16 .. 2^28 elements. The CPU bench has no level-set suites, and --quick ignores --extents."""
+    if ctx.quick or ctx.backend != "cuda":
+        return []
+    return [(1 << (lg - 16), 64, 1024) for lg in range(16, 29, 2)]
+
+
 def runs(ctx: Context) -> list[Run]:
+    folder = ctx.runs_dir("reduce-bench")
     opts = {"backend": ctx.backend, ("quick" if ctx.quick else "bench"): True}
-    run = make_run("reduce-bench", ctx.runs_dir("reduce-bench"), f"bench-{ctx.size_label}", opts,
-                   match_keys=["backend"], ok_status=("ok",), label=f"reduce-bench {ctx.size_label}")
-    run.match["quick"] = ctx.quick  # recorded by the bench: a quick table never stands in for a full one
-    run.options["csv"] = str(run.path.with_suffix(".csv"))
-    run.extra_files = [run.path.with_suffix(".csv")]
-    return [run]
+    out = [make_run("reduce-bench", folder, f"bench-{ctx.size_label}", opts,
+                    match_keys=["backend"], ok_status=("ok",), label=f"reduce-bench {ctx.size_label}")]
+    for e in sweep_extents(ctx):
+        ext = ",".join(map(str, e))
+        opts = {"backend": ctx.backend, "suite": "openacc", "extents": ext}
+        out.append(make_run("reduce-bench", folder, f"openacc-{'x'.join(map(str, e))}", opts,
+                            ok_status=("ok",), label=f"reduce-bench openacc {ext}"))
+    for run in out:
+        run.match["quick"] = ctx.quick  # recorded by the bench: a quick table never stands in for a full one
+        run.options["csv"] = str(run.path.with_suffix(".csv"))
+        run.extra_files = [run.path.with_suffix(".csv")]
+    return out
 
 
 def _num(v) -> float:
@@ -67,7 +83,7 @@ def _is_cub(name: str) -> bool:
 
 def analyse(ctx: Context, runs: list[Run]) -> dict:
     run = runs[0]
-    rows = load_rows(run.path.with_suffix(".csv"))
+    rows = [row for r in runs for row in load_rows(r.path.with_suffix(".csv"))]
     root = h5read.read_attrs(run.path)
     backend = root.get("backend", ctx.backend)
     ceiling = _num(root.get("ceiling_gbs"))
@@ -82,7 +98,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     # (b) level sets against size: suite shapes (several shapes per size) and levels (one shape)
     per_level = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r["suite"] in ("shapes", "levels") and r["op"] == "sum" and r["type"] == "float" \
+        if r["suite"] in ("shapes", "levels", "openacc") and r["op"] in ("sum", "+") and r["type"] == "float" \
                 and not _is_cub(r["name"]):
             per_level[r["levels"]][r["input_bytes"]].append(r["gbs"])
     # (c) the ladder of strategies (one size)

@@ -199,6 +199,33 @@ def test_reduce_bandwidth_cuda_layout(ctx):
     assert len(rows) == len(lines) and float(rows[0]["pct_ceiling"]) > 0
 
 
+def test_reduce_bandwidth_full_cuda_sweeps_level_sets_with_the_openacc_suite(tmp_path):
+    ctx = Context(out=tmp_path / "out", runner=Runner(tmp_path, verbose=False), backend="cuda", quick=False)
+    runs = reduce_bw.runs(ctx)
+    assert [r.options.get("extents") for r in runs[1:]] == [f"{1 << k},64,1024" for k in range(0, 13, 2)]
+    assert all(r.match["quick"] is False and r.options["csv"].endswith(".csv") for r in runs)
+    assert reduce_bw.sweep_extents(Context(out=tmp_path, runner=ctx.runner, backend="auto", quick=False)) == []
+    for r in runs:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(r.path, "w") as f:
+            f.attrs.update({"app": "reduce-bench", "backend": "cuda", "quick": False, "status": "ok",
+                            "ceiling_gbs": 4000.0, "ceiling": "copy"})
+        lines = [bench_row("sweep", "production", "gang+worker+vector", "sum", "float", "2^20", 2 ** 20, 2000)]
+        if "extents" in r.options:
+            ng = int(r.options["extents"].split(",")[0])
+            n = ng * 64 * 1024
+            for lv in ("gang", "worker", "vector", "gang+worker", "worker+vector", "gang+worker+vector"):
+                for typ in ("int", "float", "double"):
+                    lines.append(bench_row("openacc", "production", lv, "+", typ, f"{ng}x64x1024", n,
+                                           3000 * (1 - 1 / ng) + 100))
+        r.path.with_suffix(".csv").write_text("\n".join([HEADER] + lines) + "\n")
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    found = reduce_bw.analyse(ctx, runs)
+    assert found["best"]["worker+vector"] == pytest.approx(3000 * (1 - 1 / 4096) + 100)
+    text = (ctx.out / "reduce-bandwidth.md").read_text()
+    assert "worker+vector (median of 1" in text
+
+
 def test_reduce_bandwidth_cpu_layout(ctx):
     lines = []
     for e in (16, 20, 22):
