@@ -209,7 +209,7 @@ class Runner:
             return runs
         todo = [r for r, what in planned if what != "reuse"]
         if todo:
-            exe = self.exe(todo[0].app)  # fail before the first run when the app is missing
+            self.exe(todo[0].app)  # fail before the first run when the app is missing
         for i, (r, what) in enumerate(planned, 1):
             if what == "reuse":
                 self.reused += 1
