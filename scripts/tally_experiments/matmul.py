@@ -95,7 +95,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     # GFLOP/s against size
     impls = _ordered({r["impl"] for r in perf_rows if r["impl"] in LEVELS}) + \
         [x for x in ("cuBLAS", "Eigen") if any(r["impl"] == x for r in perf_rows)]
-    fig, axes = plotting.subplots(1, 2, width=5.4, height=4.2)
+    fig, axes = plotting.subplots(1, 2, width=6.2, height=4.4)
     ax = axes[0][0]
     best = {}
     for impl in impls:
@@ -151,7 +151,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     ax.set_title(f"error against K (C is {mn}x{mn})")
     ax.plot([], [], color="0.3", ls="-", label="solid: float")
     ax.plot([], [], color="0.3", ls="--", label="dashed: double")
-    ax.legend(fontsize=6.5, loc="center left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     plotting.save(fig, ctx.out / "matmul_levels.png")
 
     # slopes of the error against K (float), per level
