@@ -2,7 +2,8 @@
 CUB and the ceiling (the device copy bandwidth, measured in the same run) as reference lines.
 
 reduce-bench (--csv) writes one row per measured case:
-  suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref
+  suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,call_us,gbs,vs_ceiling,vs_ref,ref
+(call_us appeared later; columns are read by name, a missing one is left empty)
 and the HDF5 root attributes ceiling_gbs and ceiling (what the ceiling is). Suites on CUDA: sweep
 (full reduction, production and cub, 2^10..2^30), ladder (the strategies at one size), levels (every
 level set x op x type on one shape), shapes (every level set on several shapes, 2^26 and 2^28),
@@ -65,7 +66,7 @@ def load_rows(path) -> list[dict]:
     rows = []
     for r in report.read_csv(path):
         d = dict(r)
-        for k in ("n", "input_bytes", "moved_bytes", "time_us", "gbs", "vs_ceiling", "vs_ref"):
+        for k in ("n", "input_bytes", "moved_bytes", "time_us", "call_us", "gbs", "vs_ceiling", "vs_ref"):
             d[k] = _num(r.get(k))
         # the CSV prints 6 significant digits: the exact size is n x the element size
         if math.isfinite(d["n"]) and d.get("type") in TYPE_BYTES:
@@ -158,7 +159,8 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     fig.suptitle(f"reduce-bench ({backend}); ceiling: {ceiling_name}", fontsize=9)
     plotting.save(fig, ctx.out / "reduce_bandwidth.png")
 
-    cols = ["suite", "name", "levels", "op", "type", "shape", "n", "input_bytes", "time_us", "gbs"]
+    # time_us: the bench's headline time (CUDA-graph replays on the GPU); call_us: per plain call
+    cols = ["suite", "name", "levels", "op", "type", "shape", "n", "input_bytes", "time_us", "call_us", "gbs"]
     report.write_csv(ctx.out / "reduce_bandwidth.csv", cols + ["pct_ceiling"],
                      [[r.get(c) for c in cols] + [100 * r["gbs"] / ceiling if ceiling else None] for r in rows])
 
