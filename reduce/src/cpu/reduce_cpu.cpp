@@ -23,8 +23,8 @@ namespace {
 constexpr std::int64_t grain = std::int64_t{1} << 14;         // elements: least work worth a task of its own
 constexpr std::int64_t target_tasks = 256;                     // a long reduction is split into about this many tasks
 constexpr std::int64_t serial_below = std::int64_t{1} << 16;   // elements: below this, no thread team
-constexpr int lanes = 16;                                       // interleaved accumulators (SIMD width x unroll)
-constexpr std::int64_t col_block = 512;                         // outer family: columns per task (partials in L1)
+constexpr int lanes = 16;  // interleaved accumulators: 4 SSE registers of floats hide the add latency (32: no faster)
+constexpr std::int64_t col_block = 2048;  // outer family: columns per task (8-16 KB of partials; 512 measured slower)
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -104,17 +104,36 @@ Acc fold_all_lanes(const LaneAcc<Op, Acc>& a) {
   return r;
 }
 
-// Many short contiguous segments of a compile-time length N at a constant stride: one output per
-// iteration, the loop over outputs vectorises (strided loads).
-template <class Op, class T, class Acc, int N>
-void inner_short(const T* __restrict in, std::int64_t stride, std::int64_t o0, std::int64_t o1, Acc* __restrict out) {
+// Many short contiguous segments of a compile-time length N (0: the runtime n) at a constant
+// stride: one output per iteration, the loop over outputs vectorises (strided loads). With
+// `accumulate`, each segment's fold is joined to out[o] (one row of a row-by-row reduction).
+template <class Op, class T, class Acc, int N, bool accumulate = false>
+void inner_short(const T* __restrict in, std::int64_t stride, std::int64_t n, std::int64_t o0, std::int64_t o1,
+                 Acc* __restrict out) {
+  const std::int64_t len = N > 0 ? N : n;
 #pragma omp simd
   for (std::int64_t o = o0; o < o1; ++o) {
     Acc r = Op::template identity<Acc>();
-    for (int i = 0; i < N; ++i) r = Op::template combine<Acc>(r, static_cast<Acc>(in[o * stride + i]));
-    out[o] = r;
+    for (std::int64_t i = 0; i < len; ++i) r = Op::template combine<Acc>(r, static_cast<Acc>(in[o * stride + i]));
+    out[o] = accumulate ? Op::template combine<Acc>(out[o], r) : r;
   }
 }
+
+// Short segments (n <= row_wise_max_n) spread over strided rows (e.g. gang+vector with a small
+// vector extent): reducing output by output would touch a cache line per row per output, so the
+// block of outputs walks the rows once, in row order, each row adding its segments to the outputs.
+constexpr std::int64_t row_wise_max_n = 64;
+constexpr std::int64_t row_wise_block = 2048;  // outputs per task
+
+template <class Op, class T, class Acc, int N>
+void inner_row_wise(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1, Acc* out) {
+  std::fill(out + o0, out + o1, Op::template identity<Acc>());
+  RowCursor q(p, 0);
+  for (std::int64_t r = 0; r < p.rows; ++r, q.next(p))
+    inner_short<Op, T, Acc, N, true>(in + q.offset(p), p.k_s2, p.n, o0, o1, out);
+}
+
+bool row_wise(const Plan& p) { return p.rows > 1 && p.n <= row_wise_max_n && p.k_ext2 == p.n_out; }
 
 // Outputs [o0, o1), each reduced whole.
 template <class Op, class T, class Acc>
@@ -122,12 +141,20 @@ void inner_outputs(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1,
   const std::int64_t per = p.per_output();
   if (p.rows == 1 && p.k_ext2 == p.n_out) {  // one kept axis at stride k_s2: offset o * k_s2
     switch (p.n) {
-      case 1: return inner_short<Op, T, Acc, 1>(in, p.k_s2, o0, o1, out);  // nothing reduced: a converting copy
-      case 2: return inner_short<Op, T, Acc, 2>(in, p.k_s2, o0, o1, out);
-      case 3: return inner_short<Op, T, Acc, 3>(in, p.k_s2, o0, o1, out);
-      case 4: return inner_short<Op, T, Acc, 4>(in, p.k_s2, o0, o1, out);
-      case 8: return inner_short<Op, T, Acc, 8>(in, p.k_s2, o0, o1, out);
+      case 1: return inner_short<Op, T, Acc, 1>(in, p.k_s2, 1, o0, o1, out);  // nothing reduced: a converting copy
+      case 2: return inner_short<Op, T, Acc, 2>(in, p.k_s2, 2, o0, o1, out);
+      case 3: return inner_short<Op, T, Acc, 3>(in, p.k_s2, 3, o0, o1, out);
+      case 4: return inner_short<Op, T, Acc, 4>(in, p.k_s2, 4, o0, o1, out);
+      case 8: return inner_short<Op, T, Acc, 8>(in, p.k_s2, 8, o0, o1, out);
       default: break;
+    }
+  }
+  if (row_wise(p)) {
+    switch (p.n) {
+      case 1: return inner_row_wise<Op, T, Acc, 1>(p, in, o0, o1, out);
+      case 2: return inner_row_wise<Op, T, Acc, 2>(p, in, o0, o1, out);
+      case 4: return inner_row_wise<Op, T, Acc, 4>(p, in, o0, o1, out);
+      default: return inner_row_wise<Op, T, Acc, 0>(p, in, o0, o1, out);
     }
   }
   std::int64_t ka = o0 / p.k_ext2, kb = o0 % p.k_ext2;
@@ -145,7 +172,7 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
   const bool team = p.n_out * per >= serial_below;
   if (p.n_out >= target_tasks || per <= 2 * grain) {
     // Enough outputs to go round: blocks of whole outputs, at least `grain` elements each.
-    const std::int64_t ob = std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
+    const std::int64_t ob = row_wise(p) ? row_wise_block : std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
     const std::int64_t nblocks = ceil_div(p.n_out, ob);
 #pragma omp parallel for schedule(static) if (team)
     for (std::int64_t t = 0; t < nblocks; ++t) inner_outputs<Op, T, Acc>(p, in, t * ob, std::min(p.n_out, (t + 1) * ob), out);
@@ -174,6 +201,14 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
 
 // ---- outer family: the contiguous axis is kept (nc columns), rows are reduced -----------------------
 
+// acc[c] = acc[c] (+) row[c]: a function of its own, so that the vectoriser sees two plain
+// restrict pointers (inside outer_rows' loop it did not vectorise for every type).
+template <class Op, class T, class Acc>
+inline void join_row(Acc* __restrict acc, const T* __restrict row, std::int64_t w) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < w; ++c) acc[c] = Op::template combine<Acc>(acc[c], static_cast<Acc>(row[c]));
+}
+
 // Rows [q0, q1) of slab b, columns [c0, c0 + w), folded in row order into acc[0..w).
 template <class Op, class T, class Acc>
 void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std::int64_t w, std::int64_t q0,
@@ -194,11 +229,7 @@ void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std
     }
     return;
   }
-  for (std::int64_t r = q0; r < q1; ++r, q.next(p)) {
-    const T* __restrict row = slab + q.offset(p);
-#pragma omp simd
-    for (std::int64_t c = 0; c < w; ++c) acc[c] = Op::template combine<Acc>(acc[c], static_cast<Acc>(row[c]));
-  }
+  for (std::int64_t r = q0; r < q1; ++r, q.next(p)) join_row<Op, T, Acc>(acc, slab + q.offset(p), w);
 }
 
 template <class Op, class T, class Acc>
@@ -233,13 +264,17 @@ void reduce_outer(const Plan& p, const T* in, Acc* out) {
     outer_rows<Op, T, Acc>(p, in, b, c0, std::min(cw, p.nc - c0), rb * rb_rows, std::min(p.rows, (rb + 1) * rb_rows),
                            partial.data() + t * cw);
   }
-#pragma omp parallel for schedule(static) if (team && p.n_out >= serial_below)
-  for (std::int64_t o = 0; o < p.n_out; ++o) {
-    const std::int64_t b = o / p.nc, c = o % p.nc, u = b * ncb + c / cw;
-    Acc r = Op::template identity<Acc>();
-    for (std::int64_t rb = 0; rb < nrb; ++rb)
-      r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>((u * nrb + rb) * cw + c % cw)]);
-    out[o] = r;
+  // Combine the row blocks in order, a unit's columns at a time (contiguous, vectorised).
+#pragma omp parallel for schedule(static) if (team)
+  for (std::int64_t u = 0; u < units; ++u) {
+    const std::int64_t b = u / ncb, c0 = (u % ncb) * cw, w = std::min(cw, p.nc - c0);
+    Acc* __restrict o = out + b * p.nc + c0;
+    const Acc* part = partial.data() + u * nrb * cw;
+    std::copy(part, part + w, o);
+    for (std::int64_t rb = 1; rb < nrb; ++rb) {
+#pragma omp simd
+      for (std::int64_t c = 0; c < w; ++c) o[c] = Op::template combine<Acc>(o[c], part[rb * cw + c]);
+    }
   }
 }
 
