@@ -272,11 +272,13 @@ inline std::string shape_name(Extents e, bool strided) {
   return "(" + std::to_string(e.ng) + ", " + std::to_string(e.nw) + ", " + std::to_string(e.nv) + ")" + (strided ? " strided" : "");
 }
 
-/// Shapes built from the extents 0, 1, 31, 32, 33, 1023, 1025 (and 2, 3, 4, 8, 16 for narrow rows).
+/// Shapes built from the extents 0, 1, 31, 32, 33, 1023, 1025 (and 2, 3, 4, 8, 16 for narrow rows);
+/// strided, (1025, 33, 1) has no contiguous axis at all.
 inline const std::vector<Extents>& matrix_shapes() {
   static const std::vector<Extents> s = {
       {0, 3, 5},     {4, 0, 7},      {2, 3, 0},       {1, 1, 1},     {31, 32, 33},  {3, 1025, 31}, {33, 1, 1023},
-      {1, 33, 1025}, {1025, 31, 2},  {1023, 2, 32},   {2, 1023, 8},  {32, 33, 4},   {31, 1025, 3}};
+      {1, 33, 1025}, {1025, 31, 2},  {1023, 2, 32},   {2, 1023, 8},  {32, 33, 4},   {31, 1025, 3},
+      {33, 31, 16},  {1025, 33, 1}};
   return s;
 }
 

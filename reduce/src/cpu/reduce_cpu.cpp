@@ -146,6 +146,7 @@ void inner_outputs(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1,
       case 3: return inner_short<Op, T, Acc, 3>(in, p.k_s2, 3, o0, o1, out);
       case 4: return inner_short<Op, T, Acc, 4>(in, p.k_s2, 4, o0, o1, out);
       case 8: return inner_short<Op, T, Acc, 8>(in, p.k_s2, 8, o0, o1, out);
+      case 16: return inner_short<Op, T, Acc, 16>(in, p.k_s2, 16, o0, o1, out);
       default: break;
     }
   }
