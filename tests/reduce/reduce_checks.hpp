@@ -424,7 +424,7 @@ std::vector<Acc> run_once(Workspace& ws, const View<const T>& in, Levels lv) {
 
 template <class T>
 bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);  // memcmp: no null
 }
 
 }  // namespace tally::test::reduce_checks
