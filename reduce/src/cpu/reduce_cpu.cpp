@@ -49,20 +49,28 @@ inline void fold_lanes(const T* __restrict x, std::int64_t n, LaneAcc<Op, Acc>& 
   if constexpr (is_fp_maxmin<Op, Acc>) {
     // The NaN-propagating join costs a compare-or-blend chain per step. Instead: a plain max/min
     // (one maxps/minps; a NaN already in a lane stays, since the comparison with it is false) and,
-    // off the dependency chain, a sticky mask of the NaNs seen, applied to the lanes at the end.
+    // off the dependency chain, a sticky NaN mask shared by lanes l and l + lanes/2 (one unordered
+    // compare covers both), applied to both lanes at the end. Lanes l and l + 8 always end in the
+    // same output (outer_rows' packed path needs nc to divide 8).
+    constexpr int H = lanes / 2;
     using Mask = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
-    Mask nan[lanes] = {};
+    Mask nan[H] = {};
     for (std::int64_t i = 0; i < body; i += lanes) {
 #pragma omp simd
-      for (int l = 0; l < lanes; ++l) {
-        const Acc v = static_cast<Acc>(x[i + l]);
-        if constexpr (std::is_same_v<Op, Max>) part[l] = v > part[l] ? v : part[l];
-        else part[l] = v < part[l] ? v : part[l];
-        nan[l] |= v != v ? Mask(-1) : Mask(0);
+      for (int l = 0; l < H; ++l) {
+        const Acc u = static_cast<Acc>(x[i + l]), v = static_cast<Acc>(x[i + l + H]);
+        if constexpr (std::is_same_v<Op, Max>) {
+          part[l] = u > part[l] ? u : part[l];
+          part[l + H] = v > part[l + H] ? v : part[l + H];
+        } else {
+          part[l] = u < part[l] ? u : part[l];
+          part[l + H] = v < part[l + H] ? v : part[l + H];
+        }
+        nan[l] |= __builtin_isunordered(u, v) ? Mask(-1) : Mask(0);
       }
     }
-    for (int l = 0; l < lanes; ++l)
-      if (nan[l] != 0) part[l] = std::numeric_limits<Acc>::quiet_NaN();
+    for (int l = 0; l < H; ++l)
+      if (nan[l] != 0) part[l] = part[l + H] = std::numeric_limits<Acc>::quiet_NaN();
   } else {
     for (std::int64_t i = 0; i < body; i += lanes) {
 #pragma omp simd
@@ -217,8 +225,8 @@ void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std
   for (std::int64_t c = 0; c < w; ++c) acc[c] = Op::template identity<Acc>();
   const T* slab = in + b * p.sb + c0;
   RowCursor q(p, q0);
-  if (w == p.nc && p.r_s2 == p.nc && lanes % p.nc == 0) {
-    // Narrow packed rows (nc = 2, 4, 8, 16): a run of rows is one contiguous stretch whose element i
+  if (w == p.nc && p.r_s2 == p.nc && (lanes / 2) % p.nc == 0) {
+    // Narrow packed rows (nc = 2, 4, 8): a run of rows is one contiguous stretch whose element i
     // belongs to column i mod nc; fold it into lanes (lane l -> column l mod nc), runs in order.
     for (std::int64_t r = q0; r < q1;) {
       const std::int64_t run = std::min(q1 - r, p.r_ext2 - q.b);
