@@ -13,7 +13,10 @@ std::string Levels::to_string() const {
   if (empty()) return "none";
   std::string s;
   for (auto [l, n] : {std::pair{Level::gang, "gang"}, std::pair{Level::worker, "worker"}, std::pair{Level::vector, "vector"}})
-    if (contains(l)) s += (s.empty() ? "" : "+") + std::string(n);
+    if (contains(l)) {
+      if (!s.empty()) s += '+';  // appended piecewise: GCC 12's -Wrestrict misfires on "" + std::string
+      s += n;
+    }
   return s;
 }
 

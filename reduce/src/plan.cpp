@@ -1,7 +1,6 @@
 #include "plan.hpp"
 
 #include <sstream>
-#include <vector>
 
 namespace tally::reduce::detail {
 
@@ -9,6 +8,18 @@ namespace {
 struct Axis {
   std::int64_t extent, stride;
   bool reduced;
+};
+// At most three axes: a fixed array, so that planning (once per call) never allocates.
+struct Axes {
+  Axis a[3];
+  std::size_t n = 0;
+  void push_back(const Axis& x) { a[n++] = x; }
+  [[nodiscard]] bool empty() const { return n == 0; }
+  [[nodiscard]] std::size_t size() const { return n; }
+  Axis& back() { return a[n - 1]; }
+  Axis& operator[](std::size_t i) { return a[i]; }
+  const Axis* begin() const { return a; }
+  const Axis* end() const { return a + n; }
 };
 }  // namespace
 
@@ -23,7 +34,7 @@ Plan make_plan(const Problem& p) {
     return plan;
   }
 
-  std::vector<Axis> axes;
+  Axes axes;
   for (const Axis& a : full) {
     if (a.extent == 1) continue;
     if (!axes.empty() && axes.back().reduced == a.reduced && axes.back().stride == a.extent * a.stride) {
@@ -42,7 +53,7 @@ Plan make_plan(const Problem& p) {
   const bool has_contig = !axes.empty() && axes.back().stride == 1;
   const bool outer = any_reduced && has_contig && !axes.back().reduced;
 
-  std::vector<Axis> kept, rows;
+  Axes kept, rows;
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const bool last_contig = has_contig && i + 1 == axes.size();
     if (last_contig) continue;

@@ -1,0 +1,30 @@
+#pragma once
+// The CPU backend's adapter for reduce_checks.hpp: buffers are host vectors.
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "tally/reduce/reduce.hpp"
+
+namespace tally::test {
+
+struct CpuBackend {
+  static constexpr reduce::Backend backend = reduce::Backend::cpu;
+  static constexpr reduce::Backend other = reduce::Backend::cuda;
+  template <class T>
+  using Buffer = std::vector<T>;
+
+  template <class T>
+  static Buffer<T> upload(const std::vector<T>& host) { return host; }
+  template <class T>
+  static Buffer<T> poisoned(std::size_t n, unsigned char byte) {
+    Buffer<T> b(n);
+    if (n > 0) std::memset(static_cast<void*>(b.data()), byte, n * sizeof(T));
+    return b;
+  }
+  template <class T>
+  static std::vector<T> download(const Buffer<T>& b) { return b; }
+  static stream_t stream() { return nullptr; }
+};
+
+}  // namespace tally::test

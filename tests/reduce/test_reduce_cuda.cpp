@@ -1,0 +1,153 @@
+// The generic suite (reduce_checks.hpp) on the CUDA backend, plus what only the GPU has: an input
+// of more than 2^31 elements, user streams, a workspace that stops growing, the ladder of strategies.
+// Built only with the CUDA backend; exits 77 (skipped) without a usable device.
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <vector>
+
+#include "tally/common/cuda_check.cuh"
+#include "tally/common/device_buffer.cuh"
+#include "tally/reduce/reduce.hpp"
+
+namespace tally::test {
+
+/// The CUDA backend's adapter for reduce_checks.hpp: buffers are device memory, work goes to the
+/// legacy default stream, downloads wait for it.
+struct CudaBackend {
+  static constexpr reduce::Backend backend = reduce::Backend::cuda;
+  static constexpr reduce::Backend other = reduce::Backend::cpu;
+  template <class T>
+  using Buffer = tally::DeviceBuffer<T>;
+
+  template <class T>
+  static Buffer<T> upload(const std::vector<T>& host) { return Buffer<T>(std::span<const T>(host)); }
+  template <class T>
+  static Buffer<T> poisoned(std::size_t n, unsigned char byte) {
+    Buffer<T> b(n);
+    b.fill_bytes(byte);
+    return b;
+  }
+  template <class T>
+  static std::vector<T> download(const Buffer<T>& b) { return b.to_host(); }
+  static stream_t stream() { return nullptr; }
+};
+
+}  // namespace tally::test
+
+#define TALLY_TEST_BACKEND "cuda"
+using TestBackend = tally::test::CudaBackend;
+#include "reduce_checks.hpp"
+
+namespace tally::test::reduce_checks {
+
+TEST_CASE("cuda: an input of more than 2^31 elements", "[reduce][large]") {
+  // int32, M = 2^30 + 2^19 + 3 per row, two rows: N = 2^31 + 2^20 + 6 elements (8.6 GB). Bytes 0x01
+  // below element 2^31 and 0x02 from there on, so an index that wraps at 2^31 reads the wrong half;
+  // two single elements stand out beyond 2^31.
+  const int64_t M = (int64_t{1} << 30) + (int64_t{1} << 19) + 3, N = 2 * M, half = int64_t{1} << 31;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  TALLY_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes < static_cast<std::size_t>(N) * sizeof(int32_t) + (std::size_t{1} << 30)) {
+    WARN("not enough device memory for the 2^31+ element test (" << free_bytes << " bytes free): not run");
+    return;
+  }
+  const int64_t a = 0x01010101, b = 0x02020202, p_min = half + 5, p_max = N - 1;
+  const int32_t v_min = -5, v_max = std::numeric_limits<int32_t>::max();
+  DeviceBuffer<int32_t> d(static_cast<std::size_t>(N));
+  TALLY_CUDA_TRY(cudaMemset(d.data(), 0x01, static_cast<std::size_t>(half) * sizeof(int32_t)));
+  TALLY_CUDA_TRY(cudaMemset(d.data() + half, 0x02, static_cast<std::size_t>(N - half) * sizeof(int32_t)));
+  TALLY_CUDA_TRY(cudaMemcpy(d.data() + p_min, &v_min, sizeof(int32_t), cudaMemcpyHostToDevice));
+  TALLY_CUDA_TRY(cudaMemcpy(d.data() + p_max, &v_max, sizeof(int32_t), cudaMemcpyHostToDevice));
+  const auto value = [&](int64_t e) { return e == p_min ? int64_t{v_min} : e == p_max ? int64_t{v_max} : e < half ? a : b; };
+  const auto range_sum = [&](int64_t lo, int64_t hi) {  // sum of elements [lo, hi), analytically
+    const int64_t na = std::max<int64_t>(0, std::min(hi, half) - lo), nb = (hi - lo) - na;
+    int64_t s = na * a + nb * b;
+    for (int64_t p : {p_min, p_max})
+      if (p >= lo && p < hi) s += value(p) - (p < half ? a : b);
+    return s;
+  };
+  Workspace ws(Backend::cuda);
+  const auto flat = View<const int32_t>::flat(d.data(), N);
+  CHECK(reduce_to_host<Sum, int32_t, int64_t>(Backend::cuda, flat, ws) == range_sum(0, N));
+  CHECK(reduce_to_host<Max, int32_t>(Backend::cuda, flat, ws) == v_max);
+  CHECK(reduce_to_host<Min, int32_t>(Backend::cuda, flat, ws) == v_min);
+  // Per row: the second row starts below 2^31 and ends above it.
+  const auto rows = View<const int32_t>::contiguous(d.data(), 1, 2, M);
+  DeviceBuffer<int64_t> d_sum(2);
+  DeviceBuffer<int32_t> d_max(2);
+  reduce<Sum, int32_t, int64_t>(Backend::cuda, rows, Level::vector, d_sum.span(), ws);
+  reduce<Max, int32_t>(Backend::cuda, rows, Level::worker | Level::vector, std::span<int32_t>(d_max.data(), 1), ws);
+  const auto sums = d_sum.to_host();
+  CHECK(sums[0] == range_sum(0, M));
+  CHECK(sums[1] == range_sum(M, N));
+  CHECK(d_max.to_host()[0] == v_max);
+}
+
+TEST_CASE("cuda: reductions on a user stream, results left on the device", "[reduce][stream]") {
+  cudaStream_t s = nullptr;
+  TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  {
+    const Extents e{17, 1025, 33};
+    const auto x = make_input<Sum, double, double>(static_cast<std::size_t>(e.size()), e.size(), 8000);
+    DeviceBuffer<double> d_x(std::span<const double>(x), s);
+    DeviceBuffer<double> d_out(static_cast<std::size_t>(e.nw));
+    d_out.fill_bytes(0xFF, s);
+    Workspace ws(Backend::cuda);
+    const auto in = View<const double>::contiguous(d_x.data(), e.ng, e.nw, e.nv);
+    reduce<Sum, double>(Backend::cuda, in, Level::gang | Level::vector, d_out.span(), ws, s);
+    const auto ref = reference<Sum, double, double>(x.data(), e, e.nv, e.nw * e.nv, Level::gang | Level::vector);
+    CHECK(compare<Sum>(d_out.to_host(s), ref).empty());
+    const auto full = reference<Max, double, double>(x.data(), e, e.nv, e.nw * e.nv, Levels::all());
+    CHECK(reduce_to_host<Max, double>(Backend::cuda, in, ws, s) == full.value[0]);
+  }
+  TALLY_CUDA_TRY(cudaStreamDestroy(s));
+}
+
+TEST_CASE("cuda: the workspace stops growing once sized", "[reduce][workspace]") {
+  Workspace ws(Backend::cuda);
+  const Extents e{9, 1025, 1023};
+  const auto x = make_input<Sum, float, float>(static_cast<std::size_t>(e.size()), e.size(), 9000);
+  DeviceBuffer<float> d_x{std::span<const float>(x)};
+  DeviceBuffer<double> d_out(static_cast<std::size_t>(e.size()));
+  const auto in = View<const float>::contiguous(d_x.data(), e.ng, e.nw, e.nv);
+  const auto run_all = [&] {
+    for (Levels lv : Levels::all_sets())
+      reduce<Sum, float, double>(Backend::cuda, in, lv, std::span<double>(d_out.data(), static_cast<std::size_t>(output_shape(e, lv).size())), ws);
+  };
+  run_all();  // warm-up: the workspace grows to what these need
+  const int grown = ws.allocations();
+  run_all();
+  run_all();
+  TALLY_CUDA_TRY(cudaDeviceSynchronize());
+  CHECK(ws.allocations() == grown);
+}
+
+TEST_CASE("cuda: every strategy of the ladder computes the full sum", "[reduce][ladder]") {
+  Workspace ws(Backend::cuda);
+  const int64_t n = (int64_t{1} << 22) + 7;
+  const auto x = make_input<Sum, float, float>(static_cast<std::size_t>(n), n, 10000);
+  DeviceBuffer<float> d_x{std::span<const float>(x)};
+  const auto ref = reference<Sum, float, float>(x.data(), {1, 1, n}, n, n, Levels::all());
+  for (Strategy s : all_strategies) {
+    INFO("strategy " << to_string(s));
+    DeviceBuffer<float> d_out(1);
+    d_out.fill_bytes(0xFF);
+    std::string err;
+    try {
+      reduce_with<Sum, float>(s, View<const float>::flat(d_x.data(), n), d_out.span(), ws);
+      err = compare<Sum>(d_out.to_host(), ref);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    INFO(err);
+    CHECK(err.empty());
+    if (err.empty() && is_deterministic(s)) {
+      const float first = d_out.to_host()[0];
+      reduce_with<Sum, float>(s, View<const float>::flat(d_x.data(), n), d_out.span(), ws);
+      CHECK(std::memcmp(&first, d_out.to_host().data(), sizeof(float)) == 0);
+    }
+  }
+}
+
+}  // namespace tally::test::reduce_checks
