@@ -171,14 +171,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 }
 
 /// Nothing reduced (every reduced axis has extent 1) and the output is the contiguous input: a
-/// converting copy with vector loads.
-template <class T, class Acc, int V>
+/// converting copy with vector loads, each element still joined with the identity so that a
+/// one-element reduction means the same as on every other path (LogicalAnd/Or give 0 or 1).
+template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
   for (std::int64_t i = device::global_thread_id() * V; i < n; i += device::grid_stride() * V) {
     const auto v = device::load_vec<V>(in + i);
     device::Vec<Acc, V> w;
 #pragma unroll
-    for (int k = 0; k < V; ++k) w.v[k] = static_cast<Acc>(v.v[k]);
+    for (int k = 0; k < V; ++k) w.v[k] = Op::template combine<Acc>(Op::template identity<Acc>(), static_cast<Acc>(v.v[k]));
     *reinterpret_cast<device::Vec<Acc, V>*>(out + i) = w;  // the caller checked the alignment
   }
 }
@@ -472,9 +473,9 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
     // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
     if (aligned_to(in, sizeof(T) * V) && aligned_to(d_out, sizeof(Acc) * V) && p.n_out % V == 0)
-      copy_kernel<T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
+      copy_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
     else
-      copy_kernel<T, Acc, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
+      copy_kernel<Op, T, Acc, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
     TALLY_CHECK_LAUNCH();
     return;
   }
