@@ -131,7 +131,7 @@ void inner_short(const T* __restrict in, std::int64_t stride, std::int64_t n, st
 // vector extent): reducing output by output would touch a cache line per row per output, so the
 // block of outputs walks the rows once, in row order, each row adding its segments to the outputs.
 constexpr std::int64_t row_wise_max_n = 64;
-constexpr std::int64_t row_wise_block = 2048;  // outputs per task
+constexpr std::int64_t row_wise_block = 2048;  // outputs per task (narrower blocks measured 2x slower)
 
 template <class Op, class T, class Acc, int N>
 void inner_row_wise(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1, Acc* out) {
@@ -218,6 +218,19 @@ inline void join_row(Acc* __restrict acc, const T* __restrict row, std::int64_t 
   for (std::int64_t c = 0; c < w; ++c) acc[c] = Op::template combine<Acc>(acc[c], static_cast<Acc>(row[c]));
 }
 
+// Four rows at once, joined in row order: a quarter of the partials' loads and stores, four streams.
+template <class Op, class T, class Acc>
+inline void join_rows4(Acc* __restrict acc, const T* __restrict r0, const T* __restrict r1, const T* __restrict r2,
+                       const T* __restrict r3, std::int64_t w) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < w; ++c) {
+    Acc a = Op::template combine<Acc>(acc[c], static_cast<Acc>(r0[c]));
+    a = Op::template combine<Acc>(a, static_cast<Acc>(r1[c]));
+    a = Op::template combine<Acc>(a, static_cast<Acc>(r2[c]));
+    acc[c] = Op::template combine<Acc>(a, static_cast<Acc>(r3[c]));
+  }
+}
+
 // Rows [q0, q1) of slab b, columns [c0, c0 + w), folded in row order into acc[0..w).
 template <class Op, class T, class Acc>
 void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std::int64_t w, std::int64_t q0,
@@ -238,7 +251,13 @@ void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std
     }
     return;
   }
-  for (std::int64_t r = q0; r < q1; ++r, q.next(p)) join_row<Op, T, Acc>(acc, slab + q.offset(p), w);
+  std::int64_t r = q0;
+  for (; r + 4 <= q1; r += 4) {
+    const T* rows[4];
+    for (auto& row : rows) row = slab + q.offset(p), q.next(p);
+    join_rows4<Op, T, Acc>(acc, rows[0], rows[1], rows[2], rows[3], w);
+  }
+  for (; r < q1; ++r, q.next(p)) join_row<Op, T, Acc>(acc, slab + q.offset(p), w);
 }
 
 template <class Op, class T, class Acc>
