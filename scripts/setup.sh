@@ -5,7 +5,7 @@
 # backend is built instead.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libcli11-dev catch2 libomp-dev)
+packages=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libcli11-dev catch2 git)
 python_modules=(h5py numpy matplotlib pytest)
 
 missing=()
