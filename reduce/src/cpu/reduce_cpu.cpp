@@ -133,15 +133,50 @@ void inner_short(const T* __restrict in, std::int64_t stride, std::int64_t n, st
 constexpr std::int64_t row_wise_max_n = 64;
 constexpr std::int64_t row_wise_block = 2048;  // outputs per task (narrower blocks measured 2x slower)
 
+// Rows [q0, q1) into out[o0, o1).
 template <class Op, class T, class Acc, int N>
-void inner_row_wise(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1, Acc* out) {
+void inner_row_wise(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1, Acc* out, std::int64_t q0,
+                    std::int64_t q1) {
   std::fill(out + o0, out + o1, Op::template identity<Acc>());
-  RowCursor q(p, 0);
-  for (std::int64_t r = 0; r < p.rows; ++r, q.next(p))
+  RowCursor q(p, q0);
+  for (std::int64_t r = q0; r < q1; ++r, q.next(p))
     inner_short<Op, T, Acc, N, true>(in + q.offset(p), p.k_s2, p.n, o0, o1, out);
 }
 
+template <class Op, class T, class Acc>
+void row_wise_rows(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1, Acc* out, std::int64_t q0,
+                   std::int64_t q1) {
+  switch (p.n) {
+    case 1: return inner_row_wise<Op, T, Acc, 1>(p, in, o0, o1, out, q0, q1);
+    case 2: return inner_row_wise<Op, T, Acc, 2>(p, in, o0, o1, out, q0, q1);
+    case 4: return inner_row_wise<Op, T, Acc, 4>(p, in, o0, o1, out, q0, q1);
+    default: return inner_row_wise<Op, T, Acc, 0>(p, in, o0, o1, out, q0, q1);
+  }
+}
+
 bool row_wise(const Plan& p) { return p.rows > 1 && p.n <= row_wise_max_n && p.k_ext2 == p.n_out; }
+
+// Row-wise with too few output blocks to go round (e.g. gang+vector with 1024 outputs): the rows
+// are also cut into fixed chunks, each folded into its own partial outputs, which are then
+// combined in chunk order. The cut depends on the problem alone, so results stay thread-independent.
+template <class Op, class T, class Acc>
+void reduce_row_wise_split(const Plan& p, const T* in, Acc* out, std::int64_t nob, bool team) {
+  const std::int64_t rchunk = ceil_div(p.rows, std::min(p.rows, ceil_div(target_tasks, nob)));
+  const std::int64_t nrc = ceil_div(p.rows, rchunk);
+  std::vector<Acc> partial(static_cast<std::size_t>(nrc * p.n_out));
+#pragma omp parallel for schedule(static) if (team)
+  for (std::int64_t t = 0; t < nob * nrc; ++t) {
+    const std::int64_t ob = t / nrc, rc = t % nrc;
+    row_wise_rows<Op, T, Acc>(p, in, ob * row_wise_block, std::min(p.n_out, (ob + 1) * row_wise_block),
+                              partial.data() + rc * p.n_out, rc * rchunk, std::min(p.rows, (rc + 1) * rchunk));
+  }
+#pragma omp parallel for schedule(static) if (team)
+  for (std::int64_t o = 0; o < p.n_out; ++o) {
+    Acc r = partial[static_cast<std::size_t>(o)];
+    for (std::int64_t rc = 1; rc < nrc; ++rc) r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>(rc * p.n_out + o)]);
+    out[o] = r;
+  }
+}
 
 // Outputs [o0, o1), each reduced whole.
 template <class Op, class T, class Acc>
@@ -158,14 +193,7 @@ void inner_outputs(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1,
       default: break;
     }
   }
-  if (row_wise(p)) {
-    switch (p.n) {
-      case 1: return inner_row_wise<Op, T, Acc, 1>(p, in, o0, o1, out);
-      case 2: return inner_row_wise<Op, T, Acc, 2>(p, in, o0, o1, out);
-      case 4: return inner_row_wise<Op, T, Acc, 4>(p, in, o0, o1, out);
-      default: return inner_row_wise<Op, T, Acc, 0>(p, in, o0, o1, out);
-    }
-  }
+  if (row_wise(p)) return row_wise_rows<Op, T, Acc>(p, in, o0, o1, out, 0, p.rows);
   std::int64_t ka = o0 / p.k_ext2, kb = o0 % p.k_ext2;
   for (std::int64_t o = o0; o < o1; ++o) {
     LaneAcc<Op, Acc> a;
@@ -183,6 +211,7 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
     // Enough outputs to go round: blocks of whole outputs, at least `grain` elements each.
     const std::int64_t ob = row_wise(p) ? row_wise_block : std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
     const std::int64_t nblocks = ceil_div(p.n_out, ob);
+    if (row_wise(p) && team && nblocks < target_tasks / 4) return reduce_row_wise_split<Op, T, Acc>(p, in, out, nblocks, team);
 #pragma omp parallel for schedule(static) if (team)
     for (std::int64_t t = 0; t < nblocks; ++t) inner_outputs<Op, T, Acc>(p, in, t * ob, std::min(p.n_out, (t + 1) * ob), out);
     return;
