@@ -66,10 +66,8 @@ std::pair<std::string, std::string> split_source(const std::string& opt, const s
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
     throw InputError(opt + ": expected FILE:/DATASET, got '" + s + "'");
   std::string dset = s.substr(colon + 1);
-  // Relative to the file's root: tally::h5 walks paths link by link and takes no leading '/'.
-  const auto first = dset.find_first_not_of('/');
-  if (first == std::string::npos) throw InputError(opt + ": no dataset named in '" + s + "'");
-  return {s.substr(0, colon), dset.substr(first)};
+  if (dset.find_first_not_of('/') == std::string::npos) throw InputError(opt + ": no dataset named in '" + s + "'");
+  return {s.substr(0, colon), dset};  // tally::h5 resolves "/A" from the file's root
 }
 
 std::pair<std::int64_t, std::int64_t> matrix_dims(const std::string& opt, const std::string& source) {
