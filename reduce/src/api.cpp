@@ -96,7 +96,7 @@ Backend resolve_backend(std::string_view request, bool* fell_back) {
 
 namespace detail {
 
-void validate(const Problem& p, const void* out, std::size_t /*elem_size*/) {
+void validate(const Problem& p, const void* out) {
   const auto fail = [](const std::string& m) { throw std::invalid_argument("tally::reduce: " + m); };
   if (p.levels.empty()) fail("levels: the level set is empty (reduce over at least one of gang, worker, vector)");
   if (p.ext.ng < 0 || p.ext.nw < 0 || p.ext.nv < 0)

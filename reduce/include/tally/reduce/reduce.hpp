@@ -46,7 +46,7 @@ struct Problem {
   Levels levels;
   std::int64_t out_size;
 };
-void validate(const Problem& p, const void* out, std::size_t elem_size);
+void validate(const Problem& p, const void* out);
 
 template <class Op, class T, class Acc>
 void reduce_cpu(const Problem& p, Acc* out);
@@ -64,7 +64,7 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
             stream_t stream = nullptr) {
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
-  detail::validate(p, out.data(), sizeof(Acc));
+  detail::validate(p, out.data());
   detail::check_workspace(ws, backend);
   if (backend == Backend::cpu) detail::reduce_cpu<Op, T, Acc>(p, out.data());
   else detail::reduce_cuda<Op, T, Acc>(p, out.data(), ws, stream);
@@ -76,7 +76,7 @@ template <class Op, class T, class Acc = T>
 void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
-  detail::validate(p, out.data(), sizeof(Acc));
+  detail::validate(p, out.data());
   detail::check_workspace(ws, Backend::cuda);
   detail::reduce_cuda_ladder<Op, T, Acc>(strategy, p, out.data(), ws, stream);
 }
