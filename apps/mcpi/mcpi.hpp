@@ -27,6 +27,7 @@
 // x*x + y*y <= 1 in float with each operation rounded (no fused multiply-add), so the CPU and the GPU
 // count exactly the same points.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -88,6 +89,21 @@ Result run_cpu(const Params& p, const ProgressFn& progress = {});
 Result run_cuda(const Params& p, int device, const ProgressFn& progress = {});
 
 namespace detail {
+/// The host backends' batch loop: hits(first, m) counts samples [first, first + m) of the run;
+/// each batch is recorded in r and reported to `progress`.
+template <class CountFn>
+void count_in_batches(std::int64_t n, std::int64_t batch, Result& r, const ProgressFn& progress, CountFn&& hits) {
+  for (std::int64_t done = 0; done < n;) {
+    const std::int64_t m = std::min(batch, n - done);
+    const std::int64_t h = hits(done, m);
+    r.batch_n.push_back(m);
+    r.batch_hits.push_back(h);
+    r.hits += h;
+    done += m;
+    if (progress) progress(done, r.hits);
+  }
+}
+
 /// Hits of samples [first, first + n) of the Philox layout above, on the CPU (OpenMP).
 std::int64_t philox_hits_cpu(std::uint64_t seed, std::int64_t first, std::int64_t n);
 /// cuRAND's host-side generator (CPU): creates the generator at sample `first` (setup), then counts

@@ -58,15 +58,9 @@ Result run_cpu(const Params& p, const ProgressFn& progress) {
     return detail::curand_host_hits(p.generator, p.seed, p.offset, p.n, p.batch, progress);
   Result r;
   HostTimer t;
-  for (std::int64_t done = 0; done < p.n;) {
-    const std::int64_t m = std::min(p.batch, p.n - done);
-    const std::int64_t h = detail::philox_hits_cpu(p.seed, p.offset + done, m);
-    r.batch_n.push_back(m);
-    r.batch_hits.push_back(h);
-    r.hits += h;
-    done += m;
-    if (progress) progress(done, r.hits);
-  }
+  detail::count_in_batches(p.n, p.batch, r, progress, [&](std::int64_t first, std::int64_t m) {
+    return detail::philox_hits_cpu(p.seed, p.offset + first, m);
+  });
   r.generate_count_s = t.seconds();
   return r;
 }

@@ -13,6 +13,7 @@
 #include "mcpi.hpp"
 #include "mcpi_curand.hpp"
 #include "sample.hpp"
+#include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
@@ -410,19 +411,7 @@ BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
   cudaStream_t s = stream.get();
   BenchReport rep;
   EventTimer t;
-  {  // the ceiling: device-to-device copy of 1 GiB, bytes read + written
-    const std::size_t bytes = std::size_t{1} << 30;
-    DeviceBuffer<char> src(bytes), dst(bytes);
-    src.fill_bytes(0x5A, s);
-    std::vector<double> times;
-    for (int i = 0; i <= repeats; ++i) {
-      t.start(s);
-      TALLY_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
-      t.stop(s);
-      if (i > 0) times.push_back(t.elapsed_s());  // the first is the warm-up
-    }
-    rep.copy_gbs = 2.0 * static_cast<double>(bytes) / median(times) * 1e-9;
-  }
+  rep.copy_gbs = tally::copy_bandwidth_gbs(std::size_t{1} << 30, repeats, s);  // the ceiling: 1 GiB, read + written
   DeviceBuffer<hits_t> d_out(1);
   struct Case {
     Generator g;

@@ -25,20 +25,15 @@ Result curand_host_hits(Generator g, std::uint64_t seed, std::int64_t first, std
   t.restart();
   const std::int64_t chunk = std::min<std::int64_t>(batch, std::int64_t{1} << 24);  // samples per call
   std::vector<float> buf(static_cast<std::size_t>(2 * chunk));
-  for (std::int64_t done = 0; done < n;) {
-    const std::int64_t bn = std::min(batch, n - done);
+  count_in_batches(n, batch, r, progress, [&](std::int64_t, std::int64_t bn) {  // the generator streams on
     std::int64_t bh = 0;
     for (std::int64_t c = 0; c < bn; c += chunk) {
       const std::int64_t m = std::min(chunk, bn - c);
       gen.uniforms(buf.data(), static_cast<std::size_t>(2 * m));
       bh += count_hits_cpu(buf.data(), m, is_quasi(g));
     }
-    r.batch_n.push_back(bn);
-    r.batch_hits.push_back(bh);
-    r.hits += bh;
-    done += bn;
-    if (progress) progress(done, r.hits);
-  }
+    return bh;
+  });
   r.generate_count_s = t.seconds();
   return r;
 }
