@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "solver.hpp"
+#include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
@@ -442,25 +443,7 @@ template std::unique_ptr<Solver<double>> make_cuda_solver<double>(const Problem&
 
 double cuda_copy_bandwidth_gbs(std::int64_t bytes, int repeats, int device) {
   TALLY_CUDA_TRY(cudaSetDevice(device));
-  cudaStream_t s = nullptr;
-  TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  std::vector<float> t;
-  {
-    DeviceBuffer<char> a(static_cast<std::size_t>(bytes)), b(static_cast<std::size_t>(bytes));
-    a.fill_bytes(0x5A, s);  // never time on zeros
-    b.fill_bytes(0x00, s);
-    EventTimer timer;
-    for (int rep = 0; rep < repeats + 2; ++rep) {  // two warm-ups
-      timer.start(s);
-      TALLY_CUDA_TRY(cudaMemcpyAsync(b.data(), a.data(), static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, s));
-      timer.stop(s);
-      const float ms = timer.elapsed_ms();
-      if (rep >= 2) t.push_back(ms);
-    }
-  }
-  cudaStreamDestroy(s);
-  std::sort(t.begin(), t.end());
-  return 2.0 * static_cast<double>(bytes) / (1e-3 * t[t.size() / 2]) / 1e9;
+  return tally::copy_bandwidth_gbs(static_cast<std::size_t>(bytes), repeats);
 }
 
 }  // namespace tally::heat2d

@@ -9,6 +9,7 @@
 
 #include "kernels.cuh"
 #include "matmul.hpp"
+#include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
@@ -122,10 +123,7 @@ class CudaEngine final : public Engine<T> {
     std::size_t free_b = 0, total_b = 0;
     TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_b / 4) & ~std::size_t{255};
-    DeviceBuffer<unsigned char> src(bytes), dst(bytes);
-    src.fill_bytes(0x5A, stream_);  // written memory, not fresh pages
-    const double t = time([&] { TALLY_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream_)); }, 2, 10, false);
-    return 2.0 * static_cast<double>(bytes) / t / 1e9;  // bytes read + bytes written
+    return tally::copy_bandwidth_gbs(bytes, 10, stream_);
   }
 
  private:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_info.hpp"
 #include "tally/common/device_timer.cuh"
@@ -130,21 +131,6 @@ class Bench {
     return median(t);
   }
 
-  /// Median of single timed calls (no graph): for the copy, whose graph node runs slower than the call.
-  double time_single_us(const std::function<void()>& f, int reps) {
-    f();
-    f();
-    EventTimer ev;
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      ev.start(stream_);
-      f();
-      ev.stop(stream_);
-      t.push_back(1e3 * ev.elapsed_ms());
-    }
-    return median(t);
-  }
-
   /// Copies of an input of `bytes` that rotate (enough to span 3 L2 sizes, within the pool).
   int copies_for(std::size_t bytes) const {
     const auto l2 = static_cast<std::size_t>(std::max<std::int64_t>(dev_.l2_bytes, 1 << 20));
@@ -186,9 +172,8 @@ class Bench {
     unsigned char* src = pool_.data();
     unsigned char* dst = pool_.data() + bytes;
     if (2 * bytes > pool_bytes_) dst = out_.data();
-    const double us = time_single_us([&] { TALLY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_)); },
-                                     o_.quick ? 5 : 15);
-    rep_.ceiling_gbs = 2.0 * static_cast<double>(bytes) / (us * 1e3);
+    rep_.ceiling_gbs = tally::copy_bandwidth_gbs(dst, src, bytes, o_.quick ? 5 : 15, stream_);  // plain calls: slower in a graph
+    const double us = 2.0 * static_cast<double>(bytes) / (rep_.ceiling_gbs * 1e3);
     rep_.ceiling_name = "cudaMemcpy D2D " + size_name(static_cast<std::int64_t>(bytes)) + " B (read + write)";
     Row r = make_row("copy", "cudaMemcpy D2D", "", "", "bytes", "", static_cast<std::int64_t>(bytes), 2.0 * double(bytes), 2.0 * double(bytes), us);
     add(r);
