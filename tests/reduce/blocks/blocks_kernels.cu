@@ -59,6 +59,15 @@ __global__ void gang_segments_kernel(const T* in, T* partials, unsigned int* tic
     for (int e = threadIdx.x; e < width; e += blockDim.x) out[g * width + e] = dev::gang_combine<Op>(seg, count, width, e);
 }
 
+template <class Op, class T>
+__global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_t<T>* cell, unsigned int* ticket, T* out) {
+  __shared__ dev::GangStorage<T> tmp;
+  T local = Op::template identity<T>();
+  for (auto i : dev::grid_stride_range(n)) local = Op::template combine<T>(local, in[i]);
+  T r;
+  if (dev::gang_reduce_select<Op>(local, cell, ticket, r, tmp) && threadIdx.x == 0) *out = r;
+}
+
 }  // namespace
 
 template <class Op, class T>
@@ -102,6 +111,30 @@ void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_o
   TALLY_CHECK_LAUNCH();
 }
 
+template <class Op, class T>
+void gang_select_arm(void* d_cell) {
+  const auto key = dev::select_identity_key<Op, T>();
+  TALLY_CUDA_TRY(cudaMemcpy(d_cell, &key, sizeof key, cudaMemcpyHostToDevice));
+}
+
+template <class Op, class T>
+bool gang_select_armed(const void* d_cell) {
+  dev::select_key_t<T> key{};
+  TALLY_CUDA_TRY(cudaMemcpy(&key, d_cell, sizeof key, cudaMemcpyDeviceToHost));
+  return key == dev::select_identity_key<Op, T>();
+}
+
+template <class Op, class T>
+void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks, int threads) {
+  gang_select_kernel<Op, T><<<blocks, threads>>>(d_in, n, static_cast<dev::select_key_t<T>*>(d_cell), d_ticket, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+
+#define TALLY_BLOCKS_SELECT(Op, T)                   \
+  template void gang_select_arm<Op, T>(void*);       \
+  template bool gang_select_armed<Op, T>(const void*); \
+  template void gang_select<Op, T>(const T*, std::int64_t, void*, unsigned int*, T*, int, int);
+
 #define TALLY_BLOCKS_INSTANTIATE(Op, T)                                                                   \
   template void block_reduce<Op, T>(const T*, T*, int, int, int);                                        \
   template void group_reduce<Op, T>(const T*, T*, int, bool, int);                                       \
@@ -112,9 +145,13 @@ void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_o
   TALLY_BLOCKS_INSTANTIATE(tally::reduce::Sum, T)   \
   TALLY_BLOCKS_INSTANTIATE(tally::reduce::Prod, T)  \
   TALLY_BLOCKS_INSTANTIATE(tally::reduce::Max, T)   \
-  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Min, T)
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Min, T)  \
+  TALLY_BLOCKS_SELECT(tally::reduce::Max, T)       \
+  TALLY_BLOCKS_SELECT(tally::reduce::Min, T)
 TALLY_BLOCKS_OPS(int)
 TALLY_BLOCKS_OPS(float)
 TALLY_BLOCKS_OPS(double)
+TALLY_BLOCKS_SELECT(tally::reduce::Max, std::int64_t)
+TALLY_BLOCKS_SELECT(tally::reduce::Min, std::int64_t)
 
 }  // namespace tally::test::blocks

@@ -28,4 +28,13 @@ template <class Op, class T>
 void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_out, int nseg, int count, int width,
                    int threads);
 
+/// *d_out = gang_reduce_select (max / min through one atomic cell) over in[0, n). d_cell: 4 or 8 bytes
+/// (the key of T), armed once by gang_select_arm; gang_select_armed tells whether it is re-armed.
+template <class Op, class T>
+void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks, int threads);
+template <class Op, class T>
+void gang_select_arm(void* d_cell);
+template <class Op, class T>
+bool gang_select_armed(const void* d_cell);
+
 }  // namespace tally::test::blocks

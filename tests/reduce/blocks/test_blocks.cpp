@@ -167,6 +167,48 @@ void check_gang_segments() {
   }
 }
 
+/// gang_reduce_select on random input salted with the values whose keys are easy to get wrong
+/// (+-0, +-inf, the extremes, denormals), over several grids and three launches that reuse the cell
+/// and ticket; then a NaN anywhere must win.
+template <class Op, class T>
+void check_gang_select() {
+  DeviceBuffer<unsigned int> ticket(1);
+  ticket.fill_bytes(0);
+  DeviceBuffer<std::uint64_t> cell(1);
+  blk::gang_select_arm<Op, T>(cell.data());
+  const std::array<std::array<int, 2>, 4> configs = {{{1, 96}, {7, 1000}, {133, 32}, {264, 256}}};
+  for (auto [blocks, threads] : configs) {
+    DeviceBuffer<T> out(1);
+    for (int launch = 0; launch < 3; ++launch) {
+      const std::size_t n = 100003 + static_cast<std::size_t>(launch) * 777;
+      auto h = make_input<Op, T>(n);
+      std::vector<T> special = {std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max(), T(0), T(1), T(-1)};
+      if constexpr (std::is_floating_point_v<T>)
+        special.insert(special.end(), {-T(0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                                       std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min()});
+      // Launch 0 keeps the random input (its extremes are ordinary values); later ones add specials.
+      if (launch > 0)
+        for (std::size_t s = 0; s < special.size(); ++s) h[(s * 7919 + static_cast<std::size_t>(launch)) % n] = special[s];
+      DeviceBuffer<T> in{std::span<const T>(h)};
+      out.fill_bytes(0xFF);
+      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(n), cell.data(), ticket.data(), out.data(), blocks, threads);
+      check_value<Op, T>(out.to_host()[0], h,
+                         "gang_reduce_select, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) + ", launch " + std::to_string(launch));
+      REQUIRE(ticket.to_host()[0] == 0u);
+      REQUIRE(blk::gang_select_armed<Op, T>(cell.data()));
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      auto h = make_input<Op, T>(4099);
+      h[static_cast<std::size_t>(blocks) % h.size()] = std::numeric_limits<T>::quiet_NaN();
+      DeviceBuffer<T> in{std::span<const T>(h)};
+      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(h.size()), cell.data(), ticket.data(), out.data(), blocks, threads);
+      INFO("gang_reduce_select with one NaN, " << blocks << " blocks x " << threads);
+      REQUIRE(std::isnan(out.to_host()[0]));
+      REQUIRE(blk::gang_select_armed<Op, T>(cell.data()));
+    }
+  }
+}
+
 template <class T>
 void for_each_op_check() {
   check_block_reduce<Sum, T>(), check_block_reduce<Prod, T>(), check_block_reduce<Max, T>(), check_block_reduce<Min, T>();
@@ -174,6 +216,7 @@ void for_each_op_check() {
   check_worker_reduce<Sum, T>(), check_worker_reduce<Prod, T>(), check_worker_reduce<Max, T>(), check_worker_reduce<Min, T>();
   check_gang_reduce<Sum, T>(), check_gang_reduce<Prod, T>(), check_gang_reduce<Max, T>(), check_gang_reduce<Min, T>();
   check_gang_segments<Sum, T>(), check_gang_segments<Prod, T>(), check_gang_segments<Max, T>(), check_gang_segments<Min, T>();
+  check_gang_select<Max, T>(), check_gang_select<Min, T>();
 }
 
 }  // namespace
@@ -181,6 +224,8 @@ void for_each_op_check() {
 TEST_CASE("device blocks on int: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<int>(); }
 TEST_CASE("device blocks on float: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<float>(); }
 TEST_CASE("device blocks on double: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<double>(); }
+
+TEST_CASE("gang_reduce_select on int64", "[blocks][gpu]") { check_gang_select<Max, std::int64_t>(), check_gang_select<Min, std::int64_t>(); }
 
 TEST_CASE("gang_reduce is bitwise reproducible", "[blocks][gpu][determinism]") {
   const std::size_t n = (std::size_t{1} << 20) + 7;

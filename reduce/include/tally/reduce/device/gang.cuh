@@ -22,8 +22,16 @@
 // whose K loop is split across blocks): every block writes its `width` partial values to
 // d_partials[index_in_segment * width + e], calls gang_arrive() on the segment's ticket, and the
 // block that gets true reads each output e with gang_combine().
+//
+// Selecting form, for max and min only (gang_reduce_select): these operators return one of their
+// arguments, so the order in which blocks join cannot change the result. Each block joins its value
+// into ONE cell with an integer atomic on an order-preserving key, and the last block only reads that
+// cell: no per-block partials and no fold over them, which matters when the reduction is fused into
+// a bandwidth-bound sweep whose every microsecond counts (heat2d's residual). Deterministic too.
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/device/worker.cuh"
@@ -83,6 +91,82 @@ __device__ __forceinline__ bool gang_reduce(T x, T* d_partials, unsigned int* d_
   acc = block_reduce<Op>(acc, tmp.block);
   if (block_thread_rank() == 0) result = acc;
   return true;
+}
+
+// ---- selecting form: max / min through one atomic cell ---------------------------------------------
+
+/// The unsigned integer that carries a T as an order-preserving key.
+template <class T>
+using select_key_t = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+
+/// Key of x such that key order equals Op's order on T, with NaN the key that always wins (the
+/// largest for Max, the smallest for Min), so the cell propagates NaN like Max::combine does.
+/// Host and device: the host computes the cell's initial value (select_identity_key).
+template <class Op, class T>
+TALLY_HD select_key_t<T> select_key(T x) {
+  static_assert(std::is_same_v<Op, Max> || std::is_same_v<Op, Min>, "gang_reduce_select: Max or Min only");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "gang_reduce_select: 4- or 8-byte types");
+  using K = select_key_t<T>;
+  constexpr K sign = K(1) << (8 * sizeof(T) - 1);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (is_nan(x)) return std::is_same_v<Op, Max> ? ~K(0) : K(0);
+    K u;
+    std::memcpy(&u, &x, sizeof u);
+    return (u & sign) ? ~u : (u | sign);  // negatives reversed below the positives
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<K>(x) ^ sign;
+  } else {
+    return static_cast<K>(x);
+  }
+}
+
+/// The value a key stands for (NaN keys give a quiet NaN).
+template <class Op, class T>
+TALLY_HD T select_value(select_key_t<T> k) {
+  using K = select_key_t<T>;
+  constexpr K sign = K(1) << (8 * sizeof(T) - 1);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (k == (std::is_same_v<Op, Max> ? ~K(0) : K(0))) return detail::numeric_limits<T>::quiet_NaN();
+    const K u = (k & sign) ? (k & ~sign) : ~k;
+    T x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<T>(k ^ sign);
+  } else {
+    return static_cast<T>(k);
+  }
+}
+
+/// What the cell must hold before the first launch (the last block re-arms it to this).
+template <class Op, class T>
+TALLY_HD select_key_t<T> select_identity_key() {
+  return select_key<Op, T>(Op::template identity<T>());
+}
+
+/// Scalar max or min across the grid, one launch: each block's value is joined into `d_cell` by an
+/// atomic on its key, then the block takes a ticket; the last block reads the cell and re-arms it
+/// (and the ticket) for the next launch. Returns true in every thread of the last block, whose
+/// thread 0 holds the result. d_cell starts at select_identity_key<Op, T>(), d_ticket at 0.
+template <class Op, class T>
+__device__ __forceinline__ bool gang_reduce_select(T x, select_key_t<T>* d_cell, unsigned int* d_ticket, T& result,
+                                                   GangStorage<T>& tmp, std::int64_t nblocks = grid_blocks()) {
+  const T block_value = block_reduce<Op>(x, tmp.block);
+  if (block_thread_rank() == 0) {
+    const auto key = select_key<Op, T>(block_value);
+    if constexpr (std::is_same_v<Op, Max>) atomicMax(d_cell, key);
+    else atomicMin(d_cell, key);
+    __threadfence();  // the join is performed before this block's ticket is taken
+    const bool last = atomicAdd(d_ticket, 1u) == static_cast<unsigned int>(nblocks) - 1;
+    tmp.last = last;
+    if (last) {
+      *d_ticket = 0;
+      __threadfence();  // every block's join precedes its ticket, and so this read
+      result = select_value<Op, T>(atomicExch(d_cell, select_identity_key<Op, T>()));
+    }
+  }
+  __syncthreads();
+  return tmp.last;
 }
 
 }  // namespace tally::reduce::device
