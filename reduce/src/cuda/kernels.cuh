@@ -75,7 +75,9 @@ __device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_
 }
 
 /// acc folded with the V-vectors at row[i] for i = begin, begin + step, ... < end, in order, with
-/// kUnroll loads in flight.
+/// kUnroll loads in flight. The tail (fewer than kUnroll left) is one batch of predicated loads, not
+/// a loop of dependent ones: rows of a few thousand bytes are mostly tail, and a warp waits for its
+/// slowest lane (innermost extent 1000 ran at 0.83 of the full reduction with the loop).
 template <class Op, class Acc, int V, class T>
 __device__ __forceinline__ Acc fold_row(Acc acc, const T* row, std::int64_t begin, std::int64_t end, std::int64_t step) {
   std::int64_t i = begin;
@@ -86,7 +88,13 @@ __device__ __forceinline__ Acc fold_row(Acc acc, const T* row, std::int64_t begi
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
   }
-  for (; i < end; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
+  device::Vec<T, V> v[kUnroll - 1];
+#pragma unroll
+  for (int u = 0; u < kUnroll - 1; ++u)
+    if (i + u * step < end) v[u] = device::load_vec<V>(row + i + u * step);
+#pragma unroll
+  for (int u = 0; u < kUnroll - 1; ++u)
+    if (i + u * step < end) acc = device::fold<Op, Acc>(acc, v[u]);
   return acc;
 }
 
@@ -209,20 +217,29 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     const std::int64_t q0 = (s / a.Si) * a.qchunk, q1 = min(p.rows, q0 + a.qchunk);
     const T* base = in + out_offset(p, o);
     Acc acc = Op::template identity<Acc>();
-    if (a.X == kBlock) {
-      // Long rows: each row chunk's column range [c0, c1), kUnroll vector loads in flight per thread.
+    if (a.Si > 1 || p.n > std::int64_t{a.X} * V) {
+      // Long rows (X == kBlock): each row chunk's column range [c0, c1), kUnroll vector loads in
+      // flight per thread.
       const std::int64_t c0 = (s % a.Si) * a.ichunk, c1 = min(p.n, c0 + a.ichunk);
       constexpr std::int64_t step = std::int64_t{kBlock} * V;
       for (std::int64_t q = q0; q < q1; ++q)
         acc = fold_row<Op, Acc, V>(acc, base + row_offset(p, q), c0 + std::int64_t{threadIdx.x} * V, c1, step);
     } else {
+      // Rows of at most the block's vectors: X lanes along a row, each at most one vector of it, Y
+      // rows at a time; UQ rows' loads in flight per thread (in row order, as folded).
       const int x = static_cast<int>(threadIdx.x) & (a.X - 1);
       const int y = static_cast<int>(threadIdx.x) / a.X, Y = kBlock / a.X;
-#pragma unroll 4
-      for (std::int64_t q = q0 + y; q < q1; q += Y) {
-        const T* row = base + row_offset(p, q);
-        for (std::int64_t i = std::int64_t{x} * V; i < p.n; i += std::int64_t{a.X} * V)
-          acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
+      constexpr int UQ = sizeof(T) * V >= 16 ? 4 : 8;
+      if (std::int64_t{x} * V < p.n) {
+        for (std::int64_t q = q0 + y; q < q1; q += std::int64_t{UQ} * Y) {
+          device::Vec<T, V> v[UQ];
+#pragma unroll
+          for (int u = 0; u < UQ; ++u)
+            if (q + std::int64_t{u} * Y < q1) v[u] = device::load_vec<V>(base + row_offset(p, q + std::int64_t{u} * Y) + std::int64_t{x} * V);
+#pragma unroll
+          for (int u = 0; u < UQ; ++u)
+            if (q + std::int64_t{u} * Y < q1) acc = device::fold<Op, Acc>(acc, v[u]);
+        }
       }
     }
     acc = device::block_reduce<Op>(acc, tmp.block);
