@@ -75,10 +75,11 @@ __device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_
 }
 
 /// acc folded with the V-vectors at row[i] for i = begin, begin + step, ... < end, in order, with
-/// kUnroll loads in flight. The tail (fewer than kUnroll left) is one batch of predicated loads, not
-/// a loop of dependent ones: rows of a few thousand bytes are mostly tail, and a warp waits for its
-/// slowest lane (innermost extent 1000 ran at 0.83 of the full reduction with the loop).
-template <class Op, class Acc, int V, class T>
+/// kUnroll loads in flight. BatchTail: the tail (fewer than kUnroll left) is one batch of predicated
+/// loads, not a loop of dependent ones, for rows of a few thousand bytes, which are mostly tail (a
+/// warp waits for its slowest lane: innermost extent 1000 ran at 0.83 of the full reduction with
+/// the loop). Long rows keep the loop: the batch's registers made the block kernel spill.
+template <class Op, class Acc, int V, bool BatchTail = false, class T>
 __device__ __forceinline__ Acc fold_row(Acc acc, const T* row, std::int64_t begin, std::int64_t end, std::int64_t step) {
   std::int64_t i = begin;
   for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
@@ -88,13 +89,17 @@ __device__ __forceinline__ Acc fold_row(Acc acc, const T* row, std::int64_t begi
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc = device::fold<Op, Acc>(acc, v[u]);
   }
-  device::Vec<T, V> v[kUnroll - 1];
+  if constexpr (BatchTail) {
+    device::Vec<T, V> v[kUnroll - 1];
 #pragma unroll
-  for (int u = 0; u < kUnroll - 1; ++u)
-    if (i + u * step < end) v[u] = device::load_vec<V>(row + i + u * step);
+    for (int u = 0; u < kUnroll - 1; ++u)
+      if (i + u * step < end) v[u] = device::load_vec<V>(row + i + u * step);
 #pragma unroll
-  for (int u = 0; u < kUnroll - 1; ++u)
-    if (i + u * step < end) acc = device::fold<Op, Acc>(acc, v[u]);
+    for (int u = 0; u < kUnroll - 1; ++u)
+      if (i + u * step < end) acc = device::fold<Op, Acc>(acc, v[u]);
+  } else {
+    for (; i < end; i += step) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(row + i));
+  }
   return acc;
 }
 
@@ -166,7 +171,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       if (o < p.n_out) {
         const T* base = in + out_offset(p, o);
         for (std::int64_t q = 0; q < p.rows; ++q)
-          acc[u] = fold_row<Op, Acc, V>(acc[u], base + row_offset(p, q), std::int64_t{lane} * V, p.n, std::int64_t{G} * V);
+          acc[u] = fold_row<Op, Acc, V, true>(acc[u], base + row_offset(p, q), std::int64_t{lane} * V, p.n, std::int64_t{G} * V);
       }
     }
 #pragma unroll
