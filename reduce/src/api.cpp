@@ -67,8 +67,7 @@ Strategy parse_strategy(std::string_view name) {
 
 std::string Tuning::to_string() const {
   std::ostringstream s;
-  s << "Tuning{block_threads=" << block_threads << ", blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count
-    << ", single_launch_max=" << single_launch_max << "}";
+  s << "Tuning{block_threads=" << block_threads << ", blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count << "}";
   return s.str();
 }
 

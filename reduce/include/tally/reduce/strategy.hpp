@@ -36,7 +36,6 @@ struct Tuning {
   int block_threads = 256;      ///< threads per block
   int blocks_per_sm = 8;        ///< resident blocks per SM the grid is sized for
   int sm_count = 0;             ///< multiprocessors of the device
-  int single_launch_max = 1 << 20;  ///< below this many elements per output, no split across blocks is needed
   [[nodiscard]] std::string to_string() const;
 };
 
