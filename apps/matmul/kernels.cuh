@@ -298,6 +298,36 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
 // ---- gang: K split across blocks (blockIdx.y), tile partials combined by the last block ---------------
 // Every block writes its BM x BN partial tile, takes the tile's ticket (gang_arrive); the last of the
 // `ksplit` blocks sums the partials in block order (gang_combine): bitwise reproducible.
+
+/// The last block's part: C tile (row0, col0) = the `ksplit` partial tiles of `segment` (BM x BN each,
+/// row-major) summed in block order. gang_combine over 8 blocks at a time, for 2 elements at once: 16
+/// independent loads in flight per thread (the partials of hundreds of blocks are read by this one block).
+template <class T, int BM, int BN, int Threads>
+__device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T* __restrict__ d_c, idx m, idx n,
+                                                 idx row0, idx col0) {
+  constexpr idx width = idx{BM} * BN;
+  constexpr idx batch = 8;
+  constexpr int per_thread = width / Threads >= 2 ? 2 : 1;
+  static_assert(width % (Threads * per_thread) == 0, "combine mapping");
+  for (idx e0 = dev::block_thread_rank(); e0 < width; e0 += Threads * per_thread) {
+    T total[per_thread];
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) total[q] = Sum::identity<T>();
+    idx b = 0;
+    for (; b + batch <= ksplit; b += batch)
+#pragma unroll
+      for (int q = 0; q < per_thread; ++q)
+        total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, batch, width, e0 + q * Threads));
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) {
+      total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e0 + q * Threads));
+      const idx e = e0 + q * Threads;
+      const idx r = row0 + e / BN, c = col0 + e % BN;
+      if (r < m && c < n) d_c[r * n + c] = total[q];
+    }
+  }
+}
+
 template <class T, class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                             T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
@@ -321,30 +351,7 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
       for (int j = 0; j < Cfg::TN; ++j) mine[p.row_of(i) * Cfg::BN + p.col_of(j)] = p.acc[i][j];
   }
   if (!dev::gang_arrive(d_tickets + tile, static_cast<unsigned int>(ksplit), last)) return;
-  const T* segment = d_partials + tile * ksplit * width;
-  // gang_combine over 8 blocks at a time, for 2 elements at once: 16 independent loads in flight
-  // per thread (the partials of hundreds of blocks are read by this one block). The order of
-  // combination is fixed: bitwise reproducible.
-  constexpr idx batch = 8;
-  constexpr int per_thread = width / Cfg::threads >= 2 ? 2 : 1;
-  static_assert(width % (Cfg::threads * per_thread) == 0, "combine mapping");
-  for (idx e0 = dev::block_thread_rank(); e0 < width; e0 += Cfg::threads * per_thread) {
-    T total[per_thread];
-#pragma unroll
-    for (int q = 0; q < per_thread; ++q) total[q] = Sum::identity<T>();
-    idx b = 0;
-    for (; b + batch <= ksplit; b += batch)
-#pragma unroll
-      for (int q = 0; q < per_thread; ++q)
-        total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, batch, width, e0 + q * Cfg::threads));
-#pragma unroll
-    for (int q = 0; q < per_thread; ++q) {
-      total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e0 + q * Cfg::threads));
-      const idx e = e0 + q * Cfg::threads;
-      const idx r = row0 + e / Cfg::BN, c = col0 + e % Cfg::BN;
-      if (r < m && c < n) d_c[r * n + c] = total[q];
-    }
-  }
+  combine_partials<T, Cfg::BM, Cfg::BN, Cfg::threads>(d_partials + tile * ksplit * width, ksplit, d_c, m, n, row0, col0);
 }
 
 // ---- the reference: double-double accumulation, K split over blockIdx.y -----------------------------

@@ -174,32 +174,38 @@ class CudaEngine final : public Engine<T> {
     TALLY_CHECK_LAUNCH();
   }
 
-  template <class Cfg>
-  void launch_gang() {
-    using L = k::TileLayout<T, Cfg>;
-    auto kernel = k::gang_level<T, Cfg>;
-    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::smem_bytes)));
+  // The gang level: K split across blocks (grid.y), one wave of the machine (every block resident, so
+  // none waits for a second wave while the last block combines), K split at least in two, each split
+  // a whole number of bk slices; no empty split. `kernel` has gang_level's arguments.
+  template <class Kernel>
+  void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b) {
+    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     int per_sm = 0;
-    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::threads, L::smem_bytes));
-    const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
-    // One full wave of the machine (every block resident, so none waits for a second wave while the
-    // last block combines), K split at least in two, each split a whole number of BK slices; no empty split.
-    const idx slices = (s_.k + Cfg::BK - 1) / Cfg::BK;
+    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
+    const idx tiles = ((s_.m + bm - 1) / bm) * ((s_.n + bn - 1) / bn);
+    const idx slices = (s_.k + bk - 1) / bk;
     const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
     idx ksplit = split_k_ > 0 ? std::min<idx>(split_k_, 65535) : std::clamp<idx>((want + tiles - 1) / tiles, 2, 65535);
     ksplit = std::min(ksplit, slices);
-    const idx chunk = ((slices + ksplit - 1) / ksplit) * Cfg::BK;
+    const idx chunk = ((slices + ksplit - 1) / ksplit) * bk;
     ksplit = (s_.k + chunk - 1) / chunk;
-    const auto width = static_cast<std::size_t>(Cfg::BM * Cfg::BN);
+    const auto width = static_cast<std::size_t>(bm) * static_cast<std::size_t>(bn);
     if (partials_.size() < static_cast<std::size_t>(tiles * ksplit) * width)
       partials_ = DeviceBuffer<T>(static_cast<std::size_t>(tiles * ksplit) * width);
     if (tickets_.size() < static_cast<std::size_t>(tiles)) {
       tickets_ = DeviceBuffer<unsigned int>(static_cast<std::size_t>(tiles));
       tickets_.fill_bytes(0, stream_);  // zero once; the last block of each tile re-arms its ticket
     }
-    kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), dim3(Cfg::group_threads, Cfg::G), L::smem_bytes, stream_>>>(
-        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, chunk, partials_.data(), tickets_.data(), s_.k % L::V == 0, s_.n % L::V == 0);
+    kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), block, smem, stream_>>>(
+        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, chunk, partials_.data(), tickets_.data(), vec_a, vec_b);
     TALLY_CHECK_LAUNCH();
+  }
+
+  template <class Cfg>
+  void launch_gang() {
+    using L = k::TileLayout<T, Cfg>;
+    launch_split_k(k::gang_level<T, Cfg>, Cfg::BM, Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::G), L::smem_bytes,
+                   s_.k % L::V == 0, s_.n % L::V == 0);
   }
 
   void launch(Level level) {
