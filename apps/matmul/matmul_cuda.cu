@@ -1,14 +1,17 @@
 // The CUDA backend: device buffers, launches of the level kernels (kernels.cuh), cuBLAS without TF32,
-// the device reference and the copy-bandwidth ceiling.
+// the device reference and the copy-bandwidth ceiling. The gang level's Gram case (32 < max(M, N) <= 64)
+// runs its block products on the tensor cores (tensor_core.cuh) on sm_80 and later.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels.cuh"
 #include "matmul.hpp"
+#include "tensor_core.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -36,6 +39,10 @@ using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
 using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
 using Ts16 = k::TileConfig<16, 16, 128, 4, 4, 16>;
 using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
+// Tensor-core Gram tiles: C up to 64 x 64, 32 x 32 per warp, 2 worker groups splitting each slice
+// (256 threads), 4 slices of shared memory (3 in flight: 48 KiB per block, 2 blocks per SM).
+using TcFloat = k::tc::TcConfig<k::tc::Tf32x3<false>, 64, 64, 32, 32, 2, 32, 4, 2>;
+using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -208,6 +215,21 @@ class CudaEngine final : public Engine<T> {
                    s_.k % L::V == 0, s_.n % L::V == 0);
   }
 
+  template <class Cfg>
+  void launch_gang_tc() {
+    const bool vec_a = s_.k % Cfg::CH == 0, vec_b = s_.n % Cfg::CH == 0;
+    launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM, Cfg::BN,
+                   Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
+  }
+
+  /// The tensor-core Gram path: max(M, N) in (32, 64] (a smaller C does less arithmetic per byte and
+  /// keeps the CUDA-core tiles), sm_80+ (TF32 and DMMA mma.sync), K large enough to matter.
+  [[nodiscard]] bool use_tensor_cores() const {
+    using Cfg = std::conditional_t<sizeof(T) == 4, TcFloat, TcDouble>;
+    const idx big = std::max(s_.m, s_.n);
+    return big > 32 && big <= Cfg::BM && big <= Cfg::BN && prop_.major >= 8 && s_.k >= Cfg::min_k;
+  }
+
   void launch(Level level) {
     const idx mn = s_.m * s_.n;
     switch (level) {
@@ -230,7 +252,11 @@ class CudaEngine final : public Engine<T> {
           else launch_gang<Ts16>();
         }
         else if (big <= 32) launch_gang<Ts32>();
-        else if (big <= 64) launch_gang<Ts64>();
+        else if (big <= 64) {
+          if (!use_tensor_cores()) launch_gang<Ts64>();
+          else if constexpr (sizeof(T) == 4) launch_gang_tc<TcFloat>();
+          else launch_gang_tc<TcDouble>();
+        }
         else launch_gang<Big>();
         return;
       }

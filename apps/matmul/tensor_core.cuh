@@ -1,0 +1,383 @@
+#pragma once
+// Tensor-core block products for the gang level's Gram case (C of at most 64 x 64, K in the
+// millions): the same split-K scheme as gang_level (K split over blockIdx.y, partial C tiles, the
+// gang_arrive ticket, the combine in block order), with the block's product on the tensor cores.
+//
+//   double: DMMA (mma.sync m16n8k{4,8,16}.f64 on sm_90, two m8n8k4 per k-group of 4 before), exact
+//           FP64 FMAs: the error model of the CUDA-core path.
+//   float:  3xTF32: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); C += lo_a hi_b + hi_a lo_b
+//           + hi_a hi_b on m16n8k8 TF32 MMAs with FP32 accumulators (never plain TF32). See Tf32x3.
+//
+// A block stages BK-deep K slices of A (BM x BK, rows contiguous along K) and B (BK x BN, rows along
+// N) in shared memory with 16-byte cp.async, `stages` deep, so that (stages - 1) slices per block are
+// in flight while one is multiplied. Rows of A beyond M, columns of B beyond N and K beyond the
+// block's range are zero-filled by cp.async (src-size < 16), so the MMA tiles need no bounds checks.
+// Warps: (BM / WM) x (BN / WN) warp tiles of C per worker group, KG groups (threadIdx.y) splitting
+// each slice's K steps; the groups' tiles are combined by worker_reduce (in group order).
+//
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"; g = lane / 4, t = lane % 4): for
+// m16n8kKM, A register i holds A(g + 8 (i % 2), t + 4 (i / 2)), B register j holds B(t + 4 j, g), and
+// C register i holds C(g + 8 (i / 2), 2 t + i % 2). m8n8k4.f64: A(g, t), B(t, g), C(g, 2 t + i), i.e.
+// the upper half of the m16n8k4 layout, so an m16n8k4 is two m8n8k4 on rows g and g + 8.
+
+#include <cstdint>
+
+#include "kernels.cuh"
+
+namespace tally::matmul::kernels::tc {
+
+// ---- cp.async: global -> shared without registers, zero-filling what lies outside the matrix ------
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+/// Copies `bytes` (0 .. Size) from src and zero-fills the rest of the Size bytes at dst. With bytes = 0
+/// nothing is read (src must still be a valid address).
+template <int Size>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int bytes) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (Size == 16)  // .cg: L2 only, the stream is read once
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(Size), "r"(bytes) : "memory");
+#else
+  __trap();  // the host launches the tensor-core kernels on sm_80 and later only
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+// ---- double: DMMA -----------------------------------------------------------------------------------
+/// m16n8kKM in FP64 with the layout above (KM = 4, 8 or 16). Native on sm_90; on sm_80/86/89 as two
+/// m8n8k4 per k-group of 4 (rows g and g + 8). Every product is an exact FP64 FMA (.rn).
+template <int KM>
+struct Dmma {
+  using T = double;
+  static constexpr int km = KM;
+  static constexpr bool promote = false;  // FP64 MMAs round to nearest: accumulate in place
+  // Row paddings (elements) that make the fragment loads conflict-free: 8-byte loads, 16 lanes per
+  // wavefront (g in 0..3, t in 0..3); A: (g sa + t) mod 16 distinct for sa = 4 (mod 16), B likewise.
+  static constexpr int a_pad = 4, b_pad = 4;
+  static constexpr bool a_pad_ok(int sa) { return sa % 16 == 4; }
+  static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
+  struct AFrag { double v[KM / 2]; };
+  struct BFrag { double v[KM / 4]; };
+
+  /// p: A(row0, k0) in shared memory, row stride sa.
+  __device__ __forceinline__ static void load_a(AFrag& f, const double* p, int sa, int lane) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < KM / 2; ++i) f.v[i] = p[(g + 8 * (i % 2)) * sa + t + 4 * (i / 2)];
+  }
+  /// p: B(k0, col0) in shared memory, row stride sb.
+  __device__ __forceinline__ static void load_b(BFrag& f, const double* p, int sb, int lane) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int j = 0; j < KM / 4; ++j) f.v[j] = p[(t + 4 * j) * sb + g];
+  }
+
+  __device__ __forceinline__ static void mma(double (&d)[4], const AFrag& a, const BFrag& b) {
+#if __CUDA_ARCH__ >= 900
+    if constexpr (KM == 4)
+      asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a.v[0]), "d"(a.v[1]), "d"(b.v[0]));
+    else if constexpr (KM == 8)
+      asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(b.v[0]), "d"(b.v[1]));
+    else
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                   "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(a.v[4]), "d"(a.v[5]), "d"(a.v[6]),
+                     "d"(a.v[7]), "d"(b.v[0]), "d"(b.v[1]), "d"(b.v[2]), "d"(b.v[3]));
+#elif __CUDA_ARCH__ >= 800
+#pragma unroll
+    for (int j = 0; j < KM / 4; ++j) {  // k-group j: A registers 2j (row g) and 2j + 1 (row g + 8)
+      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                   : "+d"(d[0]), "+d"(d[1]) : "d"(a.v[2 * j]), "d"(b.v[j]));
+      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                   : "+d"(d[2]), "+d"(d[3]) : "d"(a.v[2 * j + 1]), "d"(b.v[j]));
+    }
+#else
+    __trap();
+#endif
+  }
+};
+
+// ---- float: 3xTF32 ----------------------------------------------------------------------------------
+/// FP32 products from TF32 MMAs (m16n8k8, FP32 accumulators), error-compensated: with
+/// x = hi + lo, a b ~ lo_a hi_b + hi_a lo_b + hi_a hi_b (lo_a lo_b dropped).
+///
+/// The split. hi = rna_tf32(x) in two integer operations (add half a TF32 ulp to the magnitude, clear
+/// the 13 low bits; cvt.rna.tf32.f32 is emulated on sm_90 with 4, and the split is most of the
+/// kernel's CUDA-core work); x - hi is exact in FP32. RoundLo = false passes lo = x - hi as it is: the
+/// tensor core reads an FP32 register as TF32 by dropping the 13 low bits (CUTLASS's big + small
+/// 3xTF32 relies on the same), so lo enters truncated. RoundLo = true rounds lo first (cvt.rna for
+/// hi, which keeps Inf and NaN, and the integer rounding for lo): 4 more operations per element.
+///
+/// Why the error stays within tolerance<float>(K) = u (1 + min(K, 10 sqrt K)), u = 2^-24:
+///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi|
+///    (truncated; 2^-11 rounded) of x - hi, so the dropped terms (lo_a lo_b and the two residuals)
+///    are below 5 * 2^-22 |a||b| = 20u |a||b| (12u rounded).
+///  * TF32 x TF32 products (11-bit significands) are exact in the tensor core; how it adds them to C
+///    is not IEEE (truncation after alignment was measured on A100 and H100), so we assume only a
+///    faithful sum per MMA, error <= 2u (|C| + sum |products|), and keep its bias from building up
+///    by restarting the tensor-core accumulator from zero at every k-step: a chain of 3 MMAs whose
+///    first two add terms 2^-11 smaller, so <= 2u (1 + 2^-9) sum |a||b| over the step's 8 products.
+///  * each chain's result is added to an FP32 register accumulator with round-to-nearest (then
+///    worker_reduce and the ordered gang combine, also RN): the model of the CUDA-core path, over
+///    about K / 8 terms instead of K, so at most u min(K / 8, 10 sqrt(K / 8)) sum |a||b|.
+///  Total <= u (22.1 + min(K / 8, 3.6 sqrt K)) sum |a||b|, within the tolerance for K >= 24; the host
+///  uses this path for K >= TcConfig::min_k only. A NaN input gives NaN (it reaches lo); an Inf input
+///  gives NaN too (inf - inf in the split) where the CUDA-core path gives Inf or NaN.
+template <bool RoundLo>
+struct Tf32x3 {
+  using T = float;
+  static constexpr int km = 8;
+  static constexpr bool promote = true;  // see above: chains of one k-step, folded into FP32 with RN
+  // K-slot relabelling: slot j of lane t (k = t + 4 j in the PTX layout) is taken at physical k 2 t + j,
+  // for A and B alike (a permutation of the contraction index), so a lane's two A values of a row are
+  // adjacent: one 8-byte load. Paddings for conflict-free loads: A, 8-byte loads of 16 lanes:
+  // (g sa / 2 + t) mod 16 distinct for sa = 8 (mod 32); B, 4-byte loads of 32 lanes:
+  // (2 t sb + g) mod 32 distinct for sb = 4 (mod 16).
+  static constexpr int a_pad = 8, b_pad = 4;
+  static constexpr bool a_pad_ok(int sa) { return sa % 32 == 8; }
+  static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
+  struct AFrag { std::uint32_t hi[4], lo[4]; };
+  struct BFrag { std::uint32_t hi[2], lo[2]; };
+
+  __device__ __forceinline__ static std::uint32_t rna_tf32(std::uint32_t bits) { return (bits + 0x1000u) & 0xFFFFE000u; }
+  __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
+    if constexpr (RoundLo) {
+      asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
+      lo = rna_tf32(__float_as_uint(x - __uint_as_float(hi)));  // finite whenever x is
+    } else {
+      hi = rna_tf32(__float_as_uint(x));
+      lo = __float_as_uint(x - __uint_as_float(hi));
+    }
+  }
+  __device__ __forceinline__ static void load_a(AFrag& f, const float* p, int sa, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    const float2 r0 = *reinterpret_cast<const float2*>(p + g * sa + 2 * t);        // registers 0, 2
+    const float2 r1 = *reinterpret_cast<const float2*>(p + (g + 8) * sa + 2 * t);  // registers 1, 3
+    split(r0.x, f.hi[0], f.lo[0]);
+    split(r1.x, f.hi[1], f.lo[1]);
+    split(r0.y, f.hi[2], f.lo[2]);
+    split(r1.y, f.hi[3], f.lo[3]);
+  }
+  __device__ __forceinline__ static void load_b(BFrag& f, const float* p, int sb, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    split(p[2 * t * sb + g], f.hi[0], f.lo[0]);
+    split(p[(2 * t + 1) * sb + g], f.hi[1], f.lo[1]);
+  }
+
+  __device__ __forceinline__ static void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap();
+#endif
+  }
+  /// d += a b for one k-step: the small products first, then the large one, from a zero accumulator.
+  __device__ __forceinline__ static void mma(float (&d)[4], const AFrag& a, const BFrag& b) {
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+    mma_tf32(c, a.lo, b.hi);
+    mma_tf32(c, a.hi, b.lo);
+    mma_tf32(c, a.hi, b.hi);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] += c[i];
+  }
+};
+
+// ---- configuration ----------------------------------------------------------------------------------
+/// Tuning knobs: the C tile (BM x BN, one block), the warp tile (WM x WN, multiples of 16 x 8), KG
+/// worker groups splitting each slice's K steps, BK-deep slices, `stages` slices of shared memory,
+/// resident blocks per SM the registers are capped for.
+template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_>
+struct TcConfig {
+  using Math = Math_;
+  using T = typename Math::T;
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
+  static constexpr int group_threads = 32 * (BM / WM) * (BN / WN);
+  static constexpr int threads = group_threads * KG;
+  static constexpr int steps = BK / Math::km / KG;                 // MMA k-steps per group and slice
+  static constexpr int CH = 16 / static_cast<int>(sizeof(T));      // elements per 16-byte copy
+  static constexpr int sa = BK + Math::a_pad, sb = BN + Math::b_pad;
+  static constexpr int a_elems = BM * sa, stage_elems = a_elems + BK * sb;
+  static constexpr std::size_t smem_bytes = sizeof(T) * stages * stage_elems;
+  static constexpr int a_copies = BM * BK / CH / threads, b_copies = BK * BN / CH / threads;  // per thread and slice
+  /// Below this K the gang level takes microseconds either way (and see Tf32x3 for accuracy).
+  static constexpr std::int64_t min_k = 1024;
+  static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiles");
+  static_assert(steps >= 1 && steps * Math::km * KG == BK, "K steps split evenly over the worker groups");
+  static_assert(BK % CH == 0 && BN % CH == 0 && (sa * sizeof(T)) % 16 == 0 && (sb * sizeof(T)) % 16 == 0, "16-byte copies");
+  static_assert(a_copies >= 1 && a_copies * CH * threads == BM * BK, "A slice copy mapping");
+  static_assert(b_copies >= 1 && b_copies * CH * threads == BK * BN, "B slice copy mapping");
+  static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
+  static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
+  static_assert(stages >= 2, "pipeline");
+};
+
+/// The block's product over [k_begin, k_end): acc holds, for each warp-tile MMA tile (mt, nt) and C
+/// register i, the sum over the block's K range (valid in worker group 0 after run()).
+template <class Cfg>
+struct TcProduct {
+  using M = typename Cfg::Math;
+  using T = typename Cfg::T;
+  T acc[Cfg::MT][Cfg::NT][4];
+
+  __device__ __forceinline__ static int warp_row(int mt) {
+    return (static_cast<int>(threadIdx.x) / 32) / (Cfg::BN / Cfg::WN) * Cfg::WM + mt * 16;
+  }
+  __device__ __forceinline__ static int warp_col(int nt) {
+    return (static_cast<int>(threadIdx.x) / 32) % (Cfg::BN / Cfg::WN) * Cfg::WN + nt * 8;
+  }
+  /// Tile row and column of C register i of MMA tile (mt, nt) in this lane.
+  __device__ __forceinline__ static int row_of(int mt, int i) { return warp_row(mt) + static_cast<int>(threadIdx.x) % 32 / 4 + 8 * (i / 2); }
+  __device__ __forceinline__ static int col_of(int nt, int i) { return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2; }
+
+  /// Vec: K and N are multiples of 16 bytes' worth of elements, so each 16-byte copy stays inside a
+  /// row and is aligned; otherwise the copies go element by element (a template parameter: one
+  /// variant in the loop, the registers of one).
+  template <bool Vec>
+  __device__ __forceinline__ void run(const T* __restrict__ d_a, const T* __restrict__ d_b, idx m, idx n, idx k,
+                                      idx row0, idx col0, idx k_begin, idx k_end, T* smem) {
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = Sum::identity<T>();
+    const int tid = static_cast<int>(dev::block_thread_rank());
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    constexpr int CH = Cfg::CH;
+
+    // A slice: BM x BK of A with lanes along its rows (16 bytes each), BK x BN of B with lanes along
+    // its rows. A thread's copies of a slice share their K offset in A (rows a_r + l a_step) and their
+    // columns in B (rows b_k + l b_step), so two running pointers and a few ints describe them all.
+    constexpr int a_step = Cfg::threads / (Cfg::BK / CH), b_step = Cfg::threads / (Cfg::BN / CH);
+    const int a_r = tid / (Cfg::BK / CH), a_k = tid % (Cfg::BK / CH) * CH;
+    const int b_k = tid / (Cfg::BN / CH), b_c = tid % (Cfg::BN / CH) * CH;
+    const idx a_rows = m - row0 - a_r;  // rows of A left from this thread's first row (<= 0: none)
+    const idx b_cols = n - col0 - b_c;  // columns of B left from this thread's first column
+    const int b_valid = b_cols <= 0 ? 0 : b_cols >= CH ? CH : static_cast<int>(b_cols);
+    const T* a_src = d_a + (row0 + a_r) * k + k_begin + a_k;  // dereferenced only where valid
+    const T* b_src = d_b + (k_begin + b_k) * n + col0 + b_c;
+    // One piece: `valid` elements from src, zeros after; as one copy or element by element.
+    auto copy = [&](T* dst, const T* src, int valid, const T* base) {
+      if constexpr (Vec) {
+        cp_async<16>(dst, valid > 0 ? src : base, valid * static_cast<int>(sizeof(T)));
+      } else {
+#pragma unroll
+        for (int q = 0; q < CH; ++q) cp_async<sizeof(T)>(dst + q, q < valid ? src + q : base, q < valid ? static_cast<int>(sizeof(T)) : 0);
+      }
+    };
+    idx left_k = k_end - k_begin;  // from the next slice to load to the range's end; block-uniform
+    auto load = [&](int buf) {      // the next slice (a_src, b_src point at it) into buffer buf
+      T* as = smem + buf * Cfg::stage_elems;
+      T* bs = as + Cfg::a_elems;
+      const int left = left_k < Cfg::BK ? static_cast<int>(left_k) : Cfg::BK;  // below BK in the last slice only
+      const int a_valid = left - a_k <= 0 ? 0 : left - a_k >= CH ? CH : left - a_k;
+#pragma unroll
+      for (int l = 0; l < Cfg::a_copies; ++l)
+        copy(as + (a_r + l * a_step) * Cfg::sa + a_k, a_src + idx{l} * a_step * k, l * a_step < a_rows ? a_valid : 0, d_a);
+#pragma unroll
+      for (int l = 0; l < Cfg::b_copies; ++l)
+        copy(bs + (b_k + l * b_step) * Cfg::sb + b_c, b_src + idx{l} * b_step * n, b_k + l * b_step < left ? b_valid : 0, d_b);
+      a_src += Cfg::BK;
+      b_src += idx{Cfg::BK} * n;
+      left_k -= Cfg::BK;
+    };
+
+    const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
+    const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;  // this group's K steps of a slice
+#pragma unroll
+    for (int s = 0; s < Cfg::stages - 1; ++s) {
+      if (s < slices) load(s);
+      cp_async_commit();  // empty groups too: wait_group counts slices
+    }
+    int rd = 0, wr = Cfg::stages - 1;  // buffers of slice t and of slice t + stages - 1
+    for (idx t = 0; t < slices; ++t) {
+      cp_async_wait<Cfg::stages - 2>();  // slice t has landed (this thread's copies) ...
+      __syncthreads();                   // ... everyone's; and slice t - 1's buffer (wr) is free again
+      if (t + Cfg::stages - 1 < slices) load(wr);
+      cp_async_commit();
+      const T* as = smem + rd * Cfg::stage_elems;
+      const T* bs = as + Cfg::a_elems;
+#pragma unroll
+      for (int q = 0; q < Cfg::steps; ++q) {
+        const int kk = k_first + q * M::km;
+        typename M::AFrag af[Cfg::MT];
+        typename M::BFrag bf[Cfg::NT];
+#pragma unroll
+        for (int mt = 0; mt < Cfg::MT; ++mt) M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
+#pragma unroll
+        for (int nt = 0; nt < Cfg::NT; ++nt) M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+#pragma unroll
+        for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < Cfg::NT; ++nt) M::mma(acc[mt][nt], af[mt], bf[nt]);
+      }
+      rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
+      wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
+    }
+    cp_async_wait<0>();  // only empty groups are left; the shared memory is reused below
+    __syncthreads();
+    if constexpr (Cfg::KG > 1) {  // the worker level: groups combined in order y = 0, 1, ...
+#pragma unroll
+      for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Cfg::NT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[mt][nt][i] = dev::worker_reduce<Sum>(acc[mt][nt][i], smem);
+    }
+  }
+};
+
+/// gang_level with the block product on the tensor cores; the same arguments, grid and combine, but
+/// the 16-byte copies are chosen at compile time (Vec = vec_a && vec_b, which the host checks).
+template <class Cfg, bool Vec>
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    gang_level_tc(const typename Cfg::T* __restrict__ d_a, const typename Cfg::T* __restrict__ d_b,
+                  typename Cfg::T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
+                  typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets, bool /*vec_a*/, bool /*vec_b*/) {
+  using T = typename Cfg::T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ bool last;
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  constexpr idx width = idx{Cfg::BM} * Cfg::BN;
+  const idx tiles_n = (n + Cfg::BN - 1) / Cfg::BN;
+  const idx tile = blockIdx.x, ksplit = gridDim.y, split = blockIdx.y;
+  const idx row0 = (tile / tiles_n) * Cfg::BM, col0 = (tile % tiles_n) * Cfg::BN;
+  const idx k_begin = split * k_chunk, k_end = k_begin + k_chunk < k ? k_begin + k_chunk : k;
+  TcProduct<Cfg> p;
+  p.template run<Vec>(d_a, d_b, m, n, k, row0, col0, k_begin, k_end, smem);
+  T* mine = d_partials + (tile * ksplit + split) * width;
+  if (threadIdx.y == 0) {  // C registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<dev::Vec<T, 2>*>(mine + p.row_of(mt, 2 * h) * Cfg::BN + p.col_of(nt, 0)) =
+              dev::Vec<T, 2>{{p.acc[mt][nt][2 * h], p.acc[mt][nt][2 * h + 1]}};
+  }
+  if (!dev::gang_arrive(d_tickets + tile, static_cast<unsigned int>(ksplit), last)) return;
+  combine_partials<T, Cfg::BM, Cfg::BN, Cfg::threads>(d_partials + tile * ksplit * width, ksplit, d_c, m, n, row0, col0);
+}
+
+}  // namespace tally::matmul::kernels::tc
