@@ -48,8 +48,12 @@ const Shape shapes[] = {
     {128, 256, 64},                    // exact tiles, vector loads throughout
     {5, 300, 3},                       // K below one slice
     {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile
-    {64, 48, (1 << 16) + 1},           // tall-skinny, 64 x 64 tile, odd K
     {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
+    // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+.
+    {64, 48, (1 << 16) + 1},           // odd K: element-wise copies, a one-element last split
+    {33, 33, 100003},                  // odd K and N: element-wise copies, C padded from 33 to 64
+    {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
+    {64, 64, 1 << 16},                 // exact tiles, 16-byte copies
 };
 
 }  // namespace
@@ -92,18 +96,29 @@ TEST_CASE("the device generator matches the host and every level reproduces data
   }
 }
 
-TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
-  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{200, 300, 5000}}) {
-    auto engine = make_cuda_engine<float>(s, 0);
-    engine->generate(tally::test::seed());
+namespace {
+
+template <class T>
+void check_rerun_bits(Shape s) {
+  auto engine = make_cuda_engine<T>(s, 0);
+  engine->generate(tally::test::seed());
+  engine->run(Level::gang, 0, 1);
+  const auto first = engine->c();
+  for (int r = 0; r < 5; ++r) {
     engine->run(Level::gang, 0, 1);
-    const auto first = engine->c();
-    for (int r = 0; r < 5; ++r) {
-      engine->run(Level::gang, 0, 1);
-      const auto again = engine->c();
-      INFO(s.str() << ", rerun " << r);
-      REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
-    }
+    const auto again = engine->c();
+    INFO(s.str() << (sizeof(T) == 4 ? " float" : " double") << ", rerun " << r);
+    REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(T)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
+  // 64 x 64 and 48 x 33 (odd K) take the tensor-core path on sm_80+, 200 x 300 the CUDA-core tiles.
+  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{200, 300, 5000}}) {
+    check_rerun_bits<float>(s);
+    check_rerun_bits<double>(s);
   }
 }
 
