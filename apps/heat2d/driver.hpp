@@ -16,7 +16,7 @@ namespace tally::heat2d {
 struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
-  std::string cuda_kernel = "async";
+  std::string cuda_kernel = "registers";
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal
 };

@@ -26,7 +26,7 @@ struct Options {
   std::int64_t ny = 0;  // 0: same as nx
   double tol = 1e-10;
   std::int64_t max_iter = 1'000'000, check_every = 1;
-  std::string cuda_kernel = "async";
+  std::string cuda_kernel = "registers";
   bool validate = false, xdmf = false, bench = false;
   std::vector<std::int64_t> bench_sizes;
 };
@@ -242,7 +242,7 @@ int run(int argc, char** argv) {
   app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
   app.add_option("--bc-right", o.bc_right, "Right edge (x = 1): a number or sin")->capture_default_str();
   app.add_option("--init", o.init, "Initial interior: a number or sin (sin(pi x) sin(pi y/Ly))")->capture_default_str();
-  app.add_option("--cuda-kernel", o.cuda_kernel, "CUDA sweep kernel: async (cp.async ring in shared memory) or registers")
+  app.add_option("--cuda-kernel", o.cuda_kernel, "CUDA sweep kernel: registers (rows queued in registers) or async (cp.async ring in shared memory)")
       ->check(CLI::IsMember({"async", "registers"}))
       ->capture_default_str();
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");

@@ -42,7 +42,7 @@ struct SolverOptions {
   int device = 0;
   /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
   /// "registers" (rows queued in registers); both give the same bits.
-  std::string cuda_kernel = "async";
+  std::string cuda_kernel = "registers";
 };
 
 /// Throws tally::InputError when the grid does not fit (device memory for CUDA).
