@@ -43,6 +43,11 @@ using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
 // (256 threads), 4 slices of shared memory (3 in flight: 48 KiB per block, 2 blocks per SM).
 using TcFloat = k::tc::TcConfig<k::tc::Tf32x3<false>, 64, 64, 32, 32, 2, 32, 4, 2>;
 using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
+// 16 x 16 float: two warps cover C, four worker groups split 128-deep slices. The CUDA-core Ts16
+// tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
+// 16 x 16 x 2^26); this one streams it at 2.20 ms. (64 x 64 float variants with 64 x 32 warp tiles,
+// one block an SM or 64-deep slices ran 0-5% slower than TcFloat there.)
+using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3<false>, 16, 16, 16, 8, 4, 128, 4, 2>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -222,12 +227,15 @@ class CudaEngine final : public Engine<T> {
                    Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
   }
 
-  /// The tensor-core Gram path: max(M, N) in (32, 64] (a smaller C does less arithmetic per byte and
-  /// keeps the CUDA-core tiles), sm_80+ (TF32 and DMMA mma.sync), K large enough to matter.
+  /// The tensor-core Gram path: max(M, N) in (32, 64] (below, the CUDA-core tiles; float C of at
+  /// most 16 x 16 has its own tensor-core tile), sm_80+ (TF32 and DMMA mma.sync), K large enough.
   [[nodiscard]] bool use_tensor_cores() const {
     using Cfg = std::conditional_t<sizeof(T) == 4, TcFloat, TcDouble>;
-    const idx big = std::max(s_.m, s_.n);
-    return big > 32 && big <= Cfg::BM && big <= Cfg::BN && prop_.major >= 8 && s_.k >= Cfg::min_k;
+    return std::max(s_.m, s_.n) > 32 && tensor_cores_ok<Cfg>();
+  }
+  template <class Cfg>
+  [[nodiscard]] bool tensor_cores_ok() const {
+    return s_.m <= Cfg::BM && s_.n <= Cfg::BN && prop_.major >= 8 && s_.k >= Cfg::min_k;
   }
 
   void launch(Level level) {
@@ -249,6 +257,7 @@ class CudaEngine final : public Engine<T> {
         const idx big = std::max(s_.m, s_.n);
         if (big <= 16) {
           if constexpr (sizeof(T) == 8) launch_gang<Ts16d>();  // double: half the slice, the same bytes
+          else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
         }
         else if (big <= 32) launch_gang<Ts32>();

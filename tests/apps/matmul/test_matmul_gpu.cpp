@@ -47,7 +47,9 @@ const Shape shapes[] = {
     {257, 129, 515},                   // just over the 128 tile
     {128, 256, 64},                    // exact tiles, vector loads throughout
     {5, 300, 3},                       // K below one slice
-    {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile
+    {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile (float: tensor cores), element-wise copies
+    {16, 16, 1 << 18},                 // the same with 16-byte copies
+    {13, 9, (1 << 16) + 8},            // C padded inside the 16 x 16 tile, K ending inside a slice
     {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
     // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+.
     {64, 48, (1 << 16) + 1},           // odd K: element-wise copies, a one-element last split
