@@ -295,6 +295,18 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
   }
 }
 
+/// The C tile and K range of a split-K gang block: tile blockIdx.x (BM x BN, row-major over C), split
+/// blockIdx.y of gridDim.y, each split k_chunk deep (the last one shorter).
+struct SplitTile {
+  idx tile, ksplit, split, row0, col0, k_begin, k_end;
+  __device__ SplitTile(idx n, idx k, idx k_chunk, int bm, int bn)
+      : tile(blockIdx.x), ksplit(gridDim.y), split(blockIdx.y) {
+    const idx tiles_n = (n + bn - 1) / bn;
+    row0 = (tile / tiles_n) * bm, col0 = (tile % tiles_n) * bn;
+    k_begin = split * k_chunk, k_end = k_begin + k_chunk < k ? k_begin + k_chunk : k;
+  }
+};
+
 // ---- gang: K split across blocks (blockIdx.y), tile partials combined by the last block ---------------
 // Every block writes its BM x BN partial tile, takes the tile's ticket (gang_arrive); the last of the
 // `ksplit` blocks sums the partials in block order (gang_combine): bitwise reproducible.
@@ -337,13 +349,11 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
   __shared__ bool last;
   T* smem = reinterpret_cast<T*>(smem_raw);
   constexpr idx width = idx{Cfg::BM} * Cfg::BN;
-  const idx tiles_n = (n + Cfg::BN - 1) / Cfg::BN;
-  const idx tile = blockIdx.x, ksplit = gridDim.y, split = blockIdx.y;
-  const idx row0 = (tile / tiles_n) * Cfg::BM, col0 = (tile % tiles_n) * Cfg::BN;
-  const idx k_begin = split * k_chunk, k_end = k_begin + k_chunk < k ? k_begin + k_chunk : k;
+  const SplitTile st(n, k, k_chunk, Cfg::BM, Cfg::BN);
+  const idx tile = st.tile, ksplit = st.ksplit, row0 = st.row0, col0 = st.col0;
   TileProduct<T, Cfg> p;
-  p.run(d_a, d_b, m, n, k, row0, col0, k_begin, k_end, vec_a, vec_b, smem);
-  T* mine = d_partials + (tile * ksplit + split) * width;
+  p.run(d_a, d_b, m, n, k, row0, col0, st.k_begin, st.k_end, vec_a, vec_b, smem);
+  T* mine = d_partials + (tile * ksplit + st.split) * width;
   if (threadIdx.y == 0) {
 #pragma unroll
     for (int i = 0; i < Cfg::TM; ++i)

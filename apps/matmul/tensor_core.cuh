@@ -359,13 +359,11 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   __shared__ bool last;
   T* smem = reinterpret_cast<T*>(smem_raw);
   constexpr idx width = idx{Cfg::BM} * Cfg::BN;
-  const idx tiles_n = (n + Cfg::BN - 1) / Cfg::BN;
-  const idx tile = blockIdx.x, ksplit = gridDim.y, split = blockIdx.y;
-  const idx row0 = (tile / tiles_n) * Cfg::BM, col0 = (tile % tiles_n) * Cfg::BN;
-  const idx k_begin = split * k_chunk, k_end = k_begin + k_chunk < k ? k_begin + k_chunk : k;
+  const SplitTile st(n, k, k_chunk, Cfg::BM, Cfg::BN);
+  const idx tile = st.tile, ksplit = st.ksplit, row0 = st.row0, col0 = st.col0;
   TcProduct<Cfg> p;
-  p.template run<Vec>(d_a, d_b, m, n, k, row0, col0, k_begin, k_end, smem);
-  T* mine = d_partials + (tile * ksplit + split) * width;
+  p.template run<Vec>(d_a, d_b, m, n, k, row0, col0, st.k_begin, st.k_end, smem);
+  T* mine = d_partials + (tile * ksplit + st.split) * width;
   if (threadIdx.y == 0) {  // C registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores
 #pragma unroll
     for (int mt = 0; mt < Cfg::MT; ++mt)
