@@ -132,6 +132,17 @@ struct TileLayout {
   static constexpr bool a_rows_fastest = Cfg::BM <= 16 && sizeof(T) == 4;
 };
 
+/// Elements row[c, c + V) of a tile row, zero past c_end or when the row is outside the matrix. vec:
+/// the row length is a multiple of V, so a vector starting before c_end lies wholly inside.
+template <int V, class T>
+__device__ __forceinline__ dev::Vec<T, V> load_or_zero(const T* row, bool row_ok, idx c, idx c_end, bool vec) {
+  dev::Vec<T, V> out;
+  if (vec && row_ok && c < c_end) return dev::load_vec<V>(row + c);
+#pragma unroll
+  for (int q = 0; q < V; ++q) out.v[q] = (!vec && row_ok && c + q < c_end) ? row[c + q] : T(0);
+  return out;
+}
+
 /// Loads n consecutive elements of shared memory (16-byte aligned) into registers, 16 bytes at a time.
 template <int N, class T>
 __device__ __forceinline__ void load_frag(const T* p, T (&out)[N]) {
@@ -185,30 +196,14 @@ struct TileProduct {
       for (int l = 0; l < L::LA; ++l) {
         int r, kk;
         a_slot(tid + l * Cfg::threads, r, kk);
-        const idx gr = row0 + r, gk = k0 + kk;
-        if (vec_a) {
-          if (gr < m && gk < k_end) ra[l] = dev::load_vec<V>(d_a + gr * k + gk);
-          else
-#pragma unroll
-            for (int q = 0; q < V; ++q) ra[l].v[q] = T(0);
-        } else {
-#pragma unroll
-          for (int q = 0; q < V; ++q) ra[l].v[q] = (gr < m && gk + q < k_end) ? d_a[gr * k + gk + q] : T(0);
-        }
+        const idx gr = row0 + r;
+        ra[l] = load_or_zero<V>(d_a + gr * k, gr < m, k0 + kk, k_end, vec_a);
       }
 #pragma unroll
       for (int l = 0; l < L::LB; ++l) {
         const int v = tid + l * Cfg::threads;
-        const idx gk = k0 + v / (Cfg::BN / V), gc = col0 + (v % (Cfg::BN / V)) * V;
-        if (vec_b) {
-          if (gk < k_end && gc < n) rb[l] = dev::load_vec<V>(d_b + gk * n + gc);
-          else
-#pragma unroll
-            for (int q = 0; q < V; ++q) rb[l].v[q] = T(0);
-        } else {
-#pragma unroll
-          for (int q = 0; q < V; ++q) rb[l].v[q] = (gk < k_end && gc + q < n) ? d_b[gk * n + gc + q] : T(0);
-        }
+        const idx gk = k0 + v / (Cfg::BN / V);
+        rb[l] = load_or_zero<V>(d_b + gk * n, gk < k_end, col0 + (v % (Cfg::BN / V)) * V, n, vec_b);
       }
     };
     auto store = [&](int buf) {
