@@ -42,7 +42,7 @@ __device__ __forceinline__ std::int64_t out_offset(const Plan& p, std::int64_t o
   return p.k_ext2 >= p.n_out ? o * p.k_s2 : p.koff(o);
 }
 
-/// Reads a partial written by another block of this launch (after its __threadfence): through L2.
+/// Reads a partial written by another block of this launch (after the ticket, gang_arrive): through L2.
 template <class Acc>
 __device__ __forceinline__ Acc load_partial(const Acc* p) {
   return __ldcg(p);

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <cuda/atomic>
 #include <type_traits>
 
 #include "tally/reduce/device/index.cuh"
@@ -51,20 +52,26 @@ __device__ __forceinline__ T load_coherent(const T* p) {
   return *static_cast<const volatile T*>(p);
 }
 
+/// The ticket: an atomic add with acquire-release semantics at device scope, by one thread. Its
+/// release half publishes what that thread has seen (its block's writes, ordered before it by a
+/// barrier); in the block that takes the last ticket, its acquire half makes every other block's
+/// published writes visible, and a barrier passes that on to the block's threads. The pattern of
+/// cooperative groups' grid sync: one fence per block, not a __threadfence() in every thread.
+/// Returns whether this was the last of `count` arrivals, and re-arms the ticket if so.
+__device__ __forceinline__ bool take_ticket(unsigned int* d_ticket, unsigned int count) {
+  cuda::atomic_ref<unsigned int, cuda::thread_scope_device> ticket(*d_ticket);
+  const bool last = ticket.fetch_add(1u, cuda::memory_order_acq_rel) == count - 1;
+  if (last) ticket.store(0u, cuda::memory_order_relaxed);  // everyone has arrived: ready for the next launch
+  return last;
+}
+
 /// Call from every thread of the block after the block's partials are written. Returns true (in
 /// every thread) in the last of `count` blocks to arrive at `d_ticket`, and re-arms the ticket.
 __device__ __forceinline__ bool gang_arrive(unsigned int* d_ticket, unsigned int count, bool& last_flag) {
-  __threadfence();  // each writer makes its partials visible device-wide before the ticket is taken
-  __syncthreads();
-  if (block_thread_rank() == 0) {
-    const unsigned int ticket = atomicAdd(d_ticket, 1u);
-    last_flag = (ticket == count - 1);
-    if (last_flag) *d_ticket = 0;  // every block of the segment has arrived: re-arm for the next launch
-  }
-  __syncthreads();
-  const bool last = last_flag;
-  if (last) __threadfence();
-  return last;
+  __syncthreads();  // the block's partials are written: they precede thread 0's release
+  if (block_thread_rank() == 0) last_flag = take_ticket(d_ticket, count);
+  __syncthreads();  // thread 0's acquire reaches the whole block
+  return last_flag;
 }
 
 /// Element e of a segment's partials, combined over its `count` blocks in block order.
@@ -156,14 +163,11 @@ __device__ __forceinline__ bool gang_reduce_select(T x, select_key_t<T>* d_cell,
     const auto key = select_key<Op, T>(block_value);
     if constexpr (std::is_same_v<Op, Max>) atomicMax(d_cell, key);
     else atomicMin(d_cell, key);
-    __threadfence();  // the join is performed before this block's ticket is taken
-    const bool last = atomicAdd(d_ticket, 1u) == static_cast<unsigned int>(nblocks) - 1;
+    // The ticket's release orders this block's join before it; its acquire in the last block orders
+    // every block's join before the read, which also re-arms the cell.
+    const bool last = take_ticket(d_ticket, static_cast<unsigned int>(nblocks));
     tmp.last = last;
-    if (last) {
-      *d_ticket = 0;
-      __threadfence();  // every block's join precedes its ticket, and so this read
-      result = select_value<Op, T>(atomicExch(d_cell, select_identity_key<Op, T>()));
-    }
+    if (last) result = select_value<Op, T>(atomicExch(d_cell, select_identity_key<Op, T>()));
   }
   __syncthreads();
   return tmp.last;
