@@ -63,6 +63,7 @@ struct Dmma {
   using T = double;
   static constexpr int km = KM;
   static constexpr bool promote = false;  // FP64 MMAs round to nearest: accumulate in place
+  static constexpr int max_chain = 0;     // no chains
   // Row paddings (elements) that make the fragment loads conflict-free: 8-byte loads, 16 lanes per
   // wavefront (g in 0..3, t in 0..3); A: (g sa + t) mod 16 distinct for sa = 4 (mod 16), B likewise.
   static constexpr int a_pad = 4, b_pad = 4;
@@ -118,33 +119,36 @@ struct Dmma {
 /// FP32 products from TF32 MMAs (m16n8k8, FP32 accumulators), error-compensated: with
 /// x = hi + lo, a b ~ lo_a hi_b + hi_a lo_b + hi_a hi_b (lo_a lo_b dropped).
 ///
-/// The split. hi = rna_tf32(x) in two integer operations (add half a TF32 ulp to the magnitude, clear
-/// the 13 low bits; cvt.rna.tf32.f32 is emulated on sm_90 with 4, and the split is most of the
-/// kernel's CUDA-core work); x - hi is exact in FP32. RoundLo = false passes lo = x - hi as it is: the
-/// tensor core reads an FP32 register as TF32 by dropping the 13 low bits (CUTLASS's big + small
-/// 3xTF32 relies on the same), so lo enters truncated. RoundLo = true rounds lo first (cvt.rna for
-/// hi, which keeps Inf and NaN, and the integer rounding for lo): 4 more operations per element.
+/// The split: hi = rna_tf32(x) in two integer operations (add half a TF32 ulp to the magnitude, clear
+/// the 13 low bits; cvt.rna.tf32.f32 is emulated on sm_90 with 4); x - hi is exact in FP32 and passed
+/// as it is: the tensor core reads an FP32 register as TF32 by dropping the 13 low bits (CUTLASS's big
+/// + small 3xTF32 relies on the same), so lo enters truncated. (Truncating hi too saves one operation
+/// per element and ran no faster on an H200: the kernel is not bound by the split's issue slots.)
 ///
 /// Why the error stays within tolerance<float>(K) = u (1 + min(K, 10 sqrt K)), u = 2^-24:
-///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi|
-///    (truncated; 2^-11 rounded) of x - hi, so the dropped terms (lo_a lo_b and the two residuals)
-///    are below 5 * 2^-22 |a||b| = 20u |a||b| (12u rounded).
+///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi| of
+///    x - hi, so the dropped terms (lo_a lo_b and the two residuals) are below 5 * 2^-22 |a||b| =
+///    20u |a||b|.
 ///  * TF32 x TF32 products (11-bit significands) are exact in the tensor core; how it adds them to C
 ///    is not IEEE (truncation after alignment was measured on A100 and H100), so we assume only a
 ///    faithful sum per MMA, error <= 2u (|C| + sum |products|), and keep its bias from building up
-///    by restarting the tensor-core accumulator from zero at every k-step: a chain of 3 MMAs whose
-///    first two add terms 2^-11 smaller, so <= 2u (1 + 2^-9) sum |a||b| over the step's 8 products.
+///    by restarting the tensor-core accumulator from zero every S k-steps (S = the k-steps a worker
+///    group takes of one shared-memory slice, TcConfig::steps): a chain of 3 S MMAs, in each step two
+///    that add terms 2^-11 smaller, then the large one. With s_q = sum |a||b| over step q's 8 products
+///    and |C| <= s_1 + ... + s_(q-1) before step q, the chain's error is <= 2u sum_q (3 (s_1 + ... +
+///    s_(q-1)) + (1 + 2^-9) s_q) <= 2u (3 S - 2 + 2^-9) sum |a||b| over its 8 S products.
 ///  * each chain's result is added to an FP32 register accumulator with round-to-nearest (then
 ///    worker_reduce and the ordered gang combine, also RN): the model of the CUDA-core path, over
-///    about K / 8 terms instead of K, so at most u min(K / 8, 10 sqrt(K / 8)) sum |a||b|.
-///  Total <= u (22.1 + min(K / 8, 3.6 sqrt K)) sum |a||b|, within the tolerance for K >= 24; the host
-///  uses this path for K >= TcConfig::min_k only. A NaN input gives NaN (it reaches lo); an Inf input
-///  gives NaN too (inf - inf in the split) where the CUDA-core path gives Inf or NaN.
-template <bool RoundLo>
+///    about K / (8 S) terms instead of K, so at most u min(K / (8 S), 10 sqrt(K / (8 S))) sum |a||b|.
+///  Total <= u (20 + 6 S + min(K / 8, 3.6 sqrt K)) sum |a||b|: within the tolerance for K >= 80 at
+///  S <= 8 (TcConfig asserts it); the host uses this path for K >= TcConfig::min_k = 1024 only. A
+///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where the
+///  CUDA-core path gives Inf or NaN.
 struct Tf32x3 {
   using T = float;
   static constexpr int km = 8;
-  static constexpr bool promote = true;  // see above: chains of one k-step, folded into FP32 with RN
+  static constexpr bool promote = true;  // see above: a chain per slice, folded into FP32 with RN
+  static constexpr int max_chain = 8;    // k-steps per chain the error bound above is written for
   // K-slot relabelling: slot j of lane t (k = t + 4 j in the PTX layout) is taken at physical k 2 t + j,
   // for A and B alike (a permutation of the contraction index), so a lane's two A values of a row are
   // adjacent: one 8-byte load. Paddings for conflict-free loads: A, 8-byte loads of 16 lanes:
@@ -156,15 +160,10 @@ struct Tf32x3 {
   struct AFrag { std::uint32_t hi[4], lo[4]; };
   struct BFrag { std::uint32_t hi[2], lo[2]; };
 
-  __device__ __forceinline__ static std::uint32_t rna_tf32(std::uint32_t bits) { return (bits + 0x1000u) & 0xFFFFE000u; }
   __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
-    if constexpr (RoundLo) {
-      asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
-      lo = rna_tf32(__float_as_uint(x - __uint_as_float(hi)));  // finite whenever x is
-    } else {
-      hi = rna_tf32(__float_as_uint(x));
-      lo = __float_as_uint(x - __uint_as_float(hi));
-    }
+    const std::uint32_t bits = __float_as_uint(x);
+    hi = (bits + 0x1000u) & 0xFFFFE000u;
+    lo = __float_as_uint(x - __uint_as_float(hi));
   }
   __device__ __forceinline__ static void load_a(AFrag& f, const float* p, int sa, int lane) {
     const int g = lane / 4, t = lane % 4;
@@ -190,14 +189,97 @@ struct Tf32x3 {
     __trap();
 #endif
   }
-  /// d += a b for one k-step: the small products first, then the large one, from a zero accumulator.
-  __device__ __forceinline__ static void mma(float (&d)[4], const AFrag& a, const BFrag& b) {
-    float c[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_tf32(c, a.lo, b.hi);
-    mma_tf32(c, a.hi, b.lo);
-    mma_tf32(c, a.hi, b.hi);
+  /// chain += a b for one k-step: the small products first, then the large one (see above).
+  __device__ __forceinline__ static void mma(float (&chain)[4], const AFrag& a, const BFrag& b) {
+    mma_tf32(chain, a.lo, b.hi);
+    mma_tf32(chain, a.hi, b.lo);
+    mma_tf32(chain, a.hi, b.hi);
+  }
+};
+
+// ---- the copies: a block's K range, slice by slice --------------------------------------------------
+/// One operand's share of a slice for one thread: Copies 16-byte pieces, piece l from row
+/// row0 + l RowStep of the slice (a row of A, or a K row of B) at column `col`, landing at element
+/// dst0 + l DstStep of the operand's shared buffer. Where pieces land is the kernel's layout.
+template <int Copies, int RowStep, int DstStep>
+struct Pieces {
+  static constexpr int copies = Copies, row_step = RowStep, dst_step = DstStep;
+  int row0, col, dst0;
+};
+
+/// The cp.async side of a block's K loop over [k_begin, k_end): BK-deep slices of A (rows from
+/// row0, contiguous along K) and of B (K rows, columns from col0), slice t copied by load(.., t) for
+/// t = 0, 1, ... in order. Each piece has a running source pointer; a piece whose row of A lies
+/// beyond M or whose columns of B lie beyond N copies 0 bytes from a clamped row or column inside the
+/// matrix (zero-filling its destination), so that a full slice (all BK of K inside the range: every
+/// slice but the range's last) costs its copies and pointer bumps, with no bounds arithmetic.
+/// Vec: K and N are multiples of 16 bytes' worth of elements, so each piece stays inside a row and is
+/// aligned; otherwise the pieces are copied element by element.
+template <class T, int BK, class APieces, class BPieces, bool Vec>
+struct SliceLoader {
+  static constexpr int CH = 16 / static_cast<int>(sizeof(T));
+  const T* a_src[APieces::copies];
+  const T* b_src[BPieces::copies];
+  int a_valid[APieces::copies];  // elements a full slice's piece takes: CH, or 0 beyond M
+  int b_valid;                   // the same for every piece of B: its columns
+  APieces ap;
+  BPieces bp;
+  const T* d_a;
+  const T* d_b;
+  idx n, range, full_slices;
+
+  __device__ __forceinline__ SliceLoader(const T* a, const T* b, idx m, idx n_, idx k, idx row0, idx col0, idx k_begin,
+                                         idx k_end, APieces ap_, BPieces bp_)
+      : ap(ap_), bp(bp_), d_a(a), d_b(b), n(n_), range(k_end - k_begin), full_slices((k_end - k_begin) / BK) {
+    const idx b_cols = n - col0 - bp.col;
+    b_valid = b_cols <= 0 ? 0 : b_cols >= CH ? CH : static_cast<int>(b_cols);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) d[i] += c[i];
+    for (int l = 0; l < APieces::copies; ++l) {
+      const idx row = row0 + ap.row0 + l * APieces::row_step;
+      a_src[l] = a + (row < m ? row : row0) * k + k_begin + ap.col;
+      a_valid[l] = row < m ? CH : 0;
+    }
+#pragma unroll
+    for (int l = 0; l < BPieces::copies; ++l)
+      b_src[l] = b + (k_begin + bp.row0 + l * BPieces::row_step) * n + col0 + (b_valid > 0 ? bp.col : 0);
+  }
+
+  /// Slice t into the stage buffers as (A) and bs (B).
+  __device__ __forceinline__ void load(T* as, T* bs, idx t) {
+    if (t < full_slices) {
+#pragma unroll
+      for (int l = 0; l < APieces::copies; ++l) copy(as + ap.dst0 + l * APieces::dst_step, a_src[l], a_valid[l]);
+#pragma unroll
+      for (int l = 0; l < BPieces::copies; ++l) copy(bs + bp.dst0 + l * BPieces::dst_step, b_src[l], b_valid);
+    } else {  // the range's last slice, shorter than BK: K beyond it is zero-filled (0 bytes read from the matrix's start)
+      const int left = static_cast<int>(range - t * BK);
+      const int a_left = left - ap.col <= 0 ? 0 : left - ap.col >= CH ? CH : left - ap.col;
+#pragma unroll
+      for (int l = 0; l < APieces::copies; ++l) {
+        const int valid = a_valid[l] > 0 ? a_left : 0;
+        copy(as + ap.dst0 + l * APieces::dst_step, valid > 0 ? a_src[l] : d_a, valid);
+      }
+#pragma unroll
+      for (int l = 0; l < BPieces::copies; ++l) {
+        const int valid = bp.row0 + l * BPieces::row_step < left ? b_valid : 0;
+        copy(bs + bp.dst0 + l * BPieces::dst_step, valid > 0 ? b_src[l] : d_b, valid);
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < APieces::copies; ++l) a_src[l] += BK;
+#pragma unroll
+    for (int l = 0; l < BPieces::copies; ++l) b_src[l] += idx{BK} * n;
+  }
+
+ private:
+  /// One piece: `valid` elements from src, zeros after; as one copy or element by element.
+  __device__ __forceinline__ static void copy(T* dst, const T* src, int valid) {
+    if constexpr (Vec) {
+      cp_async<16>(dst, src, valid * static_cast<int>(sizeof(T)));
+    } else {
+#pragma unroll
+      for (int q = 0; q < CH; ++q) cp_async<sizeof(T)>(dst + q, src + (q < valid ? q : 0), q < valid ? static_cast<int>(sizeof(T)) : 0);
+    }
   }
 };
 
@@ -229,6 +311,7 @@ struct TcConfig {
   static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
+  static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
 /// The block's product over [k_begin, k_end): acc holds, for each warp-tile MMA tile (mt, nt) and C
@@ -248,6 +331,16 @@ struct TcProduct {
   /// Tile row and column of C register i of MMA tile (mt, nt) in this lane.
   __device__ __forceinline__ static int row_of(int mt, int i) { return warp_row(mt) + static_cast<int>(threadIdx.x) % 32 / 4 + 8 * (i / 2); }
   __device__ __forceinline__ static int col_of(int nt, int i) { return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2; }
+  /// f(mt, nt, i) for every C register of the warp tile.
+  template <class F>
+  __device__ __forceinline__ static void for_each_c(F&& f) {
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) f(mt, nt, i);
+  }
 
   /// Vec: K and N are multiples of 16 bytes' worth of elements, so each 16-byte copy stays inside a
   /// row and is aligned; otherwise the copies go element by element (a template parameter: one
@@ -255,68 +348,45 @@ struct TcProduct {
   template <bool Vec>
   __device__ __forceinline__ void run(const T* __restrict__ d_a, const T* __restrict__ d_b, idx m, idx n, idx k,
                                       idx row0, idx col0, idx k_begin, idx k_end, T* smem) {
-#pragma unroll
-    for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Cfg::NT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = Sum::identity<T>();
+    for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::identity<T>(); });
     const int tid = static_cast<int>(dev::block_thread_rank());
     const int lane = static_cast<int>(threadIdx.x) % 32;
     constexpr int CH = Cfg::CH;
 
     // A slice: BM x BK of A with lanes along its rows (16 bytes each), BK x BN of B with lanes along
-    // its rows. A thread's copies of a slice share their K offset in A (rows a_r + l a_step) and their
-    // columns in B (rows b_k + l b_step), so two running pointers and a few ints describe them all.
+    // its rows, both in padded row-major buffers. A thread's pieces of a slice share their K offset
+    // in A (rows a_r + l a_step) and their columns in B (rows b_k + l b_step).
     constexpr int a_step = Cfg::threads / (Cfg::BK / CH), b_step = Cfg::threads / (Cfg::BN / CH);
     const int a_r = tid / (Cfg::BK / CH), a_k = tid % (Cfg::BK / CH) * CH;
     const int b_k = tid / (Cfg::BN / CH), b_c = tid % (Cfg::BN / CH) * CH;
-    const idx a_rows = m - row0 - a_r;  // rows of A left from this thread's first row (<= 0: none)
-    const idx b_cols = n - col0 - b_c;  // columns of B left from this thread's first column
-    const int b_valid = b_cols <= 0 ? 0 : b_cols >= CH ? CH : static_cast<int>(b_cols);
-    const T* a_src = d_a + (row0 + a_r) * k + k_begin + a_k;  // dereferenced only where valid
-    const T* b_src = d_b + (k_begin + b_k) * n + col0 + b_c;
-    // One piece: `valid` elements from src, zeros after; as one copy or element by element.
-    auto copy = [&](T* dst, const T* src, int valid, const T* base) {
-      if constexpr (Vec) {
-        cp_async<16>(dst, valid > 0 ? src : base, valid * static_cast<int>(sizeof(T)));
-      } else {
-#pragma unroll
-        for (int q = 0; q < CH; ++q) cp_async<sizeof(T)>(dst + q, q < valid ? src + q : base, q < valid ? static_cast<int>(sizeof(T)) : 0);
-      }
-    };
-    idx left_k = k_end - k_begin;  // from the next slice to load to the range's end; block-uniform
-    auto load = [&](int buf) {      // the next slice (a_src, b_src point at it) into buffer buf
+    using AP = Pieces<Cfg::a_copies, a_step, a_step * Cfg::sa>;
+    using BP = Pieces<Cfg::b_copies, b_step, b_step * Cfg::sb>;
+    SliceLoader<T, Cfg::BK, AP, BP, Vec> loader(d_a, d_b, m, n, k, row0, col0, k_begin, k_end, AP{a_r, a_k, a_r * Cfg::sa + a_k},
+                                               BP{b_k, b_c, b_k * Cfg::sb + b_c});
+    auto load = [&](int buf, idx t) {
       T* as = smem + buf * Cfg::stage_elems;
-      T* bs = as + Cfg::a_elems;
-      const int left = left_k < Cfg::BK ? static_cast<int>(left_k) : Cfg::BK;  // below BK in the last slice only
-      const int a_valid = left - a_k <= 0 ? 0 : left - a_k >= CH ? CH : left - a_k;
-#pragma unroll
-      for (int l = 0; l < Cfg::a_copies; ++l)
-        copy(as + (a_r + l * a_step) * Cfg::sa + a_k, a_src + idx{l} * a_step * k, l * a_step < a_rows ? a_valid : 0, d_a);
-#pragma unroll
-      for (int l = 0; l < Cfg::b_copies; ++l)
-        copy(bs + (b_k + l * b_step) * Cfg::sb + b_c, b_src + idx{l} * b_step * n, b_k + l * b_step < left ? b_valid : 0, d_b);
-      a_src += Cfg::BK;
-      b_src += idx{Cfg::BK} * n;
-      left_k -= Cfg::BK;
+      loader.load(as, as + Cfg::a_elems, t);
     };
 
     const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
     const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;  // this group's K steps of a slice
 #pragma unroll
     for (int s = 0; s < Cfg::stages - 1; ++s) {
-      if (s < slices) load(s);
+      if (s < slices) load(s, s);
       cp_async_commit();  // empty groups too: wait_group counts slices
     }
     int rd = 0, wr = Cfg::stages - 1;  // buffers of slice t and of slice t + stages - 1
     for (idx t = 0; t < slices; ++t) {
       cp_async_wait<Cfg::stages - 2>();  // slice t has landed (this thread's copies) ...
       __syncthreads();                   // ... everyone's; and slice t - 1's buffer (wr) is free again
-      if (t + Cfg::stages - 1 < slices) load(wr);
+      if (t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       cp_async_commit();
       const T* as = smem + rd * Cfg::stage_elems;
       const T* bs = as + Cfg::a_elems;
+      // Promoting math (3xTF32) runs one chain from zero over the group's k-steps of the slice and
+      // folds it into acc with round-to-nearest; exact math (DMMA) accumulates in place.
+      T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];
+      if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { chain[mt][nt][i] = T{0}; });
 #pragma unroll
       for (int q = 0; q < Cfg::steps; ++q) {
         const int kk = k_first + q * M::km;
@@ -329,21 +399,19 @@ struct TcProduct {
 #pragma unroll
         for (int mt = 0; mt < Cfg::MT; ++mt)
 #pragma unroll
-          for (int nt = 0; nt < Cfg::NT; ++nt) M::mma(acc[mt][nt], af[mt], bf[nt]);
+          for (int nt = 0; nt < Cfg::NT; ++nt) {
+            if constexpr (M::promote) M::mma(chain[mt][nt], af[mt], bf[nt]);
+            else M::mma(acc[mt][nt], af[mt], bf[nt]);
+          }
       }
+      if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] += chain[mt][nt][i]; });
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }
     cp_async_wait<0>();  // only empty groups are left; the shared memory is reused below
     __syncthreads();
-    if constexpr (Cfg::KG > 1) {  // the worker level: groups combined in order y = 0, 1, ...
-#pragma unroll
-      for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Cfg::NT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[mt][nt][i] = dev::worker_reduce<Sum>(acc[mt][nt][i], smem);
-    }
+    if constexpr (Cfg::KG > 1)  // the worker level: groups combined in order y = 0, 1, ...
+      for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = dev::worker_reduce<Sum>(acc[mt][nt][i], smem); });
   }
 };
 

@@ -55,6 +55,7 @@ const Shape shapes[] = {
     {64, 48, (1 << 16) + 1},           // odd K: element-wise copies, a one-element last split
     {33, 33, 100003},                  // odd K and N: element-wise copies, C padded from 33 to 64
     {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
+    {36, 64, (1 << 16) + 12},          // 16-byte copies, rows of A beyond M, K ending inside a slice
     {64, 64, 1 << 16},                 // exact tiles, 16-byte copies
 };
 
