@@ -170,6 +170,14 @@ struct TileProduct {
     const int tx = static_cast<int>(threadIdx.x) % Cfg::TX;
     return j < Cfg::TN / 2 ? tx * (Cfg::TN / 2) + j : Cfg::BN / 2 + tx * (Cfg::TN / 2) + j - Cfg::TN / 2;
   }
+  /// The block's tile into `mine` (BM x BN, row-major), after run(): worker group 0 holds it.
+  __device__ __forceinline__ void store_partial(T* mine) const {
+    if (threadIdx.y != 0) return;
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) mine[row_of(i) * Cfg::BN + col_of(j)] = acc[i][j];
+  }
 
   /// The A-tile row and K offset that load vector v covers (see TileLayout::a_rows_fastest).
   __device__ __forceinline__ static void a_slot(int v, int& r, int& kk) {
@@ -335,28 +343,31 @@ __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T
   }
 }
 
+/// The split-K gang step of a block: run(st) computes the block's product over st's K range into p,
+/// p.store_partial writes it to the block's partial tile, and the last of the tile's `ksplit` blocks
+/// sums the partials in block order into C. Shared by the CUDA-core and tensor-core Gram kernels.
+template <class T, int BM, int BN, int Threads, class Product, class Run>
+__device__ __forceinline__ void split_k_gang(Product& p, Run&& run, T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
+                                             T* __restrict__ d_partials, unsigned int* d_tickets) {
+  __shared__ bool last;
+  constexpr idx width = idx{BM} * BN;
+  const SplitTile st(n, k, k_chunk, BM, BN);
+  run(st);
+  p.store_partial(d_partials + (st.tile * st.ksplit + st.split) * width);
+  if (!dev::gang_arrive(d_tickets + st.tile, static_cast<unsigned int>(st.ksplit), last)) return;
+  combine_partials<T, BM, BN, Threads>(d_partials + st.tile * st.ksplit * width, st.ksplit, d_c, m, n, st.row0, st.col0);
+}
+
 template <class T, class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                             T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
                                                             T* __restrict__ d_partials, unsigned int* d_tickets,
                                                             bool vec_a, bool vec_b) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ bool last;
-  T* smem = reinterpret_cast<T*>(smem_raw);
-  constexpr idx width = idx{Cfg::BM} * Cfg::BN;
-  const SplitTile st(n, k, k_chunk, Cfg::BM, Cfg::BN);
-  const idx tile = st.tile, ksplit = st.ksplit, row0 = st.row0, col0 = st.col0;
   TileProduct<T, Cfg> p;
-  p.run(d_a, d_b, m, n, k, row0, col0, st.k_begin, st.k_end, vec_a, vec_b, smem);
-  T* mine = d_partials + (tile * ksplit + st.split) * width;
-  if (threadIdx.y == 0) {
-#pragma unroll
-    for (int i = 0; i < Cfg::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < Cfg::TN; ++j) mine[p.row_of(i) * Cfg::BN + p.col_of(j)] = p.acc[i][j];
-  }
-  if (!dev::gang_arrive(d_tickets + tile, static_cast<unsigned int>(ksplit), last)) return;
-  combine_partials<T, Cfg::BM, Cfg::BN, Cfg::threads>(d_partials + tile * ksplit * width, ksplit, d_c, m, n, row0, col0);
+  split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
+      p, [&](const SplitTile& st) { p.run(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, vec_a, vec_b, reinterpret_cast<T*>(smem_raw)); },
+      d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 
 // ---- the reference: double-double accumulation, K split over blockIdx.y -----------------------------

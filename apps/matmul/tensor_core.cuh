@@ -331,6 +331,19 @@ struct TcProduct {
   /// Tile row and column of C register i of MMA tile (mt, nt) in this lane.
   __device__ __forceinline__ static int row_of(int mt, int i) { return warp_row(mt) + static_cast<int>(threadIdx.x) % 32 / 4 + 8 * (i / 2); }
   __device__ __forceinline__ static int col_of(int nt, int i) { return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2; }
+  /// The block's tile into `mine` (BM x BN, row-major), after run(): worker group 0 holds it. C
+  /// registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores.
+  __device__ __forceinline__ void store_partial(T* mine) const {
+    if (threadIdx.y != 0) return;
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<dev::Vec<T, 2>*>(mine + row_of(mt, 2 * h) * Cfg::BN + col_of(nt, 0)) =
+              dev::Vec<T, 2>{{acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]}};
+  }
   /// f(mt, nt, i) for every C register of the warp tile.
   template <class F>
   __device__ __forceinline__ static void for_each_c(F&& f) {
@@ -424,26 +437,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
                   typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets, bool /*vec_a*/, bool /*vec_b*/) {
   using T = typename Cfg::T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ bool last;
-  T* smem = reinterpret_cast<T*>(smem_raw);
-  constexpr idx width = idx{Cfg::BM} * Cfg::BN;
-  const SplitTile st(n, k, k_chunk, Cfg::BM, Cfg::BN);
-  const idx tile = st.tile, ksplit = st.ksplit, row0 = st.row0, col0 = st.col0;
   TcProduct<Cfg> p;
-  p.template run<Vec>(d_a, d_b, m, n, k, row0, col0, st.k_begin, st.k_end, smem);
-  T* mine = d_partials + (tile * ksplit + st.split) * width;
-  if (threadIdx.y == 0) {  // C registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores
-#pragma unroll
-    for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Cfg::NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<dev::Vec<T, 2>*>(mine + p.row_of(mt, 2 * h) * Cfg::BN + p.col_of(nt, 0)) =
-              dev::Vec<T, 2>{{p.acc[mt][nt][2 * h], p.acc[mt][nt][2 * h + 1]}};
-  }
-  if (!dev::gang_arrive(d_tickets + tile, static_cast<unsigned int>(ksplit), last)) return;
-  combine_partials<T, Cfg::BM, Cfg::BN, Cfg::threads>(d_partials + tile * ksplit * width, ksplit, d_c, m, n, row0, col0);
+  split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
+      p, [&](const SplitTile& st) { p.template run<Vec>(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, reinterpret_cast<T*>(smem_raw)); },
+      d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 
 }  // namespace tally::matmul::kernels::tc
