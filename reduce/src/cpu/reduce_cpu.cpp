@@ -47,26 +47,29 @@ inline void fold_lanes(const T* __restrict x, std::int64_t n, LaneAcc<Op, Acc>& 
   Acc* __restrict part = a.v.data();
   const std::int64_t body = n - n % lanes;
   if constexpr (is_fp_maxmin<Op, Acc>) {
-    // The NaN-propagating join costs a compare-or-blend chain per step. Instead: a plain max/min
-    // (one maxps/minps; a NaN already in a lane stays, since the comparison with it is false) and,
-    // off the dependency chain, a sticky NaN mask shared by lanes l and l + lanes/2 (one unordered
-    // compare covers both), applied to both lanes at the end. Lanes l and l + 8 always end in the
-    // same output (outer_rows' packed path needs nc to divide 8).
+    // The NaN-propagating join costs a compare-or-blend chain per step. Instead: a plain
+    // part = (part > x ? part : x), one maxps/minps into the accumulator's own register, which a
+    // NaN x replaces (and the next x overwrites), and, off the dependency chain, a sticky NaN mask
+    // that tests the accumulators just written, one unordered compare for lanes l and l + lanes/2,
+    // applied to both lanes at the end. Testing the accumulators instead of the inputs spares SSE a
+    // second load of every input (measured 20-25% faster in cache). Lanes l and l + lanes/2 always
+    // end in the same output (outer_rows' packed path needs nc to divide lanes/2).
     constexpr int H = lanes / 2;
     using Mask = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
-    Mask nan[H] = {};
+    Mask nan[H];  // seeded from the incoming lanes: a NaN there would be overwritten, not kept
+    for (int l = 0; l < H; ++l) nan[l] = __builtin_isunordered(part[l], part[l + H]) ? Mask(-1) : Mask(0);
     for (std::int64_t i = 0; i < body; i += lanes) {
 #pragma omp simd
       for (int l = 0; l < H; ++l) {
         const Acc u = static_cast<Acc>(x[i + l]), v = static_cast<Acc>(x[i + l + H]);
         if constexpr (std::is_same_v<Op, Max>) {
-          part[l] = u > part[l] ? u : part[l];
-          part[l + H] = v > part[l + H] ? v : part[l + H];
+          part[l] = part[l] > u ? part[l] : u;
+          part[l + H] = part[l + H] > v ? part[l + H] : v;
         } else {
-          part[l] = u < part[l] ? u : part[l];
-          part[l + H] = v < part[l + H] ? v : part[l + H];
+          part[l] = part[l] < u ? part[l] : u;
+          part[l + H] = part[l + H] < v ? part[l + H] : v;
         }
-        nan[l] |= __builtin_isunordered(u, v) ? Mask(-1) : Mask(0);
+        nan[l] |= __builtin_isunordered(part[l], part[l + H]) ? Mask(-1) : Mask(0);
       }
     }
     for (int l = 0; l < H; ++l)
