@@ -89,6 +89,10 @@ template <class Op, class T>
 __device__ __forceinline__ bool gang_reduce(T x, T* d_partials, unsigned int* d_ticket, T& result, GangStorage<T>& tmp,
                                             std::int64_t nblocks = grid_blocks(), std::int64_t block = block_rank()) {
   const T block_value = block_reduce<Op>(x, tmp.block);
+  if (nblocks == 1) {  // a one-block grid is its own last block: no partial, no ticket
+    if (block_thread_rank() == 0) result = block_value;
+    return true;
+  }
   if (block_thread_rank() == 0) d_partials[block] = block_value;
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), tmp.last)) return false;
   // Each thread folds a fixed strided subset of the partials, then a fixed tree: deterministic.
