@@ -67,7 +67,8 @@ Strategy parse_strategy(std::string_view name) {
 
 std::string Tuning::to_string() const {
   std::ostringstream s;
-  s << "Tuning{block_threads=" << block_threads << ", blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count << "}";
+  s << "Tuning{block_threads=" << block_threads << ", blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count
+    << ", programmatic_launch=" << (programmatic_launch ? "true" : "false") << "}";
   return s.str();
 }
 

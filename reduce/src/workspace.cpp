@@ -46,11 +46,13 @@ Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->backend = backend;
   if (backend == Backend::cuda) {
 #ifdef TALLY_HAS_CUDA
-    int dev = 0, sms = 0, max_threads_sm = 0;
+    int dev = 0, sms = 0, max_threads_sm = 0, major = 0;
     TALLY_CUDA_TRY(cudaGetDevice(&dev));
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&max_threads_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+    TALLY_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     impl_->tuning.sm_count = sms;
+    impl_->tuning.programmatic_launch = major >= 9;
     impl_->tuning.blocks_per_sm = max_threads_sm / impl_->tuning.block_threads;
     TALLY_CUDA_TRY(cudaMalloc(&impl_->d_result, 16));
 #else

@@ -104,6 +104,45 @@ TEST_CASE("cuda: reductions on a user stream, results left on the device", "[red
   TALLY_CUDA_TRY(cudaStreamDestroy(s));
 }
 
+TEST_CASE("cuda: a reduction reads what the kernel before it wrote (programmatic launch)", "[reduce][stream]") {
+  // Each production kernel may start while its predecessor on the stream is finishing, and lets its
+  // own successor start at once: B must wait for A's output before reading it. A reduces 2^24 ones
+  // (several microseconds), B reduces the array A writes into, at once; without the wait, B reads
+  // A's slot before it is written. Pairs cover the flat, block-per-chunk and outer kernels.
+  constexpr int K = 24;
+  constexpr std::int64_t n = std::int64_t{1} << 24;
+  cudaStream_t s = nullptr;
+  TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  {
+    const std::vector<std::int32_t> ones(static_cast<std::size_t>(n), 1);
+    DeviceBuffer<std::int32_t> d_x(std::span<const std::int32_t>(ones), s);
+    DeviceBuffer<std::int64_t> d_y(4 * K), d_full(K), d_cols(4 * K);
+    d_y.fill_bytes(0, s);
+    Workspace ws(Backend::cuda);
+    const auto x = View<const std::int32_t>::flat(d_x.data(), n);
+    const auto x4 = View<const std::int32_t>::contiguous(d_x.data(), 1, 4, n / 4);
+    for (int k = 0; k < K; ++k) {
+      // A: flat (full sum into y[4k]) or block-per-chunk (4 row sums into y[4k..4k+4)).
+      if (k % 2 == 0) reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x, Levels::all(), d_y.span().subspan(4 * k, 1), ws, s);
+      else reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x4, Level::vector, d_y.span().subspan(4 * k, 4), ws, s);
+      // B: the full sum of y[0, 4k + 4) (flat), then its columns (gang over (k+1) x 4: outer).
+      const auto y = View<const std::int64_t>::contiguous(d_y.data(), k + 1, 1, 4);
+      reduce<Sum, std::int64_t>(Backend::cuda, y, Levels::all(), d_full.span().subspan(k, 1), ws, s);
+      reduce<Sum, std::int64_t>(Backend::cuda, y, Level::gang, d_cols.span().subspan(4 * k, 4), ws, s);
+    }
+    const auto full = d_full.to_host(s), cols = d_cols.to_host(s);
+    std::int64_t expect_full = 0, expect_col[4] = {0, 0, 0, 0};
+    for (int k = 0; k < K; ++k) {
+      if (k % 2 == 0) expect_full += n, expect_col[0] += n;
+      else for (auto& c : expect_col) c += n / 4, expect_full += n / 4;
+      INFO("pair " << k);
+      CHECK(full[static_cast<std::size_t>(k)] == expect_full);
+      for (int c = 0; c < 4; ++c) CHECK(cols[static_cast<std::size_t>(4 * k + c)] == expect_col[c]);
+    }
+  }
+  TALLY_CUDA_TRY(cudaStreamDestroy(s));
+}
+
 TEST_CASE("cuda: the workspace stops growing once sized", "[reduce][workspace]") {
   Workspace ws(Backend::cuda);
   const Extents e{9, 1025, 1023};

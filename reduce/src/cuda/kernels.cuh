@@ -17,12 +17,14 @@
 //
 // Vector loads only where the pointer, every stride and the row length allow them; otherwise the same
 // kernels with V = 1. Every combination order is fixed by the launch shape: bitwise reproducible.
+// Every kernel is started through launch() (launch.cuh): its launch overlaps the previous kernel's end.
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 
+#include "launch.cuh"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"
@@ -113,6 +115,7 @@ __device__ __forceinline__ Acc fold_row(Acc acc, const T* row, I begin, I end, I
 template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     inner_group_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
+  enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) & (G - 1);
   const std::int64_t group = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G;
   const std::int64_t ngroups = static_cast<std::int64_t>(gridDim.x) * kBlock / G;
@@ -192,6 +195,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 /// one-element reduction means the same as on every other path (LogicalAnd/Or give 0 or 1).
 template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
+  enter_after_predecessor();
   for (std::int64_t i = device::global_thread_id() * V; i < n; i += device::grid_stride() * V) {
     const auto v = device::load_vec<V>(in + i);
     device::Vec<Acc, V> w;
@@ -212,6 +216,7 @@ template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     flat_kernel(const T* __restrict__ in, std::uint32_t n, Acc* __restrict__ out, Acc* __restrict__ partials,
                 unsigned int* __restrict__ ticket) {
+  enter_after_predecessor();
   __shared__ device::GangStorage<Acc> tmp;
   const std::uint32_t step = gridDim.x * std::uint32_t{kBlock} * V;
   const Acc acc = fold_row<Op, Acc, V>(Op::template identity<Acc>(), in, (blockIdx.x * kBlock + threadIdx.x) * V, n, step);
@@ -235,6 +240,7 @@ template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     inner_block_kernel(InnerBlockArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
                        unsigned int* __restrict__ tickets) {
+  enter_after_predecessor();
   __shared__ device::GangStorage<Acc> tmp;
   const Plan& p = a.p;
   const std::int64_t S = a.Sq * a.Si;
@@ -297,6 +303,7 @@ template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     outer_kernel(OuterArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
                  unsigned int* __restrict__ tickets) {
+  enter_after_predecessor();
   __shared__ Acc smem[kBlock * V];
   __shared__ bool last;
   const Plan& p = a.p;
@@ -390,6 +397,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 
 template <class Op, class Acc>
 __global__ void fill_kernel(Acc* __restrict__ out, std::int64_t n) {
+  enter_after_predecessor();
   for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = Op::template identity<Acc>();
 }
 
@@ -423,9 +431,8 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{kBlock} * V * kUnroll), 1, wave);
     ws.reserve(static_cast<std::size_t>(grid) * sizeof(Acc), 1, stream);
-    flat_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(
-        in, static_cast<std::uint32_t>(p.n), d_out, static_cast<Acc*>(ws.scratch()), ws.ticket_array());
-    TALLY_CHECK_LAUNCH();
+    launch(flat_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, in, static_cast<std::uint32_t>(p.n), d_out,
+           static_cast<Acc*>(ws.scratch()), ws.ticket_array());
     return;
   }
   const int G = pow2_at_least(ceil_div(p.n, V), device::warp_size);
@@ -433,8 +440,7 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   // that a block per output would idle: lane groups.
   if (p.n_out * G >= target * kBlock || per <= std::int64_t{G} * V * 8 || (per < kMinChunk && p.n_out * G >= kBlock * 4)) {
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, kBlock * 2), 1, target * 16);
-    inner_group_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(p, G, in, d_out);
-    TALLY_CHECK_LAUNCH();
+    launch(inner_group_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
     return;
   }
   // A block per (output, chunk). With fewer outputs than resident blocks, split each output into at
@@ -464,8 +470,7 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     tickets = ws.ticket_array();
   }
   const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * S, 1, target * 16);
-  inner_block_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, in, d_out, partials, tickets);
-  TALLY_CHECK_LAUNCH();
+  launch(inner_block_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, a, in, d_out, partials, tickets);
 }
 
 template <class Op, class T, class Acc, int V>
@@ -496,8 +501,7 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     tickets = ws.ticket_array();
   }
   const std::int64_t grid = std::clamp<std::int64_t>(base_items * a.S, 1, target * 16);
-  outer_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, in, d_out, partials, tickets);
-  TALLY_CHECK_LAUNCH();
+  launch(outer_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, a, in, d_out, partials, tickets);
 }
 
 /// Whether every access of the plan can be a V-element vector load.
@@ -516,9 +520,7 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   const Plan p = make_plan(prob);
   if (p.n_out == 0) return;
   if (p.empty) {
-    const auto grid = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096));
-    fill_kernel<Op, Acc><<<grid, kBlock, 0, stream>>>(d_out, p.n_out);
-    TALLY_CHECK_LAUNCH();
+    launch(fill_kernel<Op, Acc>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, ws.tuning(), stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
@@ -528,10 +530,9 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
     // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
     if (aligned_to(in, sizeof(T) * V) && aligned_to(d_out, sizeof(Acc) * V) && p.n_out % V == 0)
-      copy_kernel<Op, T, Acc, V><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
+      launch(copy_kernel<Op, T, Acc, V>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
     else
-      copy_kernel<Op, T, Acc, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(in, d_out, p.n_out);
-    TALLY_CHECK_LAUNCH();
+      launch(copy_kernel<Op, T, Acc, 1>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
     return;
   }
   if (p.kind == Plan::Kind::inner) {

@@ -36,6 +36,7 @@ struct Tuning {
   int block_threads = 256;      ///< threads per block
   int blocks_per_sm = 8;        ///< resident blocks per SM the grid is sized for
   int sm_count = 0;             ///< multiprocessors of the device
+  bool programmatic_launch = false;  ///< launch so that a kernel's start overlaps its predecessor's end (sm_90+)
   [[nodiscard]] std::string to_string() const;
 };
 
