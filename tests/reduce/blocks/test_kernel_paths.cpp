@@ -1,6 +1,6 @@
-// The production CUDA kernels' paths (lane groups, split blocks, outer tiles with row splits; 16-byte
-// and scalar loads; strided views) against a sequential host reference, chosen so that each path
-// runs: full reductions below and above the split threshold, long rows with few outputs, short
+// The production CUDA kernels' paths (flat, lane groups and ragged rows, split blocks, outer tiles with
+// row splits; 16-byte and scalar loads; strided views) against a sequential host reference, chosen so
+// that each path runs: full reductions in one block and over many, long rows with few outputs, short
 // rows with many, two columns over a million rows. Also NaN propagation and bitwise reruns.
 #include <cmath>
 #include <cstdint>
@@ -90,9 +90,10 @@ void check_case(const Case& c, Levels lv, std::uint64_t salt) {
 }
 
 std::vector<Case> cases() {
-  return {contiguous(1, 1, 1000),              // full, lane groups
-          contiguous(1, 1, (1 << 20) + 7),     // full, split blocks, scalar loads (odd length)
-          contiguous(1, 1, 1 << 22),           // full, split blocks, 16-byte loads
+  return {contiguous(1, 1, 1000),              // full, flat kernel in one block
+          contiguous(1, 1, (1 << 20) + 7),     // full, flat kernel, scalar loads (odd length)
+          contiguous(1, 1, 1 << 22),           // full, flat kernel over many blocks, 16-byte loads
+          contiguous(96, 40, 1000),            // vector: ragged rows of 1000 floats (inner_row_kernel)
           contiguous(64, 256, 32),             // every family at moderate size
           contiguous(3, 5, 1 << 18),           // long rows, few outputs
           contiguous(1 << 14, 2, 2),           // short rows, many outputs; nc = 2 columns
