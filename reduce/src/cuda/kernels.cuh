@@ -208,9 +208,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 /// One row per output (rows == 1) of more than one and at most kRowBatch vectors per lane, ragged
 /// (fold_row would give some lanes one more round of loads than others, and the warp waits for
 /// both): every load of a lane's row in one batch, folded in the same order. H200, `vector` on
-/// 64 x 1048 x 1000 floats: 0.88 of the full reduction with fold_row, 0.94-0.97 in one batch. A kernel
-/// of its own: inside inner_group_kernel the batch's registers cost every other path occupancy
-/// (rows of 1024 floats: 1.00 -> 0.84-0.95).
+/// 64 x 1048 x 1000 floats: 0.88 of the full reduction with fold_row, 1.03 here. A kernel of its own:
+/// inside inner_group_kernel the batch's registers cost every other path occupancy (rows of 1024
+/// floats: 1.00 -> 0.84-0.95) and gave this case only 0.94-0.97.
 template <class Op, class T, class Acc, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     inner_row_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
