@@ -1,8 +1,9 @@
 // The generic suite (reduce_checks.hpp) on the CPU backend, plus what only the CPU has: results
-// that do not depend on the number of OpenMP threads.
+// that do not depend on the number of OpenMP threads, nor on the instruction-set build.
 #include <omp.h>
 
 #include "backend_cpu.hpp"
+#include "cpu/isa.hpp"
 
 #define TALLY_TEST_BACKEND "cpu"
 using TestBackend = tally::test::CpuBackend;
@@ -49,5 +50,38 @@ TEST_CASE("cpu: results are bitwise the same whatever the number of threads", "[
     }
   }
 }
+
+#if defined(TALLY_HAVE_CPU_AVX2)
+TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[reduce][determinism][isa]") {
+  if (!__builtin_cpu_supports("avx2")) {
+    WARN("this CPU has no AVX2: only the baseline build can run");
+    return;
+  }
+  INFO("reduce() runs the " << (reduce::detail::cpu_uses_avx2() ? "AVX2" : "baseline") << " build");
+  std::uint64_t salt = 7100;
+  const auto both = [&]<class Op, class T, class Acc>(const Extents& e, Levels lv, bool with_nan) {
+    auto x = make_input<Op, T, Acc>(static_cast<std::size_t>(e.size()), e.size(), ++salt);
+    if constexpr (std::is_floating_point_v<T>)
+      if (with_nan && !x.empty()) x[x.size() / 3] = std::numeric_limits<T>::quiet_NaN();
+    const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
+    std::vector<Acc> a(static_cast<std::size_t>(p.out_size)), b(a.size());
+    reduce::detail::base::reduce_cpu_isa<Op, T, Acc>(p, a.data());
+    reduce::detail::avx2::reduce_cpu_isa<Op, T, Acc>(p, b.data());
+    INFO((case_name<Op, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, false) << (with_nan ? ", one NaN" : ""));
+    CHECK(bitwise_equal(a, b));
+  };
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{4099, 2, 257},
+                           Extents{2, 16411, 8}, Extents{1023, 33, 2}, Extents{64, 40, 1000}}) {
+    for (Levels lv : Levels::all_sets()) {
+      both.operator()<Sum, float, float>(e, lv, false);
+      both.operator()<Sum, float, double>(e, lv, false);
+      both.operator()<Sum, double, double>(e, lv, false);
+      both.operator()<Max, float, float>(e, lv, true);
+      both.operator()<Min, double, double>(e, lv, false);
+      both.operator()<Sum, std::int32_t, std::int64_t>(e, lv, false);
+    }
+  }
+}
+#endif
 
 }  // namespace tally::test::reduce_checks

@@ -5,6 +5,10 @@
 // interleaved accumulators (lane l takes the elements at positions = l mod lanes), combined in lane
 // order; split outputs combine their tasks' partials in task order. So a result is bitwise the same
 // whatever OMP_NUM_THREADS is and run to run. Threads only decide who runs which task.
+//
+// This file is compiled once per instruction set (isa.hpp): TALLY_CPU_ISA names the namespace. The
+// arithmetic and its order are the same in each, only the vector width differs, so every build gives
+// the same bits (no -mfma: no contraction).
 #include <omp.h>
 
 #include <algorithm>
@@ -14,9 +18,14 @@
 #include <vector>
 
 #include "instantiate.hpp"
+#include "isa.hpp"
 #include "plan.hpp"
 
-namespace tally::reduce::detail {
+#ifndef TALLY_CPU_ISA
+#define TALLY_CPU_ISA base
+#endif
+
+namespace tally::reduce::detail::TALLY_CPU_ISA {
 
 namespace {
 
@@ -341,7 +350,7 @@ void reduce_outer(const Plan& p, const T* in, Acc* out) {
 }  // namespace
 
 template <class Op, class T, class Acc>
-void reduce_cpu(const Problem& prob, Acc* out) {
+void reduce_cpu_isa(const Problem& prob, Acc* out) {
   const Plan p = make_plan(prob);
   const T* in = static_cast<const T*>(prob.data);
   if (p.empty) {
@@ -353,7 +362,7 @@ void reduce_cpu(const Problem& prob, Acc* out) {
   }
 }
 
-#define TALLY_INSTANTIATE_CPU(Op, T, Acc) template void reduce_cpu<Op, T, Acc>(const Problem&, Acc*);
+#define TALLY_INSTANTIATE_CPU(Op, T, Acc) template void reduce_cpu_isa<Op, T, Acc>(const Problem&, Acc*);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_CPU)
 
-}  // namespace tally::reduce::detail
+}  // namespace tally::reduce::detail::TALLY_CPU_ISA

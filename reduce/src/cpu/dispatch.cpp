@@ -1,0 +1,35 @@
+// reduce_cpu(): the CPU backend's entry point, choosing the instruction-set build (isa.hpp).
+#include <cstdlib>
+#include <string_view>
+
+#include "instantiate.hpp"
+#include "isa.hpp"
+
+namespace tally::reduce::detail {
+
+bool cpu_uses_avx2() {
+#if defined(TALLY_HAVE_CPU_AVX2)
+  static const bool use = [] {
+    const char* forced = std::getenv("TALLY_CPU_ISA");
+    if (forced != nullptr && std::string_view(forced) == "base") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
+template <class Op, class T, class Acc>
+void reduce_cpu(const Problem& p, Acc* out) {
+#if defined(TALLY_HAVE_CPU_AVX2)
+  if (cpu_uses_avx2()) return avx2::reduce_cpu_isa<Op, T, Acc>(p, out);
+#endif
+  base::reduce_cpu_isa<Op, T, Acc>(p, out);
+}
+
+#define TALLY_INSTANTIATE_CPU_DISPATCH(Op, T, Acc) template void reduce_cpu<Op, T, Acc>(const Problem&, Acc*);
+TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_CPU_DISPATCH)
+
+}  // namespace tally::reduce::detail
