@@ -45,6 +45,9 @@ __global__ void fill_random(T* p, std::int64_t n, double lo, double hi, std::uin
   }
 }
 
+/// Does nothing: its launch, timed like a reduction, is the floor under every "call" time.
+__global__ void empty_kernel() {}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
@@ -249,7 +252,21 @@ class Bench {
     }
   }
 
+  /// An empty kernel timed as the reductions are: in graph replays (the GPU's cost of a launch) and
+  /// one call between two events (the host's launch latency, which no reduction can go below).
+  void launch_floor() {
+    const double us = time_us([&](int) {
+      empty_kernel<<<1, 32, 0, stream_>>>();
+      TALLY_CHECK_LAUNCH();
+    }, 15, 1, 0.0);
+    add(make_row("sweep", "empty kernel", "", "", "", "", 0, 0, 0, us));
+    char line[160];
+    std::snprintf(line, sizeof line, "| empty kernel (launch floor) | %8.2f / %8.2f us | - | - | - |", us, last_call_us_);
+    headline_.push_back(line);
+  }
+
   void sweep() {
+    launch_floor();
     std::vector<int> logs;
     if (o_.quick) logs = {10, 16, 20, 24};
     else for (int lg = 10; lg <= 30; lg += 2) logs.push_back(lg);
