@@ -39,19 +39,22 @@ using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
 using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
 using Ts16 = k::TileConfig<16, 16, 128, 4, 4, 16>;
 using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
-// Tensor-core Gram tiles: C up to 64 x 64, 32 x 32 per warp, 2 worker groups splitting each slice
-// (256 threads), 2 blocks per SM. Float: 64-deep slices, 3 of them (2 in flight, 105 KiB per block):
-// 4 k-steps per warp between barriers, 2.88-2.90 ms at 64 x 64 x 2^24 on an H200 against 3.04-3.08
-// ms with 32-deep slices (4 or 6 of them). Its pace is set by the latency of each warp's shared loads,
-// split and MMA chain, not by memory: a Hopper warpgroup-MMA (wgmma) version with the A slice split
-// once in shared memory was tried and ran at 3.15 ms (3 blocks of one warpgroup an SM; more stages
-// did not help either). Double: 16-deep slices, 4 of them: 4.65 ms (88% of the H200's copy rate).
-using TcFloat = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 32, 32, 2, 64, 3, 2>;
+// Tensor-core Gram tiles: C up to 64 x 64, 2 worker groups splitting each slice, 2 blocks per SM.
+// Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep slices, 3 of them (2 in flight,
+// 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200, against 2.83-2.86 ms for 32 x 32 per
+// warp (256 threads, capped at 128 registers) in the same runs; 32 x 64 per warp 2.82-2.90, one
+// group 3.20, 32-deep slices (5 stages) 2.71. Its pace is set by the latency of each warp's shared
+// loads, split and MMA chain, not by memory (ncu: the tensor pipe 52% busy, a warp waiting on a fixed-
+// latency dependency 1.4 cycles per issue, 2 warps a scheduler). Tried and no faster: chains over two
+// slices (2.83 ms), the three products of a k-step issued pass by pass (ptxas interleaves them four
+// apart anyway), hi truncated instead of rounded, and a Hopper warpgroup-MMA (wgmma) version with the
+// A slice split once in shared memory (3.15 ms). Double: 32 x 32 per warp, 16-deep slices, 4 of them:
+// 4.63 ms (88% of the H200's copy rate); 64 x 32 per warp 4.80, 32-deep slices 4.84-4.86.
+using TcFloat = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 2, 64, 3, 2>;
 using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
 // 16 x 16 float: two warps cover C, four worker groups split 128-deep slices. The CUDA-core Ts16
 // tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
-// 16 x 16 x 2^26); this one streams it at 2.20 ms. (64 x 64 float variants with 64 x 32 warp tiles,
-// one block an SM ran 0-5% slower than the 32-deep TcFloat of the time.)
+// 16 x 16 x 2^26); this one streams it at 2.20 ms.
 using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 
 double median(std::vector<double> v) {
