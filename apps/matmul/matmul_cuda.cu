@@ -42,7 +42,8 @@ using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
 // Tensor-core Gram tiles: C up to 64 x 64, 2 worker groups splitting each slice, 2 blocks per SM.
 // Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep slices, 3 of them (2 in flight,
 // 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200, against 2.83-2.86 ms for 32 x 32 per
-// warp (256 threads, capped at 128 registers) in the same runs; 32 x 64 per warp 2.82-2.90, one
+// warp (256 threads, capped at 128 registers) in the same runs (the H100, memory-bound here, ran it at
+// 3.25 ms against 3.17-3.19 for 32 x 32: kept for the H200's sake); 32 x 64 per warp 2.82-2.90, one
 // group 3.20, 32-deep slices (5 stages) 2.71. Its pace is set by the latency of each warp's shared
 // loads, split and MMA chain, not by memory (ncu: the tensor pipe 52% busy, a warp waiting on a fixed-
 // latency dependency 1.4 cycles per issue, 2 warps a scheduler). Tried and no faster: chains over two
