@@ -2,10 +2,13 @@
 // the device reference and the copy-bandwidth ceiling. The gang level's Gram case (32 < max(M, N) <= 64)
 // runs its block products on the tensor cores (tensor_core.cuh) on sm_80 and later.
 #include <cublas_v2.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver entry point, found through the runtime
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -39,9 +42,17 @@ using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
 using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
 using Ts16 = k::TileConfig<16, 16, 128, 4, 4, 16>;
 using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
-// Tensor-core Gram tiles: C up to 64 x 64, 2 worker groups splitting each slice, 2 blocks per SM.
-// Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep slices, 3 of them (2 in flight,
-// 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200, against 2.83-2.86 ms for 32 x 32 per
+// Tensor-core Gram tiles: C up to 64 x 64.
+// Float on sm_90 with K and N multiples of 4 (16-byte rows): slices by TMA tensor copies (TcFloatTma),
+// 64 x 32 of C per warp, 4 worker groups each taking 32 of a 128-deep slice, 3 slices (193 KiB, one
+// block per SM): 2.27 ms at 64 x 64 x 2^24 on an H200 (90% of copy, 1.68x cuBLAS), against 2.42 ms
+// for 64-deep slices in two 3-stage blocks per SM and 2.73 ms for the cp.async tile below in the same
+// runs. The copies leave the warps: one thread issues four tensor copies per slice, where cp.async
+// took 16 instructions per thread. Padding-free tiles need the 128-byte swizzle for conflict-free
+// fragment loads (Tf32x3::SwizzleLane).
+// Otherwise (sm_80/89, odd K or N), cp.async into padded tiles, 2 worker groups splitting each slice,
+// 2 blocks per SM. Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep slices, 3 of
+// them (2 in flight, 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200, against 2.83-2.86 ms for 32 x 32 per
 // warp (256 threads, capped at 128 registers) in the same runs (the H100, memory-bound here, ran it at
 // 3.25 ms against 3.17-3.19 for 32 x 32: kept for the H200's sake); 32 x 64 per warp 2.82-2.90, one
 // group 3.20, 32-deep slices (5 stages) 2.71. Its pace is set by the latency of each warp's shared
@@ -53,6 +64,7 @@ using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
 // 4.63 ms (88% of the H200's copy rate); 64 x 32 per warp 4.80, 32-deep slices 4.84-4.86.
 using TcFloat = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 2, 64, 3, 2>;
 using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
+using TcFloatTma = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 4, 128, 3, 1, true>;
 // 16 x 16 float: two warps cover C, four worker groups split 128-deep slices. The CUDA-core Ts16
 // tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
 // 16 x 16 x 2^26); this one streams it at 2.20 ms.
@@ -198,8 +210,12 @@ class CudaEngine final : public Engine<T> {
   // The gang level: K split across blocks (grid.y), one wave of the machine (every block resident, so
   // none waits for a second wave while the last block combines), K split at least in two, each split
   // a whole number of bk slices; no empty split. `kernel` has gang_level's arguments.
+  struct SplitGrid {
+    dim3 grid;
+    idx chunk;
+  };
   template <class Kernel>
-  void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b) {
+  SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem) {
     TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     int per_sm = 0;
     TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
@@ -217,8 +233,13 @@ class CudaEngine final : public Engine<T> {
       tickets_ = DeviceBuffer<unsigned int>(static_cast<std::size_t>(tiles));
       tickets_.fill_bytes(0, stream_);  // zero once; the last block of each tile re-arms its ticket
     }
-    kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), block, smem, stream_>>>(
-        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, chunk, partials_.data(), tickets_.data(), vec_a, vec_b);
+    return {dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), chunk};
+  }
+  template <class Kernel>
+  void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b) {
+    const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem);
+    kernel<<<g.grid, block, smem, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
+                                             tickets_.data(), vec_a, vec_b);
     TALLY_CHECK_LAUNCH();
   }
 
@@ -234,6 +255,42 @@ class CudaEngine final : public Engine<T> {
     const bool vec_a = s_.k % Cfg::CH == 0, vec_b = s_.n % Cfg::CH == 0;
     launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM, Cfg::BN,
                    Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
+  }
+
+  /// A rows x cols row-major float matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
+  /// swizzled, zeros outside.
+  CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows) {
+    if (!encode_) {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult found{};
+      TALLY_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+      if (found != cudaDriverEntryPointSuccess || !fn) throw Error("the CUDA driver has no cuTensorMapEncodeTiled");
+      encode_ = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }
+    CUtensorMap map{};
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
+    const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
+    const CUresult r = encode_(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<T*>(base), dims, strides, box, unit,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
+    return map;
+  }
+
+  /// The float Gram tile fed by tensor copies: sm_90, K and N multiples of 4 (16-byte row strides).
+  template <class Cfg>
+  void launch_gang_tma() {
+    auto kernel = k::tc::gang_level_tma<Cfg>;
+    const dim3 block(Cfg::group_threads, Cfg::KG);
+    const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
+    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, Cfg::BM), tensor_map(b_.data(), s_.k, s_.n, 32, Cfg::BK)};
+    kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
+                                                       partials_.data(), tickets_.data());
+    TALLY_CHECK_LAUNCH();
+  }
+  [[nodiscard]] bool use_tma() const {
+    return sizeof(T) == 4 && prop_.major >= 9 && s_.k % 4 == 0 && s_.n % 4 == 0;
   }
 
   /// The tensor-core Gram path: max(M, N) in (32, 64] (below, the CUDA-core tiles; float C of at
@@ -272,7 +329,10 @@ class CudaEngine final : public Engine<T> {
         else if (big <= 32) launch_gang<Ts32>();
         else if (big <= 64) {
           if (!use_tensor_cores()) launch_gang<Ts64>();
-          else if constexpr (sizeof(T) == 4) launch_gang_tc<TcFloat>();
+          else if constexpr (sizeof(T) == 4) {
+            if (use_tma()) launch_gang_tma<TcFloatTma>();
+            else launch_gang_tc<TcFloat>();
+          }
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -291,6 +351,8 @@ class CudaEngine final : public Engine<T> {
   cublasHandle_t blas_{};
   DeviceBuffer<T> a_, b_, c_, partials_;
   DeviceBuffer<unsigned int> tickets_;
+  PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
+  std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
 };
 
 }  // namespace

@@ -12,6 +12,8 @@
 // N) in shared memory with 16-byte cp.async, `stages` deep, so that (stages - 1) slices per block are
 // in flight while one is multiplied. Rows of A beyond M, columns of B beyond N and K beyond the
 // block's range are zero-filled by cp.async (src-size < 16), so the MMA tiles need no bounds checks.
+// On sm_90, float, with 16-byte rows (TcConfig::tma), one thread fetches each slice with 2-D TMA
+// tensor copies into unpadded, 128-byte-swizzled tiles instead; the tensor's bounds zero-fill.
 // Warps: (BM / WM) x (BN / WN) warp tiles of C per worker group, KG groups (threadIdx.y) splitting
 // each slice's K steps; the groups' tiles are combined by worker_reduce (in group order).
 //
@@ -20,7 +22,10 @@
 // C register i holds C(g + 8 (i / 2), 2 t + i % 2). m8n8k4.f64: A(g, t), B(t, g), C(g, 2 t + i), i.e.
 // the upper half of the m16n8k4 layout, so an m16n8k4 is two m8n8k4 on rows g and g + 8.
 
+#include <cuda.h>  // CUtensorMap (a plain struct; no driver call is made here)
+
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels.cuh"
 
@@ -52,6 +57,40 @@ template <int Pending>
 __device__ __forceinline__ void cp_async_wait() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+// ---- TMA (sm_90): 2-D tensor copies into 128-byte-swizzled tiles, completion on an mbarrier -------
+// A rows x 32 float tile written by a SWIZZLE_128B tensor copy (1024-byte aligned) holds element
+// (r, c) at r * 32 + 4 ((c / 4) ^ (r % 8)) + c % 4: row r's 16-byte chunks permuted by XOR with r mod 8.
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n .reg .pred done;\n WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
+#endif
+}
+/// The box of `map` at (c0 innermost, c1) into dst; what lies outside the tensor arrives as zeros.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
+#else
+  __trap();
 #endif
 }
 
@@ -180,6 +219,40 @@ struct Tf32x3 {
     split(p[(2 * t + 1) * sb + g], f.hi[1], f.lo[1]);
   }
 
+  /// The same fragments from TMA's swizzled tiles (see TcConfig::tma and the TMA section): A from a
+  /// BM x 32 tile, B from a BK x 32 tile, k-step q at K columns (rows of B) 8 q .. 8 q + 7 of the
+  /// tile. A's rows are permuted: lane g reads row tma_row(g) (+ 8) of its MMA tile, so that the
+  /// 8-byte loads of lanes g = 0..3 (rows 0, 2, 4, 6) fall in 8 distinct 16-byte chunks; B's rows
+  /// 2t, 2t + 1 put lanes g / 4 = 0, 1 into 8 distinct chunks: both conflict-free.
+  /// What a lane's addresses share, computed once: k-step q's A chunk is 2q ^ xa, tile n's B chunk
+  /// for row 2t + j is 2n ^ xb[j] (2q, 2n even, so the XOR is the tile's chunk plus the lane's).
+  struct SwizzleLane {
+    int a_off, xa, b_off[2], xb[2];
+    __device__ __forceinline__ explicit SwizzleLane(int lane) {
+      const int g = lane / 4, t = lane % 4, ra = tma_row(g);
+      a_off = ra * 32 + 2 * (t % 2);
+      xa = (t / 2) ^ ra;
+      for (int j = 0; j < 2; ++j) b_off[j] = (2 * t + j) * 32 + g % 4, xb[j] = (g / 4) ^ (2 * t + j);
+    }
+  };
+  __device__ __forceinline__ static int tma_row(int g) { return (g % 4) * 2 + g / 4; }
+  /// tile: the A tile at the MMA tile's first row (a multiple of 8).
+  __device__ __forceinline__ static void load_a_swizzled(AFrag& f, const float* tile, int q, const SwizzleLane& sl) {
+    const float* p = tile + sl.a_off + (((2 * q) ^ sl.xa) << 2);
+    const float2 v0 = *reinterpret_cast<const float2*>(p);
+    const float2 v1 = *reinterpret_cast<const float2*>(p + 8 * 32);
+    split(v0.x, f.hi[0], f.lo[0]);
+    split(v1.x, f.hi[1], f.lo[1]);
+    split(v0.y, f.hi[2], f.lo[2]);
+    split(v1.y, f.hi[3], f.lo[3]);
+  }
+  /// tile: the B tile holding the 8 columns 8 n .. 8 n + 7.
+  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const float* tile, int q, int n, const SwizzleLane& sl) {
+    const float* p = tile + q * 8 * 32;
+    split(p[sl.b_off[0] + (((2 * n) ^ sl.xb[0]) << 2)], f.hi[0], f.lo[0]);
+    split(p[sl.b_off[1] + (((2 * n) ^ sl.xb[1]) << 2)], f.hi[1], f.lo[1]);
+  }
+
   __device__ __forceinline__ static void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
 #if __CUDA_ARCH__ >= 800
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -287,19 +360,23 @@ struct SliceLoader {
 /// Tuning knobs: the C tile (BM x BN, one block), the warp tile (WM x WN, multiples of 16 x 8), KG
 /// worker groups splitting each slice's K steps, BK-deep slices, `stages` slices of shared memory,
 /// resident blocks per SM the registers are capped for.
-template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_>
+/// Tma (sm_90, float, K and N multiples of 4): slices arrive by 2-D tensor copies issued by one thread
+/// (A as BK / 32 tiles of BM x 32, B as BN / 32 tiles of BK x 32, 128-byte swizzled, unpadded)
+/// instead of every thread's cp.async; what lies outside A or B arrives as zeros.
+template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr bool tma = Tma_;
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
   static constexpr int group_threads = 32 * (BM / WM) * (BN / WN);
   static constexpr int threads = group_threads * KG;
   static constexpr int steps = BK / Math::km / KG;                 // MMA k-steps per group and slice
   static constexpr int CH = 16 / static_cast<int>(sizeof(T));      // elements per 16-byte copy
   static constexpr int sa = BK + Math::a_pad, sb = BN + Math::b_pad;
-  static constexpr int a_elems = BM * sa, stage_elems = a_elems + BK * sb;
-  static constexpr std::size_t smem_bytes = sizeof(T) * stages * stage_elems;
+  static constexpr int a_elems = tma ? BM * BK : BM * sa, stage_elems = a_elems + BK * (tma ? BN : sb);
+  static constexpr std::size_t smem_bytes = sizeof(T) * stages * stage_elems + (tma ? 1024 : 0);  // + alignment
   static constexpr int a_copies = BM * BK / CH / threads, b_copies = BK * BN / CH / threads;  // per thread and slice
   /// Below this K the gang level takes microseconds either way (and see Tf32x3 for accuracy).
   static constexpr std::int64_t min_k = 1024;
@@ -311,6 +388,10 @@ struct TcConfig {
   static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
+  static_assert(!tma || (std::is_same_v<Math, Tf32x3> && BK % 32 == 0 && BN % 32 == 0 && BM <= 256 && BK <= 256 &&
+                         (BM * 32 * sizeof(T)) % 1024 == 0 && (BK * 32 * sizeof(T)) % 1024 == 0),
+                "tensor-copy tiles: float, 32 wide, 1024-byte aligned");
+  static_assert(!tma || (steps * Math::km == 32 && WN == 32), "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
   static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
@@ -329,7 +410,11 @@ struct TcProduct {
     return (static_cast<int>(threadIdx.x) / 32) % (Cfg::BN / Cfg::WN) * Cfg::WN + nt * 8;
   }
   /// Tile row and column of C register i of MMA tile (mt, nt) in this lane.
-  __device__ __forceinline__ static int row_of(int mt, int i) { return warp_row(mt) + static_cast<int>(threadIdx.x) % 32 / 4 + 8 * (i / 2); }
+  __device__ __forceinline__ static int row_of(int mt, int i) {
+    const int g = static_cast<int>(threadIdx.x) % 32 / 4;
+    if constexpr (Cfg::tma) return warp_row(mt) + M::tma_row(g) + 8 * (i / 2);
+    else return warp_row(mt) + g + 8 * (i / 2);
+  }
   __device__ __forceinline__ static int col_of(int nt, int i) { return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2; }
   /// The block's tile into `mine` (BM x BN, row-major), after run(): worker group 0 holds it. C
   /// registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores.
@@ -353,6 +438,86 @@ struct TcProduct {
       for (int nt = 0; nt < Cfg::NT; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i) f(mt, nt, i);
+  }
+
+  /// acc += this group's K steps (from k_first) of the slice in stage buffer `as` (A, then B).
+  /// Promoting math (3xTF32) runs one chain from zero over them and folds it into acc with
+  /// round-to-nearest; exact math (DMMA) accumulates in place.
+  __device__ __forceinline__ void multiply(const T* as, int k_first, int lane) {
+    const T* bs = as + Cfg::a_elems;
+    [[maybe_unused]] const auto sl = [&] {
+      if constexpr (Cfg::tma) return typename M::SwizzleLane(lane);
+      else return 0;
+    }();
+    T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];
+    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { chain[mt][nt][i] = T{0}; });
+#pragma unroll
+    for (int q = 0; q < Cfg::steps; ++q) {
+      const int kk = k_first + q * M::km;
+      typename M::AFrag af[Cfg::MT];
+      typename M::BFrag bf[Cfg::NT];
+#pragma unroll
+      for (int mt = 0; mt < Cfg::MT; ++mt) {
+        if constexpr (Cfg::tma) M::load_a_swizzled(af[mt], as + (k_first / 32 * Cfg::BM + warp_row(mt)) * 32, q, sl);
+        else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
+      }
+#pragma unroll
+      for (int nt = 0; nt < Cfg::NT; ++nt) {
+        if constexpr (Cfg::tma) M::load_b_swizzled(bf[nt], bs + (warp_col(0) / 32 * Cfg::BK + k_first) * 32, q, nt, sl);
+        else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+      }
+#pragma unroll
+      for (int mt = 0; mt < Cfg::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Cfg::NT; ++nt) {
+          if constexpr (M::promote) M::mma(chain[mt][nt], af[mt], bf[nt]);
+          else M::mma(acc[mt][nt], af[mt], bf[nt]);
+        }
+    }
+    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] += chain[mt][nt][i]; });
+  }
+
+  /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
+  /// buffer every thread has left behind (after the barrier), each buffer's mbarrier counts its bytes.
+  /// smem: 1024-byte aligned.
+  __device__ __forceinline__ void run_tma(const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0, idx k_begin,
+                                          idx k_end, T* smem) {
+    __shared__ std::uint64_t bars[Cfg::stages];
+    for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::identity<T>(); });
+    const bool issuer = dev::block_thread_rank() == 0;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    if (issuer)
+      for (int s = 0; s < Cfg::stages; ++s) mbar_init(&bars[s], 1);
+    __syncthreads();
+    const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
+    auto load = [&](int buf, idx t) {  // by the issuer
+      T* as = smem + buf * Cfg::stage_elems;
+      T* bs = as + Cfg::a_elems;
+      const int k0 = static_cast<int>(k_begin + t * Cfg::BK);  // K <= 2^31 - 1 (host)
+      mbar_arrive_expect_tx(&bars[buf], static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
+#pragma unroll
+      for (int h = 0; h < Cfg::BK / 32; ++h) tma_load_2d(as + h * Cfg::BM * 32, ta, k0 + 32 * h, static_cast<int>(row0), &bars[buf]);
+#pragma unroll
+      for (int h = 0; h < Cfg::BN / 32; ++h) tma_load_2d(bs + h * Cfg::BK * 32, tb, static_cast<int>(col0) + 32 * h, k0, &bars[buf]);
+    };
+    if (issuer)
+      for (int s = 0; s < Cfg::stages - 1; ++s)
+        if (s < slices) load(s, s);
+    const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;
+    int rd = 0, wr = Cfg::stages - 1;
+    unsigned phases = 0;  // bit b: the parity of buffer b's next completion
+    for (idx t = 0; t < slices; ++t) {
+      mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
+      phases ^= 1u << rd;
+      __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
+      if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
+      rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
+      wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
+    }
+    __syncthreads();  // the shared memory is reused below
+    if constexpr (Cfg::KG > 1)
+      for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = dev::worker_reduce<Sum>(acc[mt][nt][i], smem); });
   }
 
   /// Vec: K and N are multiples of 16 bytes' worth of elements, so each 16-byte copy stays inside a
@@ -394,30 +559,7 @@ struct TcProduct {
       __syncthreads();                   // ... everyone's; and slice t - 1's buffer (wr) is free again
       if (t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       cp_async_commit();
-      const T* as = smem + rd * Cfg::stage_elems;
-      const T* bs = as + Cfg::a_elems;
-      // Promoting math (3xTF32) runs one chain from zero over the group's k-steps of the slice and
-      // folds it into acc with round-to-nearest; exact math (DMMA) accumulates in place.
-      T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];
-      if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { chain[mt][nt][i] = T{0}; });
-#pragma unroll
-      for (int q = 0; q < Cfg::steps; ++q) {
-        const int kk = k_first + q * M::km;
-        typename M::AFrag af[Cfg::MT];
-        typename M::BFrag bf[Cfg::NT];
-#pragma unroll
-        for (int mt = 0; mt < Cfg::MT; ++mt) M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
-#pragma unroll
-        for (int nt = 0; nt < Cfg::NT; ++nt) M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
-#pragma unroll
-        for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < Cfg::NT; ++nt) {
-            if constexpr (M::promote) M::mma(chain[mt][nt], af[mt], bf[nt]);
-            else M::mma(acc[mt][nt], af[mt], bf[nt]);
-          }
-      }
-      if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] += chain[mt][nt][i]; });
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }
@@ -441,6 +583,20 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
       p, [&](const SplitTile& st) { p.template run<Vec>(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, reinterpret_cast<T*>(smem_raw)); },
       d_c, m, n, k, k_chunk, d_partials, d_tickets);
+}
+
+/// gang_level_tc fed by tensor copies (Cfg::tma): A and B reach the kernel as tensor maps.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    gang_level_tma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, typename Cfg::T* __restrict__ d_c,
+                   idx m, idx n, idx k, idx k_chunk, typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets) {
+  using T = typename Cfg::T;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  TcProduct<Cfg> p;
+  split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
+      p, [&](const SplitTile& st) { p.run_tma(&ta, &tb, st.row0, st.col0, st.k_begin, st.k_end, smem); }, d_c, m, n, k,
+      k_chunk, d_partials, d_tickets);
 }
 
 }  // namespace tally::matmul::kernels::tc
