@@ -45,26 +45,27 @@ using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
 // Tensor-core Gram tiles: C up to 64 x 64.
 // Float on sm_90 with K and N multiples of 4 (16-byte rows): slices by TMA tensor copies (TcFloatTma),
 // 64 x 32 of C per warp, 4 worker groups each taking 32 of a 128-deep slice, 3 slices (193 KiB, one
-// block per SM): 2.27 ms at 64 x 64 x 2^24 on an H200 (90% of copy, 1.68x cuBLAS), against 2.42 ms
-// for 64-deep slices in two 3-stage blocks per SM and 2.73 ms for the cp.async tile below in the same
-// runs. The copies leave the warps: one thread issues four tensor copies per slice, where cp.async
-// took 16 instructions per thread. Padding-free tiles need the 128-byte swizzle for conflict-free
-// fragment loads (Tf32x3::SwizzleLane).
-// Otherwise (sm_80/89, odd K or N), cp.async into padded tiles, 2 worker groups splitting each slice,
-// 2 blocks per SM. Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep slices, 3 of
-// them (2 in flight, 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200, against 2.83-2.86 ms for 32 x 32 per
-// warp (256 threads, capped at 128 registers) in the same runs (the H100, memory-bound here, ran it at
-// 3.25 ms against 3.17-3.19 for 32 x 32: kept for the H200's sake); 32 x 64 per warp 2.82-2.90, one
-// group 3.20, 32-deep slices (5 stages) 2.71. Its pace is set by the latency of each warp's shared
-// loads, split and MMA chain, not by memory (ncu: the tensor pipe 52% busy, a warp waiting on a fixed-
-// latency dependency 1.4 cycles per issue, 2 warps a scheduler). Tried and no faster: chains over two
-// slices (2.83 ms), the three products of a k-step issued pass by pass (ptxas interleaves them four
-// apart anyway), hi truncated instead of rounded, and a Hopper warpgroup-MMA (wgmma) version with the
-// A slice split once in shared memory (3.15 ms). Double: 32 x 32 per warp, 16-deep slices, 4 of them:
-// 4.63 ms (88% of the H200's copy rate); 64 x 32 per warp 4.80, 32-deep slices 4.84-4.86.
+// block per SM): 2.27 ms at 64 x 64 x 2^24 on an H200 (90% of copy, 1.67x cuBLAS), against 2.38-2.43
+// ms for 64-deep slices in two 3-stage blocks per SM and 2.73 ms for the cp.async tile below (two runs
+// of 2026-11-23). The copies leave the warps: one thread issues six tensor copies per 128-deep slice,
+// where cp.async has every thread issue 16 per 64-deep slice. Padding-free tiles need the 128-byte
+// swizzle for conflict-free fragment loads (Tf32x3::SwizzleLane).
+using TcFloatTma = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 4, 128, 3, 1, true>;
+// Otherwise (sm_80/89, odd K or N), cp.async into padded tiles, 2 worker groups splitting each
+// slice, 2 blocks per SM. Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep
+// slices, 3 of them (2 in flight, 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200,
+// against 2.83-2.86 ms for 32 x 32 per warp (256 threads, capped at 128 registers) in the same runs
+// (the H100, memory-bound here, ran it at 3.25 ms against 3.17-3.19 for 32 x 32: kept for the
+// H200's sake); 32 x 64 per warp 2.82-2.90, one group 3.20, 32-deep slices (5 stages) 2.71. Its
+// pace is set by the latency of each warp's shared loads, split and MMA chain, not by memory (ncu:
+// the tensor pipe 52% busy, a warp waiting on a fixed-latency dependency 1.4 cycles per issue, 2
+// warps a scheduler). Tried and no faster: chains over two slices (2.83 ms), the three products of
+// a k-step issued pass by pass (ptxas interleaves them four apart anyway), hi truncated instead of
+// rounded, and a Hopper warpgroup-MMA (wgmma) version with the A slice split once in shared memory
+// (3.15 ms). Double: 32 x 32 per warp, 16-deep slices, 4 of them: 4.63 ms (88% of the H200's copy
+// rate); 64 x 32 per warp 4.80, 32-deep slices 4.84-4.86.
 using TcFloat = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 2, 64, 3, 2>;
 using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
-using TcFloatTma = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 4, 128, 3, 1, true>;
 // 16 x 16 float: two warps cover C, four worker groups split 128-deep slices. The CUDA-core Ts16
 // tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
 // 16 x 16 x 2^26); this one streams it at 2.20 ms.
