@@ -51,7 +51,9 @@ const Shape shapes[] = {
     {16, 16, 1 << 18},                 // the same with 16-byte copies
     {13, 9, (1 << 16) + 8},            // C padded inside the 16 x 16 tile, K ending inside a slice
     {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
-    // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+.
+    // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+;
+    // in float on sm_90, K and N multiples of 4 ("16-byte copies") take the TMA-fed tile, whose tensor
+    // bounds zero-fill C's padding, rows of A beyond M and the K tail.
     {64, 48, (1 << 16) + 1},           // odd K: element-wise copies, a one-element last split
     {33, 33, 100003},                  // odd K and N: element-wise copies, C padded from 33 to 64
     {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
