@@ -285,7 +285,7 @@ class CudaEngine final : public Engine<T> {
     auto kernel = k::tc::gang_level_tma<Cfg>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
-    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, Cfg::BM), tensor_map(b_.data(), s_.k, s_.n, 32, Cfg::BK)};
+    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();

@@ -369,6 +369,7 @@ struct TcConfig {
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
   static constexpr bool tma = Tma_;
+  static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
   static constexpr int group_threads = 32 * (BM / WM) * (BN / WN);
   static constexpr int threads = group_threads * KG;
@@ -388,10 +389,11 @@ struct TcConfig {
   static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
-  static_assert(!tma || (std::is_same_v<Math, Tf32x3> && BK % 32 == 0 && BN % 32 == 0 && BM <= 256 && BK <= 256 &&
-                         (BM * 32 * sizeof(T)) % 1024 == 0 && (BK * 32 * sizeof(T)) % 1024 == 0),
-                "tensor-copy tiles: float, 32 wide, 1024-byte aligned");
-  static_assert(!tma || (steps * Math::km == 32 && WN == 32), "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
+  static_assert(!tma || (std::is_same_v<Math, Tf32x3> && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
+                         (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
+                "tensor-copy tiles: float, 1024-byte aligned");
+  static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
+                "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
   static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
@@ -458,12 +460,13 @@ struct TcProduct {
       typename M::BFrag bf[Cfg::NT];
 #pragma unroll
       for (int mt = 0; mt < Cfg::MT; ++mt) {
-        if constexpr (Cfg::tma) M::load_a_swizzled(af[mt], as + (k_first / 32 * Cfg::BM + warp_row(mt)) * 32, q, sl);
+        if constexpr (Cfg::tma) M::load_a_swizzled(af[mt], as + (k_first / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, q, sl);
         else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
       }
 #pragma unroll
       for (int nt = 0; nt < Cfg::NT; ++nt) {
-        if constexpr (Cfg::tma) M::load_b_swizzled(bf[nt], bs + (warp_col(0) / 32 * Cfg::BK + k_first) * 32, q, nt, sl);
+        if constexpr (Cfg::tma)
+          M::load_b_swizzled(bf[nt], bs + (warp_col(0) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q, nt, sl);
         else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
       }
 #pragma unroll
@@ -496,9 +499,11 @@ struct TcProduct {
       const int k0 = static_cast<int>(k_begin + t * Cfg::BK);  // K <= 2^31 - 1 (host)
       mbar_arrive_expect_tx(&bars[buf], static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
 #pragma unroll
-      for (int h = 0; h < Cfg::BK / 32; ++h) tma_load_2d(as + h * Cfg::BM * 32, ta, k0 + 32 * h, static_cast<int>(row0), &bars[buf]);
+      for (int h = 0; h < Cfg::BK / Cfg::tile_w; ++h)
+        tma_load_2d(as + h * Cfg::BM * Cfg::tile_w, ta, k0 + Cfg::tile_w * h, static_cast<int>(row0), &bars[buf]);
 #pragma unroll
-      for (int h = 0; h < Cfg::BN / 32; ++h) tma_load_2d(bs + h * Cfg::BK * 32, tb, static_cast<int>(col0) + 32 * h, k0, &bars[buf]);
+      for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
+        tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0, &bars[buf]);
     };
     if (issuer)
       for (int s = 0; s < Cfg::stages - 1; ++s)
