@@ -1,4 +1,5 @@
 #include "tally/common/h5.hpp"
+#include "tally/common/interrupt.hpp"
 
 #include <hdf5.h>
 #include <unistd.h>
@@ -288,15 +289,34 @@ File File::open(const std::string& path) {
   return File(id, path, "");
 }
 
+File::File(std::int64_t id, std::string path, std::string temp)
+    : Location(id), path_(std::move(path)), temp_(std::move(temp)) {
+  if (!temp_.empty()) temp_slot_ = interrupt::register_temp(temp_);
+}
+
+File::File(File&& o) noexcept
+    : Location(std::move(o)), path_(std::move(o.path_)), temp_(std::move(o.temp_)), temp_slot_(o.temp_slot_) {
+  o.temp_.clear();
+  o.temp_slot_ = -1;
+}
+
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
     discard();
     Location::operator=(std::move(o));
     path_ = std::move(o.path_);
     temp_ = std::move(o.temp_);
+    temp_slot_ = o.temp_slot_;
     o.temp_.clear();
+    o.temp_slot_ = -1;
   }
   return *this;
+}
+
+void File::release_temp() {
+  interrupt::release_temp(temp_slot_);
+  temp_slot_ = -1;
+  temp_.clear();
 }
 
 File::~File() { discard(); }
@@ -306,7 +326,7 @@ void File::discard() {
   if (!temp_.empty()) {
     std::error_code ec;
     std::filesystem::remove(temp_, ec);
-    temp_.clear();
+    release_temp();
   }
 }
 
@@ -317,7 +337,7 @@ void File::commit() {
   std::error_code ec;
   std::filesystem::rename(temp_, path_, ec);
   if (ec) throw Error("cannot rename '" + temp_ + "' to '" + path_ + "': " + ec.message());
-  temp_.clear();
+  release_temp();
 }
 
 // ---- instantiations -----------------------------------------------------------------------------

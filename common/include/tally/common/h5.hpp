@@ -8,7 +8,8 @@
 //   f.commit();                                                // flush, close, rename to the final name
 //
 // A File destroyed without commit() (an exception, a failed check) removes its temporary file, so a
-// failed or killed run never leaves a file that looks finished.
+// failed run never leaves a file that looks finished; on SIGINT/SIGTERM the signal handler removes
+// it (tally/common/interrupt.hpp).
 
 #include <cstdint>
 #include <span>
@@ -85,7 +86,7 @@ class File : public Location {
   /// Opens an existing file read-only. Throws tally::InputError naming the path.
   static File open(const std::string& path);
 
-  File(File&&) noexcept = default;
+  File(File&& o) noexcept;
   File& operator=(File&&) noexcept;
   ~File();
 
@@ -95,9 +96,11 @@ class File : public Location {
   [[nodiscard]] const std::string& temp_path() const { return temp_; }
 
  private:
-  File(std::int64_t id, std::string path, std::string temp) : Location(id), path_(std::move(path)), temp_(std::move(temp)) {}
+  File(std::int64_t id, std::string path, std::string temp);
   void discard();
+  void release_temp();
   std::string path_, temp_;  ///< temp_ empty for files opened for reading or already committed
+  int temp_slot_ = -1;       ///< temp_'s slot in the signal handler's list (tally/common/interrupt.hpp)
 };
 
 }  // namespace tally::h5
