@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tally/common/progress.hpp"
+#include "tally/common/interrupt.hpp"
 
 namespace tally::heat2d {
 
@@ -23,6 +24,7 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
   Progress progress(!o.progress);
   char line[160];
   rep.result = solver->solve(rule, [&](std::int64_t k, double r, double s) {
+    interrupt::check("at sweep " + std::to_string(k));  // a safe point: each checked sweep
     if (!progress.due()) return;
     std::snprintf(line, sizeof line, "heat2d: sweep %lld  residual %.3e  %.3g sweeps/s", static_cast<long long>(k), r,
                   s > 0 ? static_cast<double>(k) / s : 0.0);
@@ -100,6 +102,7 @@ BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes
       gpu ? std::vector<std::string>{"async", "registers"} : std::vector<std::string>{"cpu"};
   for (const auto& kernel : kernels)
     for (auto n : sizes) {
+      interrupt::check("between benchmark cases");
       if (!quiet) std::fprintf(stderr, "heat2d bench: %s %lld^2 ...\n", kernel.c_str(), static_cast<long long>(n));
       bench_size<float>(table, o, n, kernel);
       bench_size<double>(table, o, n, kernel);

@@ -20,6 +20,7 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tally/common/interrupt.hpp"
 
 namespace tally::matmul {
 namespace {
@@ -188,6 +189,7 @@ Case run_case(Backend backend, int device, Shape s, const std::vector<Level>& le
     cs.timings.set("eigen_s", wall.seconds());
   }
   for (Level l : levels) {
+    interrupt::check("before level " + to_string(l));  // a safe point: between cases
     HostTimer wall;
     const double t = engine->run(l, o.warmup, o.repeats);
     auto c = engine->c();

@@ -16,6 +16,7 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tally/common/interrupt.hpp"
 
 namespace {
 
@@ -112,6 +113,7 @@ int run(int argc, char** argv) {
   HostTimer total;
   Progress bar(common.quiet || common.json);
   const ProgressFn progress = [&](std::int64_t done, std::int64_t hits) {
+    interrupt::check("after " + std::to_string(done) + " samples");  // a safe point: each batch
     if (!bar.due()) return;
     const double est = 4.0 * static_cast<double>(hits) / static_cast<double>(done);
     bar.update("mcpi: " + fmt("%.3g", static_cast<double>(done)) + " / " + fmt("%.3g", static_cast<double>(p.n)) +

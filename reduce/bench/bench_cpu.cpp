@@ -14,6 +14,7 @@
 
 #include "bench.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/common/interrupt.hpp"
 
 namespace tally::reduce::bench {
 
@@ -79,6 +80,7 @@ Report run_cpu(const Options& o) {
                     eig, ten, ten / ours);
       rep.summary.push_back(line);
       rep.rows.push_back(a), rep.rows.push_back(b), rep.rows.push_back(c);
+      interrupt::check("between benchmark cases");
       if (lg == logs.back() && is_sum) rep.ceiling_gbs = c.gbs, rep.ceiling_name = "Eigen Tensor sum on a thread pool";
     }
   }

@@ -18,6 +18,7 @@
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_info.hpp"
 #include "tally/common/device_timer.cuh"
+#include "tally/common/interrupt.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce::bench {
@@ -163,6 +164,7 @@ class Bench {
   }
 
   void add(Row r) {
+    interrupt::check("after " + r.suite + " " + r.name);  // a safe point: between cases
     if (r.suite != "copy") r.call_us = last_call_us_;
     r.gbs = r.input_bytes / (r.time_us * 1e3);
     if (rep_.ceiling_gbs > 0) r.vs_ceiling = r.gbs / rep_.ceiling_gbs;

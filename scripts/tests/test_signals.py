@@ -1,0 +1,56 @@
+"""SIGINT/SIGTERM sent to real runs: the app stops at its next safe point (or at once on a second
+signal), removes its temporary output file and exits 128 + signal, leaving the directory empty."""
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import require_app
+
+
+def start_and_signal(cmd, out_dir, signals, gap=0.0):
+    """Starts cmd, waits until its temporary HDF5 file exists (the run is under way), sends the signals."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not any(out_dir.iterdir()):
+        assert p.poll() is None, f"{cmd[0]} ended before it was signalled: {p.communicate()}"
+        assert time.monotonic() < deadline, "no temporary file appeared"
+        time.sleep(0.05)
+    time.sleep(0.3)  # inside the computation
+    for s in signals:
+        p.send_signal(s)
+        time.sleep(gap)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_heat2d_stops_at_a_checked_sweep(build_dir, tmp_path, sig, code):
+    exe = require_app(build_dir, "heat2d")
+    rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--nx", "1025", "--tol", "1e-14", "--quiet",
+                                   "--out", str(tmp_path / "int.h5")], tmp_path, [sig])
+    assert rc == code, err
+    assert "at sweep" in err and "no output written" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mcpi_stops_after_a_batch_on_sigterm(build_dir, tmp_path):
+    exe = require_app(build_dir, "mcpi")
+    rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--n", "1e11", "--batch", "1e6", "--quiet",
+                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGTERM])
+    assert rc == 143, err
+    assert "samples" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_sigint_ends_at_once(build_dir, tmp_path):
+    exe = require_app(build_dir, "mcpi")
+    # One batch of 2^40 samples: no safe point for minutes, so only the second signal can end it.
+    t0 = time.monotonic()
+    rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--n", "2^40", "--batch", "2^40", "--quiet",
+                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGINT, signal.SIGINT], gap=0.2)
+    assert rc == 130, err
+    assert "stopping now" in err, err
+    assert time.monotonic() - t0 < 20
+    assert list(tmp_path.iterdir()) == []
