@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import h5read, heat2d, matmul, mcpi, reduce_bw, report
+from . import h5read, heat2d, matmul, mcpi, reduce_bw, report, scaling
 from .context import Context
 from .runner import REPO_ROOT, ExperimentError, MissingExecutable, Run, Runner, default_build_dir
 
@@ -23,6 +23,8 @@ EXPERIMENTS: dict[str, tuple[str, Callable[[Context], list[Run]], Callable[[Cont
                       matmul.runs, matmul.analyse),
     "reduce-bandwidth": ("reduce-bench GB/s vs size per level set and strategy, CUB, copy ceiling",
                          reduce_bw.runs, reduce_bw.analyse),
+    "scaling": ("heat2d and mcpi across MPI ranks: strong and weak scaling, parallel efficiency",
+                scaling.runs, scaling.analyse),
 }
 DEFAULT_OUT = REPO_ROOT / "results" / "experiments"
 
@@ -45,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--seed", type=int, default=20260101,
                         help="base seed (mcpi replicates use seed, seed+1, ...)")
     common.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    common.add_argument("--ranks", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                        help="rank counts for scaling, e.g. 1,2,4 (default: 1,2; --quick: 1,2,3); "
+                             "runs of several ranks start under $TALLY_MPIEXEC (default mpiexec)")
 
     p = argparse.ArgumentParser(
         prog="experiments.py",
@@ -63,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 def make_context(args: argparse.Namespace) -> Context:
     runner = Runner(build_dir=args.build_dir or default_build_dir(), dry_run=args.dry_run,
                     reuse=not args.no_reuse, verbose=not args.quiet)
-    return Context(out=args.out, runner=runner, backend=args.backend, quick=args.quick, seed=args.seed)
+    return Context(out=args.out, runner=runner, backend=args.backend, quick=args.quick, seed=args.seed,
+                   ranks=args.ranks)
 
 
 def run_experiment(ctx: Context, name: str) -> dict | None:

@@ -14,6 +14,7 @@ class Context:
     backend: str = "auto"
     quick: bool = False
     seed: int = 20260101
+    ranks: list[int] | None = None  # scaling: the rank counts to run
 
     def runs_dir(self, app: str) -> Path:
         return self.out / "runs" / app

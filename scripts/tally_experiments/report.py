@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 # The order of the sections in summary.md (each experiment writes <name>.md next to its tables).
 SECTIONS = ["heat2d-refinement", "heat2d-iterations", "mcpi-convergence", "matmul-levels",
-            "reduce-bandwidth"]
+            "reduce-bandwidth", "scaling"]
 
 
 def fmt(value: Any, digits: int = 4) -> str:

@@ -102,9 +102,10 @@ class Run:
     # them as unsupported (exit code 2): the experiment reports the group as unavailable.
     group: str | None = None
     extra_files: list[Path] = field(default_factory=list)  # other outputs that must exist for reuse
+    ranks: int = 1  # > 1: started by the MPI launcher with that many ranks (launcher_prefix)
 
     def argv(self, exe: Path | str) -> list[str]:
-        argv = [str(exe)]
+        argv = launcher_prefix(self.ranks) + [str(exe)]
         for name, value in self.options.items():
             if value is True:
                 argv.append(f"--{name}")
@@ -134,12 +135,41 @@ class Run:
                 why.append(f"{key} not recorded")
             elif not values_equal(recorded[key], want):
                 why.append(f"{key}={recorded[key]!r} (want {want!r})")
+        ranks = int(h5read.read_attrs(self.path, "ranks").get("ranks", 1))  # no /ranks group: one rank
+        if ranks != self.ranks:
+            why.append(f"ranks={ranks} (want {self.ranks})")
         if self.ok_status is not None and recorded.get("status") not in self.ok_status:
             why.append(f"status={recorded.get('status')!r}")
         return why
 
     def reusable(self) -> bool:
         return not self.mismatches()
+
+
+# Multi-rank runs: NVLink multicast stays off on shared machines (it can take the host's GPUs out
+# of service), so every launch sets these, whatever the caller's environment holds.
+MULTI_GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+
+
+def launcher_prefix(ranks: int) -> list[str]:
+    """`mpiexec -n R` (--oversubscribe so that a laptop or CI runs more ranks than cores; as root,
+    OpenMPI also wants --allow-run-as-root); [] for one rank, which runs the program directly."""
+    if ranks <= 1:
+        return []
+    launcher = os.environ.get("TALLY_MPIEXEC", "mpiexec")
+    prefix = [launcher, "-n", str(ranks), "--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        prefix.append("--allow-run-as-root")
+    return prefix
+
+
+def launch_env(ranks: int) -> dict[str, str]:
+    """The environment of a run: the caller's, the multicast switches, and for CPU runs of several
+    ranks an even share of the cores each (OpenMP would otherwise start nproc threads per rank)."""
+    env = {**os.environ, **MULTI_GPU_ENV}
+    if ranks > 1 and "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // ranks))
+    return env
 
 
 def run_path(folder: Path, stem: str, options: dict[str, Any]) -> Path:
@@ -152,7 +182,7 @@ def run_path(folder: Path, stem: str, options: dict[str, Any]) -> Path:
 
 def make_run(app: str, folder: Path, stem: str, options: dict[str, Any], *,
              match_keys: Iterable[str] | None = None, ok_status: tuple[str, ...] | None = None,
-             label: str = "") -> Run:
+             label: str = "", ranks: int = 1) -> Run:
     """A run whose reuse check compares the recorded root attributes named by match_keys (default:
     every valued option, '-' -> '_') with the requested values. --backend auto matches any backend."""
     match: dict[str, Any] = {}
@@ -163,7 +193,8 @@ def make_run(app: str, folder: Path, stem: str, options: dict[str, Any], *,
         if k == "backend" and v == "auto":
             continue
         match[k.replace("-", "_")] = v
-    return Run(app, dict(options), run_path(folder, stem, options), match, ok_status, label or stem)
+    path = run_path(folder, f"{stem}-r{ranks}" if ranks > 1 else stem, options)
+    return Run(app, dict(options), path, match, ok_status, label or stem, ranks=ranks)
 
 
 @dataclass
@@ -220,7 +251,7 @@ class Runner:
             r.path.parent.mkdir(parents=True, exist_ok=True)
             argv = r.argv(exe)
             t0 = time.perf_counter()
-            proc = subprocess.run(argv, capture_output=True, text=True)
+            proc = subprocess.run(argv, capture_output=True, text=True, env=launch_env(r.ranks))
             dt = time.perf_counter() - t0
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]

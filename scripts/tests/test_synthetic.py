@@ -264,3 +264,31 @@ def test_provenance_line_names_builds_and_flags_mixed_revisions(tmp_path):
     line = cli.provenance_line(runs)
     assert "abc1234, def5678" in line and "MIXED" in line and "NVIDIA H100" in line
     assert cli.provenance_line([make_run("heat2d", tmp_path, "none", {})]) == "Provenance: not recorded."
+
+
+def test_scaling_efficiency_from_synthetic_runs(ctx, figures):
+    """Ideal strong scaling (t = t1 / R) and a weak series losing 10% per doubling come out as built."""
+    from tally_experiments import scaling
+
+    runs = scaling.runs(ctx)
+    assert {r.ranks for r in runs} == {1, 2, 3}
+    for r in runs:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(r.path, "w") as f:
+            write_root(f, r, status="max-iter" if r.app == "heat2d" else "ok")
+            f.create_group("ranks").attrs["ranks"] = r.ranks
+            if r.app == "heat2d":
+                weak = r.options["ny"] != r.options["nx"]
+                f.create_group("timings").attrs["per_sweep"] = 1e-3 / 0.9 ** math.log2(r.ranks) if weak \
+                    else 1e-3 / r.ranks
+            else:
+                f.create_group("throughput").attrs["samples_per_s"] = 1e9 * r.ranks
+    assert all(r.reusable() for r in runs)
+    found = scaling.analyse(ctx, runs)
+    for prec in ("float", "double"):
+        for ranks in (1, 2, 3):
+            assert found[f"heat2d_strong_{prec}_r{ranks}_efficiency"] == pytest.approx(1.0)
+        assert found[f"heat2d_weak_{prec}_r2_efficiency"] == pytest.approx(0.9)
+    assert found["mcpi_strong_-_r3_efficiency"] == pytest.approx(1.0)
+    assert (ctx.out / "scaling.csv").is_file() and (ctx.out / "scaling.md").is_file()
+    assert [p.name for p in figures] == ["scaling.png"]
