@@ -7,6 +7,12 @@
 //  * the last block also sets a device-side stop flag (converged or diverged); every later sweep
 //    already queued reads it first and returns at once, so the field stops exactly at the sweep
 //    that converged and the iteration count equals the CPU backend's.
+// Across ranks (solve() with ranks_) a sweep is: the block's first and last rows (one launch),
+// their exchange with the neighbours on a second stream (NCCL, or host-staged when ranks share a
+// GPU) while the rows between are updated on the main stream; on checked sweeps the local maximum
+// goes through the cross-rank Max on the device and a one-thread kernel publishes it (slot, stop
+// flag) as the last block does on one rank. The host then reads checks only at fixed distances (no
+// polling), so every rank enqueues the same sweeps and collectives.
 //
 // Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
 // (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row; a
@@ -30,6 +36,7 @@
 #include "tally/common/timing.hpp"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
+#include "tally/reduce/rank.hpp"
 
 namespace tally::heat2d {
 namespace {
@@ -73,7 +80,9 @@ __device__ __forceinline__ T update(T c, T w, T e, T s, T n, const Coeffs<T>& k)
 
 template <class T>
 struct SweepArgs {
-  long long pitch, nx, ny;
+  long long pitch, nx, ny;  // ny: the rows held (the block on several ranks)
+  long long j0, rows;       // the strips split rows [j0, j0 + rows) ...
+  long long jb;             // ... or, when jb >= 0, strip 0 is row j0 and strip 1 row jb (the boundary rows)
   Coeffs<T> c;
   dev::select_key_t<T>* d_cell;  // the gang reduction's cell (max |u_new - u| of this sweep)
   unsigned int* d_ticket;        // and its ticket
@@ -81,6 +90,8 @@ struct SweepArgs {
   CheckSlot* slot;  // checked sweeps: where the residual goes (mapped host memory)
   long long k;      // this sweep's number
   double tol;
+  double* partial_out = nullptr;       // several ranks: the last block leaves max(r, *partial_in) here
+  const double* partial_in = nullptr;  // instead of publishing
 };
 
 // ---- the pieces both sweep kernels share ---------------------------------------------------------
@@ -99,8 +110,13 @@ struct Strip {
     lane = static_cast<int>(threadIdx.x);
     const long long tile = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
     x0 = (tile * tile_lanes + lane) * V;
-    js = static_cast<long long>(blockIdx.y) * a.ny / gridDim.y;
-    je = (static_cast<long long>(blockIdx.y) + 1) * a.ny / gridDim.y;
+    if (a.jb >= 0) {
+      js = blockIdx.y == 0 ? a.j0 : a.jb;
+      je = js + 1;
+    } else {
+      js = a.j0 + static_cast<long long>(blockIdx.y) * a.rows / gridDim.y;
+      je = a.j0 + (static_cast<long long>(blockIdx.y) + 1) * a.rows / gridDim.y;
+    }
     jlast = je < a.ny - 1 ? je : a.ny - 1;
     if (tile * tile_lanes * V >= a.pitch) js = je = 0, jlast = -1;  // warp-uniform
     hoff = lane == 0 ? -1 : V;
@@ -144,22 +160,30 @@ __device__ __forceinline__ void update_row(const Strip<T>& st, const SweepArgs<T
   else __stcs(reinterpret_cast<float4*>(sp), make_float4(out.v[0], out.v[1], out.v[2], out.v[3]));
 }
 
+/// Publishes sweep k's residual: the stop flag, read by the next sweeps (kernel boundaries order
+/// it), and the slot, read by the host after this sweep's event (the kernel's completion makes it
+/// visible).
+__device__ __forceinline__ void publish(double rd, DeviceState* d_state, CheckSlot* slot, long long k, double tol) {
+  const int stop = !isfinite(rd) ? stop_diverged : (rd <= tol ? stop_converged : running);
+  d_state->stop = stop;
+  slot->residual = rd;
+  slot->iteration = k;
+  slot->stop = stop;
+}
+
 /// The end of a sweep: on checked sweeps the gang reduction of the residual, whose last block
-/// publishes it (slot, stop flag); block 0 counts the sweep as done. Max selects, so the selecting
-/// gang reduction (one atomic cell) applies: the last block reads one value instead of folding one
-/// partial per block while the rest of the GPU idles.
+/// publishes it (slot, stop flag) or, across ranks, leaves it for the cross-rank step; block 0
+/// counts the sweep as done. Max selects, so the selecting gang reduction (one atomic cell)
+/// applies: the last block reads one value instead of folding one partial per block while the rest
+/// of the GPU idles.
 template <class T, bool Check>
 __device__ __forceinline__ void finish_sweep(const SweepArgs<T>& a, T local, dev::GangStorage<T>& tmp) {
   if constexpr (Check) {
     T r;
     if (dev::gang_reduce_select<Max>(local, a.d_cell, a.d_ticket, r, tmp) && dev::block_thread_rank() == 0) {
       const double rd = static_cast<double>(r);
-      const int stop = !isfinite(rd) ? stop_diverged : (rd <= a.tol ? stop_converged : running);
-      a.d_state->stop = stop;  // read by the next sweeps (kernel boundaries order it)
-      // The host reads the slot after this sweep's event: the kernel's completion makes it visible.
-      a.slot->residual = rd;
-      a.slot->iteration = a.k;
-      a.slot->stop = stop;
+      if (a.partial_out) *a.partial_out = a.partial_in ? Max::combine(rd, *a.partial_in) : rd;
+      else publish(rd, a.d_state, a.slot, a.k, a.tol);
     }
   }
   if (blockIdx.x == 0 && blockIdx.y == 0 && dev::block_thread_rank() == 0) a.d_state->done = a.k;
@@ -272,10 +296,19 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
   finish_sweep<T, Check>(a, local, tmp);
 }
 
+/// Several ranks: publishes the global residual after the cross-rank step (one thread), unless
+/// the run stopped before this sweep.
+__global__ void publish_global(const double* d_res, DeviceState* d_state, CheckSlot* slot, long long k, double tol) {
+  if (__ldcg(&d_state->stop) != running) return;
+  publish(*d_res, d_state, slot, k, tol);
+}
+
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
-  CudaSolver(const Problem& p, const SolverOptions& o) : p_(p), c_(coeffs<T>(p)) {
+  CudaSolver(const Problem& p, const SolverOptions& o)
+      : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
+        rows_(ranks_ ? local_block(p, ranks_->size(), ranks_->rank()).rows : p.ny) {
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
     async_ = o.cuda_kernel == "async";
@@ -303,18 +336,18 @@ class CudaSolver final : public Solver<T> {
         &per_sm, checked_, tile_lanes * warps_, 0));
     const long long target = static_cast<long long>(sms) * std::max(per_sm, 1);
     const long long grid_x = (tiles_x + warps_ - 1) / warps_;
-    const long long most_y = std::max<long long>(1, p.ny / 4);  // >= 4 rows a strip
+    const long long most_y = std::max<long long>(1, rows_ / 4);  // >= 4 rows a strip
     grid_ = dim3(static_cast<unsigned>(grid_x),
                  static_cast<unsigned>(std::clamp<long long>(target / grid_x, 1, std::min<long long>(most_y, 65535))));
 
-    const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(p.ny) * sizeof(T);
+    const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(rows_) * sizeof(T);
     std::size_t free_b = 0, total_b = 0;
     TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     if (2.0 * field_bytes + 64.0 * (1 << 20) > static_cast<double>(free_b))
       throw InputError("--nx/--ny " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + ": two fields need " +
                        std::to_string(2.0 * field_bytes / (1 << 30)) + " GiB of device memory, " +
                        std::to_string(static_cast<double>(free_b) / (1 << 30)) + " GiB are free");
-    const auto n = static_cast<std::size_t>(pitch_ * p.ny);
+    const auto n = static_cast<std::size_t>(pitch_ * rows_);
     u_[0] = DeviceBuffer<T>(n);
     u_[1] = DeviceBuffer<T>(n);
     cell_ = DeviceBuffer<dev::select_key_t<T>>(1);
@@ -324,6 +357,16 @@ class CudaSolver final : public Solver<T> {
     state_ = DeviceBuffer<DeviceState>(1);
     TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ticket_.fill_bytes(0, stream_);
+    if (ranks_) {
+      // The halo stream at the highest priority: its transfers' blocks start as soon as the
+      // boundary rows are done, ahead of the interior's blocks.
+      int least = 0, greatest = 0;
+      TALLY_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      TALLY_CUDA_TRY(cudaStreamCreateWithPriority(&halo_stream_, cudaStreamNonBlocking, greatest));
+      TALLY_CUDA_TRY(cudaEventCreateWithFlags(&boundary_done_, cudaEventDisableTiming));
+      TALLY_CUDA_TRY(cudaEventCreateWithFlags(&halo_done_, cudaEventDisableTiming));
+      res_ = DeviceBuffer<double>(2);  // [0] this rank's, then the global residual; [1] the boundary rows'
+    }
     TALLY_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&h_slots_), slots * sizeof(CheckSlot), cudaHostAllocMapped));
     TALLY_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_slots_), h_slots_, 0));
     for (auto& ev : events_) TALLY_CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -335,6 +378,9 @@ class CudaSolver final : public Solver<T> {
       if (ev) cudaEventDestroy(ev);
     if (h_slots_) cudaFreeHost(h_slots_);
     if (stream_) cudaStreamDestroy(stream_);
+    if (halo_stream_) cudaStreamDestroy(halo_stream_);
+    if (boundary_done_) cudaEventDestroy(boundary_done_);
+    if (halo_done_) cudaEventDestroy(halo_done_);
   }
   CudaSolver(const CudaSolver&) = delete;
   CudaSolver& operator=(const CudaSolver&) = delete;
@@ -343,7 +389,7 @@ class CudaSolver final : public Solver<T> {
     for (auto& b : u_) {
       b.fill_bytes(0, stream_);  // the padding: never updated, but read as a neighbour of the last column
       TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data(), pitch_ * sizeof(T), u.data(), p_.nx * sizeof(T), p_.nx * sizeof(T),
-                                       p_.ny, cudaMemcpyHostToDevice, stream_));
+                                       rows_, cudaMemcpyHostToDevice, stream_));
     }
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
     cur_ = 0;
@@ -351,7 +397,7 @@ class CudaSolver final : public Solver<T> {
 
   void get_field(std::span<T> u) override {
     TALLY_CUDA_TRY(cudaMemcpy2DAsync(u.data(), p_.nx * sizeof(T), u_[cur_].data(), pitch_ * sizeof(T),
-                                     p_.nx * sizeof(T), p_.ny, cudaMemcpyDeviceToHost, stream_));
+                                     p_.nx * sizeof(T), rows_, cudaMemcpyDeviceToHost, stream_));
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
@@ -394,9 +440,23 @@ class CudaSolver final : public Solver<T> {
     long long checks = 0;
     for (long long k = 1; k <= rule.last && !stopped; ++k) {
       const int src = cur_ ^ static_cast<int>((k - 1) & 1);
-      SweepArgs<T> a{pitch_, p_.nx, p_.ny, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
+      SweepArgs<T> a{pitch_, p_.nx, rows_, 0, rows_, -1, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
       const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
-      if (rule.is_check(k)) {
+      if (ranks_) {
+        if (rule.is_check(k)) {
+          const int slot = static_cast<int>(checks++ % slots);
+          h_slots_[slot].iteration = -1;
+          sweep_ranks(a, u_[src].data(), u_[src ^ 1].data(), true);
+          ranks_->allreduce<Max, double>(std::span<const double>(res_.data(), 1), std::span<double>(res_.data(), 1),
+                                         reduce::Memory::device, stream_);
+          publish_global<<<1, 1, 0, stream_>>>(res_.data(), state_.data(), d_slots_ + slot, k, rule.tol);
+          TALLY_CHECK_LAUNCH();
+          TALLY_CUDA_TRY(cudaEventRecord(events_[slot], stream_));
+          pending.push_back({k, slot});
+        } else {
+          sweep_ranks(a, u_[src].data(), u_[src ^ 1].data(), false);
+        }
+      } else if (rule.is_check(k)) {
         const int slot = static_cast<int>(checks++ % slots);
         a.slot = d_slots_ + slot;
         h_slots_[slot].iteration = -1;
@@ -410,12 +470,15 @@ class CudaSolver final : public Solver<T> {
             u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
       }
-      // Read what is ready; wait only when too much is queued beyond the oldest unread check.
+      // Read what is ready; wait only when too much is queued beyond the oldest unread check. Across
+      // ranks only the waits: they come at the same sweeps on every rank, so every rank sees the
+      // stop after the same sweep and enqueues the same collectives.
       while (!pending.empty() && !stopped) {
         const bool must_wait = k - pending.front().k >= lookahead_sweeps || pending.size() >= slots / 2;
-        if (!take(must_wait)) break;
+        if ((ranks_ && !must_wait) || !take(must_wait)) break;
       }
     }
+    if (ranks_) TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, halo_done_, 0));  // the last exchange counts
     timer.stop(stream_);
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
     while (!pending.empty() && !stopped) take(true);
@@ -433,8 +496,42 @@ class CudaSolver final : public Solver<T> {
   }
 
  private:
+  /// One sweep across ranks: the boundary rows, their exchange on the halo stream, the rows between.
+  /// Checked: this rank's residual in res_[0]. The next sweep's kernels wait for the exchange.
+  void sweep_ranks(SweepArgs<T> a, const T* u, T* v, bool check) {
+    const long long last = rows_ - 2;  // the block's interior rows: 1..last
+    const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
+    const Kernel kernel = check ? checked_ : unchecked_;
+    TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, halo_done_, 0));  // u's halo rows have arrived
+    // Rows 1 and last (one row when they coincide, rows 1 and 2 when nothing lies between).
+    a.j0 = 1;
+    a.rows = 1;
+    a.jb = last > 1 ? last : -1;
+    a.partial_out = res_.data() + (last > 2 ? 1 : 0);
+    kernel<<<dim3(grid_.x, last > 1 ? 2 : 1), block, 0, stream_>>>(u, v, a);
+    TALLY_CHECK_LAUNCH();
+    TALLY_CUDA_TRY(cudaEventRecord(boundary_done_, stream_));
+    TALLY_CUDA_TRY(cudaStreamWaitEvent(halo_stream_, boundary_done_, 0));
+    auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
+    auto halo = ranks_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
+    if (last > 2) {
+      a.j0 = 2;
+      a.rows = last - 2;
+      a.jb = -1;
+      a.partial_out = res_.data();
+      a.partial_in = res_.data() + 1;
+      const long long most_y = std::max<long long>(1, a.rows / 4);
+      kernel<<<dim3(grid_.x, static_cast<unsigned>(std::min<long long>(grid_.y, most_y))), block, 0, stream_>>>(u, v, a);
+      TALLY_CHECK_LAUNCH();
+    }
+    halo.wait();  // NCCL: returns at once; host-staged: the rows travel now, the copies back go on the stream
+    TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
+  }
+
   Problem p_;
   Coeffs<T> c_;
+  const reduce::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
+  long long rows_;             // rows held: the whole field, or the block with its halo rows
   bool async_ = true;  // which sweep kernel
   using Kernel = void (*)(const T*, T*, SweepArgs<T>);
   Kernel checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
@@ -447,6 +544,9 @@ class CudaSolver final : public Solver<T> {
   DeviceBuffer<unsigned int> ticket_;
   DeviceBuffer<DeviceState> state_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t halo_stream_ = nullptr;  // several ranks: the halo exchange
+  cudaEvent_t boundary_done_ = nullptr, halo_done_ = nullptr;
+  DeviceBuffer<double> res_;
   CheckSlot* h_slots_ = nullptr;
   CheckSlot* d_slots_ = nullptr;
   cudaEvent_t events_[slots] = {};
