@@ -1,6 +1,6 @@
 #pragma once
 // The one solver interface. The driver and the tests name a backend once (make_solver); the CPU
-// backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu (its multi-rank parts solver_cuda_ranks.cu).
+// backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu.
 //
 // Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
 // interior rows 1..ny-2 by reduce::split_range, each rank holding its rows plus one row on each
