@@ -74,8 +74,9 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
     int passed = rep.validation_passed ? 1 : 0;
     comm->broadcast<int>(std::span<int>(&passed, 1));
     rep.validation_passed = passed != 0;
-    for (const auto& [name, s] : rep.timings.entries()) rep.rank_timings.emplace_back(name, comm->stats(s));
   }
+  if (o.comm)
+    for (const auto& [name, s] : rep.timings.entries()) rep.rank_timings.emplace_back(name, o.comm->stats(s));
   return rep;
 }
 template Report<float> run_problem<float>(const Problem&, const StopRule&, const RunOptions&);

@@ -36,7 +36,7 @@ struct Report {
   bool validation_passed = true;
   Timings timings;  ///< setup, h2d, solve, per_sweep, d2h (main adds write and total); this rank's
   Block block;      ///< this rank's rows
-  /// Several ranks: min/median/max over ranks of each timing (in the order of `timings`).
+  /// With RunOptions::comm: min/median/max over ranks of each timing (in the order of `timings`).
   std::vector<std::pair<std::string, reduce::RankStats>> rank_timings;
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };

@@ -15,6 +15,7 @@
 #include "heat2d_test_support.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tally_test_mpiexec.hpp"
 
 namespace fs = std::filesystem;
 using heat2d_test::run_command;
@@ -29,14 +30,12 @@ fs::path scratch(const std::string& name) {
   return d;
 }
 
-// NVLink multicast off for any NCCL the ranks start (shared GPUs can be taken out of service).
-const std::string env = "env OMP_NUM_THREADS=1 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 ";
 // A hang fails the test (timeout's 124) instead of blocking the suite.
 const std::string limit = "timeout 120 ";
 
-/// The launcher's command up to and including its rank-count flag ("mpiexec ... -n").
-std::string launch(int ranks) { return limit + env + HEAT2D_LAUNCH + " " + std::to_string(ranks) + " "; }
-std::string plain() { return limit + env; }
+/// The launcher (its environment included: one OpenMP thread, NVLink multicast off) with N ranks.
+std::string launch(int ranks) { return limit + TALLY_TEST_MPIEXEC + " " + std::to_string(ranks) + " "; }
+std::string plain() { return limit + "env OMP_NUM_THREADS=1 "; }
 
 struct Output {
   int rc = -1;
@@ -108,6 +107,7 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
     REQUIRE(ref.rc == 0);
     REQUIRE(ref.ranks == 1);
     REQUIRE(!ref.residual.empty());
+    REQUIRE(!ref.field.empty());
     for (int n : {1, 2, 3}) {
       const fs::path out = dir / ("n" + std::to_string(n) + ".h5");
       const Output o = run(launch(n), args, out);
