@@ -1,6 +1,7 @@
 // heat2d: the command line and the output (HDF5, XDMF sidecar, JSON line, summary line), on one
 // rank or several (mpiexec): every rank checks the same options and sets up, agreeing on failures,
 // solves its row block, and rank 0 alone writes.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -371,8 +372,15 @@ int run(int argc, char** argv, Comm& comm) {
         throw reduce::AgreedError("rank " + std::to_string(r) + ": bad options (its message above)", true);
     if (rc) return *rc;
   }
-  // All options, defaults and config files included, must be the same on every rank.
-  comm.require_same(app.config_to_str(true, false), "the options");
+  // All options, defaults and config files included, must be the same on every rank (one line, so
+  // that the message quotes the difference in place). require_same throws on every rank alike.
+  std::string config = app.config_to_str(true, false);
+  std::replace(config.begin(), config.end(), '\n', ' ');
+  try {
+    comm.require_same(config, "the configuration (all options)");
+  } catch (const InputError& e) {
+    throw reduce::AgreedError(e.what(), true);
+  }
 
   // Everything the user gave is checked before anything is computed or written; a failure on any
   // rank stops every rank with rank 0 naming it.

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -170,7 +171,20 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
   int rc = run_command(launch(1) + two + " --nx 33 : -n 1 " + two + " --nx 35 2>&1", &text);
   INFO(text);
   CHECK(rc == 2);
+  CHECK(count(text, "differs between ranks") == 1);  // rank 0 alone says it
   CHECK(text.find("rank 1") != std::string::npos);
+  CHECK(fs::is_empty(dir));
+
+  // The same command line, different config files: the options as read are compared, not argv.
+  const fs::path conf = scratch("conf");
+  std::ofstream(conf / "a.ini") << "nx=40\n";
+  std::ofstream(conf / "b.ini") << "nx=41\n";
+  rc = run_command(launch(1) + two + " --config " + (conf / "a.ini").string() + " : -n 1 " + two + " --config " +
+                       (conf / "b.ini").string() + " 2>&1",
+                   &text);
+  INFO(text);
+  CHECK(rc == 2);
+  CHECK(count(text, "differs between ranks") == 1);
   CHECK(fs::is_empty(dir));
 
   // A bad option on one rank only: every rank stops (no rank waits for it), nothing written.
