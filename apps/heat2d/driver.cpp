@@ -11,6 +11,37 @@
 namespace tally::heat2d {
 
 template <class T>
+std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
+  const int n = comm.size();
+  auto own = [&](int r) {  // global rows [first, end) that rank r contributes
+    const Block b = local_block(p, n, r);
+    return reduce::Range{b.row0 + (r == 0 ? 0 : 1), b.end() - (r == n - 1 ? 0 : 1)};
+  };
+  const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
+  const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
+  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
+  const reduce::Range mine = own(comm.rank());
+  const std::int64_t mine_off = mine.begin - local_block(p, n, comm.rank()).row0;  // in `block`
+  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
+  for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
+    const std::int64_t rows = std::clamp<std::int64_t>(mine.size() - c0, 0, chunk);
+    const std::vector<T> got = comm.gather<T>(
+        std::span<const T>(block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
+    if (!comm.is_root()) continue;
+    auto from = got.begin();
+    for (int r = 0; r < n; ++r) {
+      const reduce::Range o = own(r);
+      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * p.nx;
+      std::copy(from, from + k, field.begin() + (o.begin + c0) * p.nx);
+      from += k;
+    }
+  }
+  return field;
+}
+template std::vector<float> gather_field<float>(const reduce::Comm&, const Problem&, std::span<const float>, std::int64_t);
+template std::vector<double> gather_field<double>(const reduce::Comm&, const Problem&, std::span<const double>, std::int64_t);
+
+template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o) {
   const reduce::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
   Report<T> rep;
@@ -49,10 +80,7 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
   std::vector<T> block(u0.size());
   solver->get_field(block);
   if (comm) {
-    // Each rank's own rows (and the edge rows on the end ranks), in rank order: the whole field.
-    const std::int64_t first = comm->rank() == 0 ? 0 : 1;
-    const std::int64_t end = comm->rank() == comm->size() - 1 ? rep.block.rows : rep.block.rows - 1;
-    rep.field = comm->gather<T>(std::span<const T>(block.data() + first * p.nx, static_cast<std::size_t>((end - first) * p.nx)));
+    rep.field = gather_field<T>(*comm, p, block);
   } else {
     rep.field = std::move(block);
   }
@@ -169,10 +197,11 @@ ScalingTable run_scaling(const RunOptions& o, const std::vector<std::int64_t>& s
   for (auto n : sizes) {
     if (!quiet && o.comm->is_root())
       std::fprintf(stderr, "heat2d bench: %lld^2 on 1 and %d ranks ...\n", static_cast<long long>(n), table.ranks);
-    // About 20 ms per timed repeat on one rank at a nominal 1 TB/s (GPU) or 10 GB/s (CPU).
-    const double bw = o.backend == reduce::Backend::cuda ? 1e12 : 1e10;
-    const auto sweeps = static_cast<std::int64_t>(
-        std::clamp(0.02 * bw / (2.0 * static_cast<double>(n * n) * sizeof(double)), 10.0, 20000.0));
+    // About 20 ms per timed repeat on one rank at a nominal 1 TB/s (GPU; at least 50 sweeps, more
+    // than the host's lookahead) or 10 GB/s (CPU).
+    const bool gpu = o.backend == reduce::Backend::cuda;
+    const auto sweeps = static_cast<std::int64_t>(std::clamp(
+        0.02 * (gpu ? 1e12 : 1e10) / (2.0 * static_cast<double>(n * n) * sizeof(double)), gpu ? 50.0 : 10.0, 20000.0));
     table.rows.push_back(scaling_row<float>(o, n, sweeps, table.repeats));
     table.rows.push_back(scaling_row<double>(o, n, sweeps, table.repeats));
   }

@@ -41,6 +41,13 @@ struct Report {
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };
 
+/// Rank 0 assembles the whole field (ny * nx) from every rank's `block` (its local_block's rows):
+/// each rank's own rows and the end ranks' edge rows, in rounds of at most `round_bytes` altogether
+/// (MPI counts are ints). Collective; returns an empty vector on the other ranks.
+template <class T>
+std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block,
+                            std::int64_t round_bytes = std::int64_t{1} << 30);
+
 /// Solves one problem. Several ranks: each builds its block of the initial field, the solver is
 /// created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field
 /// is gathered to rank 0, which alone computes the analytic error and --validate (on the whole

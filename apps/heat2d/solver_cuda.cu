@@ -512,8 +512,9 @@ class CudaSolver final : public Solver<T> {
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaEventRecord(boundary_done_, stream_));
     TALLY_CUDA_TRY(cudaStreamWaitEvent(halo_stream_, boundary_done_, 0));
-    auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
-    auto halo = ranks_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
+    // The rows between, enqueued before the exchange: the host-staged exchange waits for the boundary
+    // rows on the host at its start. On the GPU the exchange's kernel (higher priority) still starts
+    // as soon as the boundary rows are done.
     if (last > 2) {
       a.j0 = 2;
       a.rows = last - 2;
@@ -524,6 +525,8 @@ class CudaSolver final : public Solver<T> {
       kernel<<<dim3(grid_.x, static_cast<unsigned>(std::min<long long>(grid_.y, most_y))), block, 0, stream_>>>(u, v, a);
       TALLY_CHECK_LAUNCH();
     }
+    auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
+    auto halo = ranks_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
     halo.wait();  // NCCL: returns at once; host-staged: the rows travel now, the copies back go on the stream
     TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
   }

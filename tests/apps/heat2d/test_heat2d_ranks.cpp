@@ -92,13 +92,15 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
   auto g = tally::test::rng(15);
   const std::string bc = " --bc-left " + random_value(g) + " --bc-right " + random_value(g) + " --bc-bottom " + random_value(g);
   // 29 rows: 27 interior rows (2 ranks do not divide them); 64: 62 (3 ranks do not).
-  const std::vector<std::string> cases = {
+  std::vector<std::string> cases = {
       "--nx 37 --ny 29 --tol 1e-7" + bc,                                              // steady, converges
       "--nx 37 --ny 29 --tol 1e-12 --max-iter 60 --check-every 7 --precision float" + bc,  // max-iter, float
       "--nx 64 --ny 64 --tol 1e-6 --check-every 3" + bc,                              // steady, converges
       "--nx 64 --mode transient --init sin --bc-top 0 --t-end 0.01 --check-every 5 --precision float",  // t-end
       "--nx 64 --ny 31 --mode transient --init " + random_value(g) + " --tol 1e-5" + bc,                 // to steady
+      "--nx 40 --ny 6 --tol 1e-9" + bc,  // 4 interior rows: blocks of 1 and 2 rows (nothing between the boundary rows)
   };
+  if (backend == "cuda") cases.push_back("--nx 64 --ny 29 --tol 1e-7 --check-every 2 --cuda-kernel async" + bc);
   const fs::path dir = scratch(backend + "_same");
   for (const auto& c : cases) {
     const std::string args = "--backend " + backend + " " + c;
