@@ -16,6 +16,7 @@
 #include "tally/common/h5.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
+#include "tally/common/ranks_report.hpp"
 #include "tally/reduce/rank.hpp"
 
 namespace {
@@ -103,29 +104,27 @@ void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, c
   f.attr("cuda_kernel", o.cuda_kernel);
 }
 
-/// The /ranks group: how the grid was split, what carried the halos, and each timing's spread.
+/// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
+/// ("rows 1-13 | 14-26 | ...", each rank's interior rows, inclusive; also as datasets row_begin and
+/// row_end, [begin, end)) and each timing's seconds on every rank.
 template <class T>
 void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const Comm& comm, const RunOptions& ro) {
-  auto g = f.group("ranks");
-  g.attr("ranks", static_cast<std::int64_t>(comm.size()));
-  g.attr("transport", transport_of(comm, ro));
-  g.attr("shares_device", shared_gpu(comm, ro));
-  g.attr("decomposition", "rows");  // 1-D row blocks of the interior rows (split_range)
+  RanksReport r;
+  r.ranks = comm.size();
+  r.transport = transport_of(comm, ro);
+  r.shares_device = shared_gpu(comm, ro);
   std::vector<std::int64_t> begin, end;
-  for (int r = 0; r < comm.size(); ++r) {
-    const Block b = local_block(p, comm.size(), r);
-    begin.push_back(b.row0 + 1), end.push_back(b.end() - 1);  // the interior rows rank r updates
+  r.decomposition = "rows";
+  for (int k = 0; k < comm.size(); ++k) {
+    const Block b = local_block(p, comm.size(), k);
+    begin.push_back(b.row0 + 1), end.push_back(b.end() - 1);  // the interior rows rank k updates
+    r.decomposition += (k ? " | " : " ") + std::to_string(begin.back()) + "-" + std::to_string(end.back() - 1);
   }
+  for (const auto& [name, st] : rep.rank_timings) r.phases.push_back({name, st.min, st.median, st.max, st.per_rank});
+  write(f, r);
+  auto g = f.group("ranks");
   g.write<std::int64_t>("row_begin", begin);
   g.write<std::int64_t>("row_end", end);
-  auto tg = g.group("timings");
-  for (const auto& [name, st] : rep.rank_timings) {
-    h5::Location t = tg.group(name);
-    t.attr("min", st.min);
-    t.attr("median", st.median);
-    t.attr("max", st.max);
-    t.write<double>("per_rank", st.per_rank);
-  }
 }
 
 template <class T>

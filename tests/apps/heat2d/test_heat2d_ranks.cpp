@@ -15,6 +15,7 @@
 #include "catch.hpp"
 #include "heat2d_test_support.hpp"
 #include "tally/common/h5.hpp"
+#include "tally/common/ranks_report.hpp"
 #include "tally/reduce/backend.hpp"
 #include "tally_test_mpiexec.hpp"
 
@@ -46,6 +47,7 @@ struct Output {
   std::vector<double> residual;
   std::string status;
   std::int64_t ranks = 0, ny = 0;
+  std::size_t phases = 0;
   std::vector<std::int64_t> row_begin, row_end;
 };
 
@@ -68,7 +70,9 @@ Output run(const std::string& launcher, const std::string& args, const fs::path&
   o.status = f.read_attr_string("status");
   o.ny = f.read_attr<std::int64_t>("ny");
   const auto g = f.open_group("ranks");
-  o.ranks = g.read_attr<std::int64_t>("ranks");
+  const tally::RanksReport rr = tally::read_ranks_report(f);
+  o.ranks = rr.ranks;
+  o.phases = rr.phases.size();
   o.row_begin = g.read<std::int64_t>("row_begin");
   o.row_end = g.read<std::int64_t>("row_end");
   return o;
@@ -117,6 +121,7 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
       INFO(n << " ranks: " << o.text);
       REQUIRE(o.rc == 0);
       CHECK(o.ranks == n);
+      CHECK(o.phases >= 5);  // setup, h2d, solve, per_sweep, d2h, total
       CHECK(o.status == ref.status);
       CHECK(o.iteration == ref.iteration);
       CHECK(same_bits(o.residual, ref.residual));
