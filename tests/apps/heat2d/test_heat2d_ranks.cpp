@@ -1,7 +1,7 @@
 // heat2d across ranks: the real executable under the MPI launcher with 1, 2 and 3 ranks writes the
 // same /field and /residual, bit for bit, as the same run in one plain process (row counts that the
 // rank counts do not divide included); bad input on several ranks exits 2 on every rank, rank 0
-// alone saying why, and writes nothing. Built twice: HEAT2D_RANKS_BACKEND "cpu" (with the bad-input
+// alone saying why, and writes nothing; a rank killed mid-run ends the job, which writes nothing. Built twice: HEAT2D_RANKS_BACKEND "cpu" (with the bad-input
 // cases) and "cuda" (a GPU test: on one GPU the ranks share it and the halos go host-staged).
 #include <unistd.h>
 
@@ -202,6 +202,16 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
 
   // A bad value on every rank: exit 2 everywhere.
   CHECK(ranks_exiting("--backend cpu --tol -1 --out " + out, 2, 2, text) == 2);
+  CHECK(fs::is_empty(dir));
+
+  // A rank that dies mid-run (killed after a second of a long run): the job ends, no rank hangs
+  // (timeout's 124), the exit is non-zero and nothing is left: the file is created after the gather.
+  const std::string victim = "sh -c '" + std::string(HEAT2D_EXE) + " --quiet --backend cpu --nx 200 --tol 1e-15 --out " +
+                             out + " & p=$!; if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 1 ]; then sleep 1; kill -9 $p; fi; wait $p'";
+  rc = run_command(launch(2) + victim + " 2>&1", &text);
+  INFO(text);
+  CHECK(rc != 0);
+  CHECK(rc != 124);
   CHECK(fs::is_empty(dir));
 
   if (tally::reduce::cuda_device_count() == 0) {
