@@ -1,8 +1,6 @@
 #include "tally/common/app.hpp"
 
 #include <cstdio>
-#include <exception>
-#include <stdexcept>
 
 #include "tally/common/error.hpp"
 
@@ -11,15 +9,10 @@ namespace tally {
 int run_app(const std::string& name, const std::function<int()>& body) {
   try {
     return body();
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
-    return exit_bad_input;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
-    return exit_bad_input;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: failed: %s\n", name.c_str(), e.what());
-    return exit_failure;
+  } catch (...) {
+    const ExceptionReport r = classify(std::current_exception());
+    std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), r.kind, r.message.c_str());
+    return r.exit_code;
   }
 }
 
