@@ -359,7 +359,7 @@ Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCa
 
 // --bench. On several ranks the Gram shapes run twice: on rank 0 alone (the others wait at a
 // barrier), then K-split over every rank; the speedup is the single-rank time over the job's.
-int run_bench(const Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app, std::optional<h5::File>& file) {
+int run_bench(const Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app) {
   std::vector<std::string> precisions{"float", "double"};
   if (app.count("--precision")) precisions = {o.common.precision};
   const int ranks = comm.size();
@@ -401,17 +401,18 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o, c
   }
   const RanksReport rr = ranks_report(comm, backend, results.back());
   if (!root) return ok ? exit_ok : exit_failure;
-  file->attr("app", "matmul");
-  file->attr("mode", "bench");
-  file->attr("backend", reduce::to_string(backend));
-  file->attr("status", ok ? "ok" : "failed");
-  file->attr("repeats", o.repeats);
-  file->attr("warmup", o.warmup);
-  file->attr("seed", o.common.seed);
-  if (!results.empty() && results.front().bandwidth_gbs) file->attr("copy_bandwidth_gbs", *results.front().bandwidth_gbs);
+  auto file = h5::File::create(o.common.out);  // now: a job aborted mid-run leaves no file
+  file.attr("app", "matmul");
+  file.attr("mode", "bench");
+  file.attr("backend", reduce::to_string(backend));
+  file.attr("status", ok ? "ok" : "failed");
+  file.attr("repeats", o.repeats);
+  file.attr("warmup", o.warmup);
+  file.attr("seed", o.common.seed);
+  if (!results.empty() && results.front().bandwidth_gbs) file.attr("copy_bandwidth_gbs", *results.front().bandwidth_gbs);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Case& cs = results[i];
-    auto g = file->group("bench/" + cs.precision + "_" + cs.shape.str());
+    auto g = file.group("bench/" + cs.precision + "_" + cs.shape.str());
     g.attr("m", cs.shape.m);
     g.attr("n", cs.shape.n);
     g.attr("k", cs.shape.k);
@@ -430,17 +431,17 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o, c
       }
     }
   }
-  write_ranks(*file, rr);
-  file->group("timings").attr("total_s", total.seconds());
-  write_provenance(*file, collect_provenance("matmul --bench", dev), dev);
-  file->commit();
+  write_ranks(file, rr);
+  file.group("timings").attr("total_s", total.seconds());
+  write_provenance(file, collect_provenance("matmul --bench", dev), dev);
+  file.commit();
   std::printf("| matmul bench: %s, %zu cases, total %.1f s |\n", ok ? "all checks passed" : "SOME CHECKS FAILED", results.size(), total.seconds());
   return ok ? exit_ok : exit_failure;
 }
 
 template <class T>
 int run_single(const Comm& comm, Backend backend, int device, const Options& o, Shape s, const std::vector<Level>& levels,
-               std::optional<h5::File>& file, const std::string& command) {
+               const std::string& command) {
   HostTimer total;
   std::vector<T> c;
   const bool cuda = backend == Backend::cuda;
@@ -452,7 +453,7 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
   const RanksReport rr = ranks_report(comm, backend, cs);  // collective
   if (!comm.is_root()) return ok ? exit_ok : exit_failure;  // rank 0 writes and reports
 
-  auto& f = *file;
+  auto f = h5::File::create(o.common.out);  // now: a job aborted mid-run leaves no file
   f.attr("app", "matmul");
   f.attr("m", s.m);
   f.attr("n", s.n);
@@ -565,7 +566,6 @@ int run(int argc, char** argv, Comm& comm) {
   int device = -1;
   std::vector<Level> levels;
   Shape s;
-  std::optional<h5::File> file;
   std::exception_ptr failure;
   try {
     bool fell_back = false;
@@ -581,7 +581,9 @@ int run(int argc, char** argv, Comm& comm) {
       throw InputError("--k: K = " + std::to_string(s.k) + " is split across " + std::to_string(comm.size()) +
                        " ranks, but every rank needs at least one column of A (one row of B): use at most " +
                        std::to_string(s.k) + " ranks");
-    if (comm.is_root()) file = h5::File::create(o.common.out);  // a bad --out fails before any work
+    // A bad --out fails before any work; the file itself is created once the job is done, so that a
+    // rank failing mid-run (the job aborted) leaves no file, not even a temporary one.
+    if (comm.is_root()) (void)h5::File::create(o.common.out);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -589,10 +591,10 @@ int run(int argc, char** argv, Comm& comm) {
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
   require_same(comm, reduce::to_string(backend), "the backend (--backend " + o.common.backend + " as resolved on each rank)");
   if (backend == Backend::cuda) comm.use_device(device);
-  if (o.bench) return run_bench(comm, backend, device, o, app, file);
+  if (o.bench) return run_bench(comm, backend, device, o, app);
   const std::string command = cli::command_line(argc, argv);
-  return o.common.precision == "float" ? run_single<float>(comm, backend, device, o, s, levels, file, command)
-                                       : run_single<double>(comm, backend, device, o, s, levels, file, command);
+  return o.common.precision == "float" ? run_single<float>(comm, backend, device, o, s, levels, command)
+                                       : run_single<double>(comm, backend, device, o, s, levels, command);
 }
 
 }  // namespace tally::matmul

@@ -129,7 +129,9 @@ int run(int argc, char** argv, Comm& comm) {
       if (device < 0) throw InputError("--backend cuda: no usable CUDA device on this rank");
       dev = query_device(device);
     }
-    if (comm.is_root()) file = h5::File::create(common.out);  // early: a bad --out fails before any work
+    // A bad --out fails before any work; the file itself is created once the job is done, so that a
+    // rank failing mid-run (the job aborted) leaves no file, not even a temporary one.
+    if (comm.is_root()) (void)h5::File::create(common.out);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -143,11 +145,12 @@ int run(int argc, char** argv, Comm& comm) {
   rr.transport = comm.transport(Memory::host);
   rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
   const auto prov = collect_provenance(cli::command_line(argc, argv), dev);
-  if (file) {
+  const auto open_output = [&] {  // rank 0, the job done
+    file = h5::File::create(common.out);
     file->attr("app", "mcpi");
     file->attr("backend", reduce::to_string(backend));
     file->attr("seed", static_cast<std::uint64_t>(p.seed));
-  }
+  };
 
   if (bench) {
     // Rank 0 alone runs the table; then the multi-rank scaling of the fused Philox kernel.
@@ -157,6 +160,7 @@ int run(int argc, char** argv, Comm& comm) {
     std::optional<Scaling> sc;
     if (ranks > 1) sc = bench_ranks(comm, device, p.seed, repeats);
     if (!comm.is_root()) return exit_ok;
+    open_output();
     auto g = file->group("bench");
     g.attr("copy_bandwidth_gbs", rep.copy_gbs);
     g.attr("repeats", repeats);
@@ -238,6 +242,7 @@ int run(int argc, char** argv, Comm& comm) {
   const double total_s = total.seconds();
   rr.timings.push_back(rank_timing(comm, "total_s", total_s));
   if (!comm.is_root()) return exit_ok;  // rank 0 writes and reports
+  open_output();
   r.batch_n = all_batch_n;
   r.batch_hits = all_batch_hits;
   for (int q = 0; q < ranks; ++q) {
