@@ -148,6 +148,13 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
   return r;
 }
 
+// Comm::agree, except that one rank alone rethrows its own exception (an in-process run under
+// tally::run_app, as in the tests, maps it to its exit code; an AgreedError it does not know).
+void agree(const Comm& comm, std::exception_ptr failure) {
+  if (failure && comm.size() == 1) std::rethrow_exception(failure);
+  comm.agree(failure);
+}
+
 // Comm::require_same throws on every rank at once; agreed, every rank exits and rank 0 alone reports.
 void require_same(const Comm& comm, const std::string& text, const std::string& what) {
   std::exception_ptr failure;
@@ -156,7 +163,7 @@ void require_same(const Comm& comm, const std::string& text, const std::string& 
   } catch (...) {
     failure = std::current_exception();
   }
-  comm.agree(failure);
+  agree(comm, failure);
 }
 
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
@@ -587,7 +594,7 @@ int run(int argc, char** argv, Comm& comm) {
   } catch (...) {
     failure = std::current_exception();
   }
-  comm.agree(failure);
+  agree(comm, failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
   require_same(comm, reduce::to_string(backend), "the backend (--backend " + o.common.backend + " as resolved on each rank)");
   if (backend == Backend::cuda) comm.use_device(device);

@@ -34,6 +34,13 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
+// Comm::agree, except that one rank alone rethrows its own exception (an in-process run under
+// tally::run_app, as in the tests, maps it to its exit code; an AgreedError it does not know).
+void agree(const Comm& comm, std::exception_ptr failure) {
+  if (failure && comm.size() == 1) std::rethrow_exception(failure);
+  comm.agree(failure);
+}
+
 // Comm::require_same throws on every rank at once; agreed, every rank exits and rank 0 alone reports.
 void require_same(const Comm& comm, const std::string& text, const std::string& what) {
   std::exception_ptr failure;
@@ -42,7 +49,7 @@ void require_same(const Comm& comm, const std::string& text, const std::string& 
   } catch (...) {
     failure = std::current_exception();
   }
-  comm.agree(failure);
+  agree(comm, failure);
 }
 
 RankTiming rank_timing(const Comm& comm, std::string name, double seconds) {
@@ -135,7 +142,7 @@ int run(int argc, char** argv, Comm& comm) {
   } catch (...) {
     failure = std::current_exception();
   }
-  comm.agree(failure);
+  agree(comm, failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
   require_same(comm, reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
   if (backend == reduce::Backend::cuda) comm.use_device(device);
