@@ -58,8 +58,8 @@ RankTiming rank_timing(const Comm& comm, std::string name, double seconds) {
 }
 
 // --bench on several ranks: the fused Philox kernel on rank 0 alone (the others wait at a barrier),
-// then on every rank at once, each rank counting its own 2^36 samples (consecutive stretches of the
-// stream); each timed run starts at a barrier and lasts until the slowest rank is done.
+// then on every rank at once, each rank counting its own 2^36 samples per run (disjoint stretches of
+// the stream); each timed run starts at a barrier and lasts until the slowest rank is done.
 struct Scaling {
   std::int64_t samples_per_rank = 0;
   double single_s = 0, job_s = 0;
@@ -77,7 +77,8 @@ Scaling bench_ranks(const Comm& comm, int device, std::uint64_t seed, int repeat
   const auto barrier = [&] { comm.barrier(); };
   if (comm.is_root()) sc.single_s = time_fused_philox(device, seed, 0, sc.samples_per_rank, repeats, [] {}, [](double t) { return t; });
   comm.barrier();
-  sc.job_s = time_fused_philox(device, seed, sc.samples_per_rank * comm.rank(), sc.samples_per_rank, repeats, barrier, job);
+  const std::int64_t per_rank_stretch = sc.samples_per_rank * (repeats + 1);  // disjoint stretches: no sample twice
+  sc.job_s = time_fused_philox(device, seed, per_rank_stretch * comm.rank(), sc.samples_per_rank, repeats, barrier, job);
   comm.broadcast(std::span<double>(&sc.single_s, 1));
   return sc;
 }
