@@ -230,17 +230,30 @@ RanksReport ranks_report(const Comm& comm, Backend backend, const Case& cs) {
   rr.ranks = comm.size();
   rr.transport = comm.transport(backend == Backend::cuda ? Memory::device : Memory::host);
   rr.shares_device = backend == Backend::cuda && comm.shares_device();
-  rr.decomposition = "K split: rank r holds A[:, part_begin[r]:part_end[r]] and the same rows of B; partial C summed in rank order";
+  rr.decomposition = "K split (columns of A, rows of B; partial C summed in rank order): ";
   for (int q = 0; q < comm.size(); ++q) {
     const reduce::Range p = reduce::split_range(cs.shape.k, comm.size(), q);
-    rr.part_begin.push_back(p.begin);
-    rr.part_end.push_back(p.end);
+    rr.decomposition += (q ? " | " : "") + std::to_string(p.begin) + "-" + std::to_string(p.end - 1);
   }
-  for (const auto& [name, v] : cs.timings.entries()) {
+  for (const auto& [name, v] : cs.timings.entries()) {  // "level_gang_s": phase "level_gang"
     const reduce::RankStats st = comm.stats(v);
-    rr.timings.push_back({name, st.min, st.median, st.max, st.per_rank});
+    const bool s_suffix = name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0;
+    rr.phases.push_back({s_suffix ? name.substr(0, name.size() - 2) : name, st.min, st.median, st.max, st.per_rank});
   }
   return rr;
+}
+
+void write_ranks(h5::Location& where, const RanksReport& rr, Shape s) {
+  write(where, rr);
+  std::vector<std::int64_t> begin, end;  // each rank's K slab, machine-readable
+  for (int q = 0; q < rr.ranks; ++q) {
+    const reduce::Range p = reduce::split_range(s.k, rr.ranks, q);
+    begin.push_back(p.begin);
+    end.push_back(p.end);
+  }
+  auto g = where.open_group("ranks");
+  g.write<std::int64_t>("part_begin", begin);
+  g.write<std::int64_t>("part_end", end);
 }
 
 template Case run_case<float>(const Comm&, Backend, int, Shape, const std::vector<Level>&, const Options&, bool, int,
@@ -312,7 +325,7 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
   if (o.write_c) f.write<T>("C", c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});
   auto tg = f.group("timings");  // rank 0's; every rank's under /ranks/timings
   for (const auto& [name, v] : cs.timings.entries()) tg.attr(name, v);
-  write_ranks(f, rr);
+  write_ranks(f, rr, s);
   std::optional<DeviceInfo> dev;
   if (cuda) dev = query_device(device);
   write_provenance(f, collect_provenance(command, dev), dev);

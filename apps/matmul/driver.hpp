@@ -62,6 +62,8 @@ Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, co
               const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
+/// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).
+void write_ranks(h5::Location& where, const RanksReport& rr, Shape s);
 void write_case(h5::Location& where, const Case& cs);
 std::string fmt(const char* f, double x);
 /// --bench (bench.cpp). Collective.

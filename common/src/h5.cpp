@@ -131,6 +131,10 @@ Location Location::open_group(std::string_view name) const {
 
 // ---- datasets -----------------------------------------------------------------------------------
 
+Location Location::open_dataset(std::string_view name) const {
+  return Location(check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name));
+}
+
 template <class T>
 void Location::write(std::string_view name, std::span<const T> data, const dims_t& dims) {
   std::uint64_t n = 1;

@@ -86,4 +86,41 @@ Report run_cpu(const Options& o) {
   return rep;
 }
 
+namespace {
+
+/// The ranks suite on the CPU backend: host memory, a host timer.
+class CpuRankBench final : public RankBench {
+ public:
+  explicit CpuRankBench(int threads) {
+    if (threads > 0) omp_set_num_threads(threads);
+    threads_ = omp_get_max_threads();
+  }
+  void fill(std::int64_t n, std::int64_t offset, std::uint64_t seed) override {
+    in_ = std::vector<float>();  // the old array goes first: the whole one and a slab never coexist
+    in_.resize(static_cast<std::size_t>(n));
+    float* p = in_.data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) p[i] = rank_input_value(seed, offset + i);
+  }
+  [[nodiscard]] const float* data() const override { return in_.data(); }
+  [[nodiscard]] float* result() override { return &out_; }
+  [[nodiscard]] float read_result() override { return out_; }
+  double time_us(const std::function<void()>& f) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  [[nodiscard]] stream_t stream() const override { return nullptr; }
+  [[nodiscard]] std::string device() const override { return "cpu, " + std::to_string(threads_) + " threads"; }
+
+ private:
+  std::vector<float> in_;
+  float out_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<RankBench> make_rank_bench_cpu(int threads) { return std::make_unique<CpuRankBench>(threads); }
+
 }  // namespace tally::reduce::bench

@@ -414,4 +414,53 @@ Report run_cuda(const Options& o) {
   return r;
 }
 
+namespace {
+
+__global__ void fill_rank_input(float* p, std::int64_t n, std::int64_t offset, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x)
+    p[i] = rank_input_value(seed, offset + i);
+}
+
+/// The ranks suite on this rank's GPU (the rank level has made it current).
+class CudaRankBench final : public RankBench {
+ public:
+  explicit CudaRankBench(int device) : dev_(query_device(device)) {
+    TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaRankBench() override { cudaStreamDestroy(stream_); }
+  CudaRankBench(const CudaRankBench&) = delete;
+  CudaRankBench& operator=(const CudaRankBench&) = delete;
+
+  void fill(std::int64_t n, std::int64_t offset, std::uint64_t seed) override {
+    in_ = DeviceBuffer<float>();  // the old array goes first: the whole one and a slab never coexist
+    in_ = DeviceBuffer<float>(static_cast<std::size_t>(n));
+    if (n > 0) {
+      fill_rank_input<<<1024, 256, 0, stream_>>>(in_.data(), n, offset, seed);
+      TALLY_CHECK_LAUNCH();
+    }
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  [[nodiscard]] const float* data() const override { return in_.data(); }
+  [[nodiscard]] float* result() override { return out_.data(); }
+  [[nodiscard]] float read_result() override { return out_.to_host(stream_)[0]; }
+  double time_us(const std::function<void()>& f) override {
+    EventTimer ev;
+    ev.start(stream_);
+    f();
+    ev.stop(stream_);
+    return 1e3 * ev.elapsed_ms();
+  }
+  [[nodiscard]] stream_t stream() const override { return stream_; }
+  [[nodiscard]] std::string device() const override { return dev_.summary(); }
+
+ private:
+  DeviceInfo dev_;
+  cudaStream_t stream_{};
+  DeviceBuffer<float> in_, out_{1};
+};
+
+}  // namespace
+
+std::unique_ptr<RankBench> make_rank_bench_cuda(int device) { return std::make_unique<CudaRankBench>(device); }
+
 }  // namespace tally::reduce::bench

@@ -20,9 +20,9 @@
 
 namespace tally::test {
 namespace {
-const reduce::Comm* g_world = nullptr;
+reduce::Comm* g_world = nullptr;
 }
-const reduce::Comm& world() { return *g_world; }
+reduce::Comm& world() { return *g_world; }
 }  // namespace tally::test
 
 int main(int argc, char** argv) {

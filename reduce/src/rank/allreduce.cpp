@@ -82,7 +82,7 @@ void Comm::allreduce(std::span<const T> in, std::span<T> out, Memory where, [[ma
   if (in.empty()) return;
   if ((in.data() == nullptr) || (out.data() == nullptr))
     throw std::invalid_argument("allreduce: null buffer with " + std::to_string(in.size()) + " elements");
-  const std::size_t count = in.size(), bytes = in.size_bytes();
+  [[maybe_unused]] const std::size_t count = in.size(), bytes = in.size_bytes();
   const bool aliased = static_cast<const void*>(in.data()) == static_cast<const void*>(out.data());
   if (size() == 1) {
     if (aliased) return;

@@ -60,7 +60,8 @@ void Comm::Exchange::wait() {
 
 template <class T>
 Comm::Exchange Comm::start_exchange(std::span<const T> to_prev, std::span<T> from_prev, std::span<const T> to_next,
-                                    std::span<T> from_next, Memory where, [[maybe_unused]] stream_t stream) const {
+                                    std::span<T> from_next, [[maybe_unused]] Memory where,
+                                    [[maybe_unused]] stream_t stream) const {
   const int prev = rank() - 1, next = rank() + 1 < size() ? rank() + 1 : -1;
   if (prev >= 0 && to_prev.size() != from_prev.size())
     throw std::invalid_argument("start_exchange: to_prev and from_prev differ in size (" + std::to_string(to_prev.size()) +

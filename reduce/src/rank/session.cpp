@@ -24,7 +24,7 @@ int env_count(const char* name) {
 }
 
 /// True when a launcher started this process (even with one rank): MPI is then initialised.
-bool launcher_present() {
+[[maybe_unused]] bool launcher_present() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"})
     if (std::getenv(name)) return true;
   return false;

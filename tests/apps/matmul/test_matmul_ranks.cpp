@@ -16,6 +16,7 @@
 #include "matmul.hpp"
 #include "naive.hpp"
 #include "tally/common/h5.hpp"
+#include "tally/common/ranks_report.hpp"
 #include "tally/reduce/backend.hpp"
 #include "test_support.hpp"
 
@@ -89,8 +90,15 @@ void check_ranks(Shape s, const std::string& level, const test::ScratchDir& dir)
     REQUIRE(begin.size() == static_cast<std::size_t>(ranks));
     CHECK(begin.front() == 0);
     CHECK(end.back() == s.k);
-    const auto t = f.open_group("ranks/timings/level_" + level + "_s");
-    CHECK(t.read_attr<double>("min") <= t.read_attr<double>("max"));
+    const RanksReport rr = read_ranks_report(f);
+    CHECK(rr.ranks == ranks);
+    bool level_phase = false;
+    for (const auto& ph : rr.phases) {
+      level_phase = level_phase || ph.name == "level_" + level;
+      CHECK(ph.per_rank.size() == static_cast<std::size_t>(ranks));
+      CHECK(ph.min <= ph.max);
+    }
+    CHECK(level_phase);
   }
   // A fixed rank count: the same bits run to run (partial Cs summed in rank order).
   const std::string again = dir.file("again.h5");

@@ -49,6 +49,8 @@ class Location : public Object {
   [[nodiscard]] Location group(std::string_view name);
   [[nodiscard]] Location open_group(std::string_view name) const;
   [[nodiscard]] bool has(std::string_view name) const;  ///< a link (group or dataset) of that name
+  /// An existing dataset, for its attributes (attr, read_attr, has_attr).
+  [[nodiscard]] Location open_dataset(std::string_view name) const;
 
   // ---- writing ----
   template <class T>  // int32, int64, uint8, uint32, uint64, float, double
