@@ -1,6 +1,6 @@
 // --suite ranks: the full Sum of 2^30 floats (2^26 on the CPU; --extents) split along gang over the
 // job's ranks, each rank filling its own slab of the same global array on its device. Rank 0 first
-// reduces the whole array alone (the single-process figure, the others wait at a barrier); then
+// reduces the whole array alone (the single-process figure, the others sleep in idle_barrier); then
 // every rank times the four-level reduce(comm, ...) (its slab, then the cross-rank step) after a
 // barrier per repeat. Aggregate GB/s = total bytes / the slowest rank's median time; ratio =
 // aggregate / (ranks x single).
@@ -81,7 +81,7 @@ Report run_ranks_suite(const Options& o, Comm& comm, Backend backend) {
     single_sum = bench->read_result();
     bench->fill(0, 0, o.seed);  // frees the whole array before the slabs
   }
-  comm.barrier();
+  comm.idle_barrier();  // the others sleep meanwhile: their cores stay free for rank 0's threads
   comm.broadcast(std::span<double>(&single_us, 1));
   comm.broadcast(std::span<float>(&single_sum, 1));
 

@@ -1,5 +1,7 @@
 // The host collectives of Comm, the halo exchange on host memory, and the launcher's environment.
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -37,6 +39,19 @@ TEST_CASE("ranks, node-local ranks and split_range") {
       }
       CHECK(next == n);
     }
+}
+
+TEST_CASE("barrier and idle_barrier wait for the last rank to arrive") {
+  const Comm& c = world();
+  using ms = std::chrono::milliseconds;
+  for (int idle = 0; idle < 2; ++idle) {
+    c.barrier();  // start together (within scheduling noise, far below the margin below)
+    const auto t0 = std::chrono::steady_clock::now();
+    if (c.rank() == c.size() - 1) std::this_thread::sleep_for(ms(200));
+    if (idle) c.idle_barrier();
+    else c.barrier();
+    CHECK(std::chrono::steady_clock::now() - t0 >= ms(100));
+  }
 }
 
 TEST_CASE("broadcast, gather with uneven counts, allgather, stats") {

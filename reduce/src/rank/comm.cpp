@@ -2,11 +2,13 @@
 // set on the world communicator by RankSession). A Comm without Impl is one rank: every call local.
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "rank/impl.hpp"
 #include "tally/common/error.hpp"
@@ -122,6 +124,19 @@ std::string Comm::transport(Memory where) const {
 void Comm::barrier() const {
 #ifdef TALLY_HAS_MPI
   if (impl_) TALLY_MPI_CHECK(MPI_Barrier(impl_->world));
+#endif
+}
+
+void Comm::idle_barrier() const {
+#ifdef TALLY_HAS_MPI
+  if (!impl_) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  TALLY_MPI_CHECK(MPI_Ibarrier(impl_->world, &request));
+  for (int done = 0;;) {
+    TALLY_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 #endif
 }
 

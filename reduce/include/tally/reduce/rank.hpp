@@ -112,6 +112,9 @@ class Comm {
 
   // ---- host collectives the apps need ---------------------------------------------------------------
   void barrier() const;  ///< collective
+  /// Collective: a barrier whose waiting ranks poll with short sleeps instead of spinning, leaving
+  /// their cores to a rank that computes meanwhile (a single-rank reference measurement).
+  void idle_barrier() const;
   /// Collective: root's values replace everyone's.
   template <class T>
   void broadcast(std::span<T> data, int root = 0) const;
