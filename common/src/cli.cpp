@@ -26,6 +26,16 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool with_precision) {
   app.set_config("--config", "", "Read options from a TOML/INI config file (CLI11 format)");
 }
 
+std::optional<int> parse(CLI::App& app, int argc, char** argv, bool report) {
+  if (report) return parse(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Error& e) {  // --help, --version (code 0) or a parse error
+    return e.get_exit_code() == 0 ? exit_ok : exit_bad_input;
+  }
+  return std::nullopt;
+}
+
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);

@@ -63,4 +63,11 @@ RanksReport read_ranks_report(const h5::Location& where) {
   return r;
 }
 
+std::string ranks_summary(const RanksReport& report) {
+  if (report.ranks <= 1) return "";
+  std::string s = ", " + std::to_string(report.ranks) + " ranks (" + report.transport + ")";
+  if (report.shares_device) s += " (" + std::to_string(report.ranks) + " ranks share a GPU)";
+  return s;
+}
+
 }  // namespace tally

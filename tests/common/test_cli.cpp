@@ -17,11 +17,11 @@ struct Args {
   char** argv() { return ptrs.data(); }
 };
 
-std::optional<int> parse(std::vector<std::string> words, tally::cli::CommonOptions& o) {
+std::optional<int> parse(std::vector<std::string> words, tally::cli::CommonOptions& o, bool report = true) {
   CLI::App app{"test", "test"};
   tally::cli::add_common_options(app, o);
   Args a(std::move(words));
-  return tally::cli::parse(app, a.argc(), a.argv());
+  return tally::cli::parse(app, a.argc(), a.argv(), report);
 }
 }  // namespace
 
@@ -48,6 +48,15 @@ TEST_CASE("cli rejects bad input with exit code 2", "[cli]") {
   CHECK(parse({"test", "--seed", "abc"}, o) == tally::exit_bad_input);
   CHECK(parse({"test", "--no-such-option"}, o) == tally::exit_bad_input);
   CHECK(parse({"test", "--config", "/nonexistent/tally.toml"}, o) == tally::exit_bad_input);
+}
+
+TEST_CASE("cli parse without reporting (ranks other than 0) gives the same codes", "[cli]") {
+  tally::cli::CommonOptions o;
+  CHECK_FALSE(parse({"test", "--backend", "cpu", "--seed", "7"}, o, false).has_value());
+  CHECK(o.seed == 7);
+  CHECK(parse({"test", "--backend", "gpu"}, o, false) == tally::exit_bad_input);
+  CHECK(parse({"test", "--no-such-option"}, o, false) == tally::exit_bad_input);
+  CHECK(parse({"test", "--help"}, o, false) == 0);
 }
 
 TEST_CASE("cli help and version exit 0", "[cli]") {

@@ -28,6 +28,9 @@ void add_common_options(CLI::App& app, CommonOptions& opts, bool with_precision 
 /// Parses argv. Returns an exit code when the program should stop now (0 for --help/--version,
 /// exit_bad_input with the message printed for bad input), std::nullopt to go on.
 std::optional<int> parse(CLI::App& app, int argc, char** argv);
+/// The same; with report = false nothing is printed (the ranks of a job other than rank 0: one
+/// message, not N).
+std::optional<int> parse(CLI::App& app, int argc, char** argv, bool report);
 
 /// The command line as one string (for provenance).
 std::string command_line(int argc, char** argv);

@@ -32,5 +32,7 @@ struct RanksReport {
 void write(h5::Location& where, const RanksReport& report);
 /// Reads back what write() wrote (tests, tools).
 [[nodiscard]] RanksReport read_ranks_report(const h5::Location& where);
+/// What a summary line adds: ", 3 ranks (mpi)", and " (3 ranks share a GPU)" when so; "" for one rank.
+[[nodiscard]] std::string ranks_summary(const RanksReport& report);
 
 }  // namespace tally
