@@ -69,7 +69,11 @@ check_libraries() {
 cmake_minimum_required(VERSION 3.25)
 project(tally_setup_probe LANGUAGES C CXX)
 set(missing "")
-if(NOT "cxx_std_20" IN_LIST CMAKE_CXX_COMPILE_FEATURES)
+# CMake lists cxx_std_20 for compilers with only a draft of it (GCC 8 and 9 have no std::span):
+# ask for GCC >= 10 or Clang >= 14.
+if(NOT "cxx_std_20" IN_LIST CMAKE_CXX_COMPILE_FEATURES OR
+   (CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 10) OR
+   (CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 14))
   list(APPEND missing cxx20)
 endif()
 find_package(OpenMP COMPONENTS CXX)
