@@ -45,7 +45,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")->capture_default_str();
   app.add_flag("--bench", bench, "Run the performance table (generators x APIs, and a hand-written reference kernel)");
-  app.add_option("--repeats", repeats, "Timed repeats per benchmark row (median)")->check(CLI::Range(1, 100))->capture_default_str();
+  cli::add_number(app, "--repeats", repeats, "Timed repeats per benchmark row (median)", cli::in_range(1, 100))->capture_default_str();
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
   Params p;

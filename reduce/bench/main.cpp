@@ -85,13 +85,13 @@ int run(int argc, char** argv) {
   app.add_flag("--bench", bench_flag, "The full table (the default; accepted for scripts/gpu-check.sh)");
   app.add_option("--extents", extents, "OpenACC loop nest ng,nw,nv for --suite openacc (default 256,256,1024)");
   app.add_option("--csv", csv, "Also write the rows as CSV to this file");
-  app.add_option("--threads", o.threads, "CPU threads (default: OpenMP's)")->check(CLI::NonNegativeNumber);
+  cli::add_number(app, "--threads", o.threads, "CPU threads (default: OpenMP's)", cli::non_negative);
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!extents.empty()) {
     long long a = 0, b = 0, c = 0;
     char tail = 0;
     if (std::sscanf(extents.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 || b < 1 || c < 1)
-      throw InputError("--extents: expected three positive integers ng,nw,nv, got '" + extents + "'");
+      throw InputError("--extents: must be three positive integers ng,nw,nv (got " + extents + ")");
     o.extents = {a, b, c};
   }
   o.seed = common.seed, o.device = common.device;
