@@ -154,13 +154,15 @@ join_by() { local IFS=$1; shift; echo "$*"; }
 
 can_apt() { command -v apt-get >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; }
 apt_updated=0
+# Short network timeouts: on a machine without a network (GPU nodes often) apt fails in seconds.
+apt_opts=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
 apt_install() {  # apt_install PACKAGE...: apt-get update once per run, then install
   export DEBIAN_FRONTEND=noninteractive
   if ((!apt_updated)); then
-    apt-get update -qq >/dev/null || return 1
+    apt-get "${apt_opts[@]}" update -qq >/dev/null || return 1
     apt_updated=1
   fi
-  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "$@" >/dev/null
 }
 # What the user runs to install PACKAGE... (printed when we may not).
 advise() {

@@ -24,7 +24,14 @@ echo "-- tally-setup: compiler: ${TEST_COMPILER:-GNU}"
 if [ -e "$STATE/apt-installed" ]; then echo "-- tally-setup: missing: "; else echo "-- tally-setup: missing: ${TEST_MISSING:-}"; fi
 """,
     "ninja": 'if [ "$1" = --version ]; then echo 1.12.1; exit 0; fi\necho "ninja $*" >>"$CALLS"',
-    "apt-get": 'echo "apt-get $*" >>"$CALLS"\n[ "$1" = install ] && touch "$STATE/apt-installed"\nexit 0',
+    # apt-get: records its command (options dropped) and remembers an install.
+    "apt-get": r"""
+while [ "$1" = -o ]; do shift 2; done
+echo "apt-get $*" >>"$CALLS"
+[ -n "${TEST_APT_FAIL:-}" ] && exit 100  # no network
+[ "$1" = install ] && touch "$STATE/apt-installed"
+exit 0
+""",
     "dpkg": 'echo "dpkg $*" >>"$CALLS"\nexit 1',
     "dpkg-query": 'echo "dpkg-query $*" >>"$CALLS"\nexit 1',
     "sudo": 'echo "sudo $*" >>"$CALLS"\nexit 1',
@@ -212,3 +219,14 @@ def test_generator_falls_back_to_makefiles_without_ninja(tmp_path):
     (configured / "CMakeCache.txt").write_text("")
     out = subprocess.run(["bash", "-c", script, "x", str(configured)], env=e.env, capture_output=True, text=True)
     assert out.stdout == "|"  # printf of no arguments
+
+
+def test_root_without_network(tmp_path):
+    """apt-get fails (a GPU node with no network): MPI alone missing goes on, a needed library fails."""
+    e = Env(tmp_path)
+    r = e.run(TEST_UID=0, TEST_MISSING="MPI", TEST_APT_FAIL=1)
+    assert r.returncode == 0, r.stderr
+    assert "one rank" in r.stderr and "libopenmpi-dev openmpi-bin" in r.stderr
+    r = e.run(TEST_UID=0, TEST_MISSING="Eigen3 MPI", TEST_APT_FAIL=1)
+    assert r.returncode == 1
+    assert "Eigen3 >= 3.3" in r.stderr and "libeigen3-dev" in r.stderr
