@@ -336,17 +336,17 @@ int run(int argc, char** argv, Comm& comm) {
                "max-residual convergence test computed inside the update sweep.",
                "heat2d"};
   cli::add_common_options(app, o.common);
-  app.add_option("--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))")->capture_default_str();
-  app.add_option("--ny", o.ny, "Grid points along y, edges included (default: nx)");
+  cli::add_number(app, "--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))", cli::at_least(3))->capture_default_str();
+  cli::add_number(app, "--ny", o.ny, "Grid points along y, edges included (default: nx)", cli::at_least(3));
   app.add_option("--mode", o.mode, "steady (Jacobi for Laplace) or transient (explicit steps)")
       ->check(CLI::IsMember({"steady", "transient"}))
       ->capture_default_str();
-  app.add_option("--tol", o.tol, "Stop when max |u_new - u| <= tol")->capture_default_str();
-  app.add_option("--max-iter", o.max_iter, "Most sweeps")->capture_default_str();
-  app.add_option("--check-every", o.check_every, "Test the residual every k sweeps (and at the last)")->capture_default_str();
-  app.add_option("--alpha", o.p.alpha, "Diffusivity (transient)")->capture_default_str();
-  app.add_option("--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)");
-  app.add_option("--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)")->capture_default_str();
+  cli::add_number(app, "--tol", o.tol, "Stop when max |u_new - u| <= tol", cli::positive)->capture_default_str();
+  cli::add_number(app, "--max-iter", o.max_iter, "Most sweeps", cli::positive)->capture_default_str();
+  cli::add_number(app, "--check-every", o.check_every, "Test the residual every k sweeps (and at the last)", cli::positive)->capture_default_str();
+  cli::add_number(app, "--alpha", o.p.alpha, "Diffusivity (transient)", cli::positive)->capture_default_str();
+  cli::add_number(app, "--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)", cli::non_negative);
+  cli::add_number(app, "--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)", cli::non_negative)->capture_default_str();
   app.add_option("--bc-top", o.bc_top, "Top edge (y = Ly): a number or sin (sin(pi x))")->capture_default_str();
   app.add_option("--bc-bottom", o.bc_bottom, "Bottom edge (y = 0): a number or sin")->capture_default_str();
   app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
@@ -358,7 +358,7 @@ int run(int argc, char** argv, Comm& comm) {
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
-  app.add_option("--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)")
+  cli::add_number(app, "--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)", cli::at_least(3))
       ->delimiter(',');
   {
     // A parse failure on some ranks only (different command lines) must not leave the others

@@ -395,10 +395,10 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   Options o;
   o.common.out = "results/matmul.h5";
   cli::add_common_options(app, o.common);
-  app.add_option("--m", o.m, "Rows of A and C")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--n", o.n, "Columns of B and C")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--k", o.k, "Columns of A, rows of B: the length of each dot product")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--size", o.size, "Sets M = N = K")->check(CLI::PositiveNumber);
+  cli::add_number(app, "--m", o.m, "Rows of A and C", cli::positive)->capture_default_str();
+  cli::add_number(app, "--n", o.n, "Columns of B and C", cli::positive)->capture_default_str();
+  cli::add_number(app, "--k", o.k, "Columns of A, rows of B: the length of each dot product", cli::positive)->capture_default_str();
+  cli::add_number(app, "--size", o.size, "Sets M = N = K", cli::positive);
   app.add_option("--level", o.levels, "Where the reduction over K runs: vector, worker, worker+vector, gang, tiled or all (comma list allowed)")
       ->delimiter(',')
       ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "all"}))
@@ -406,10 +406,10 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   app.add_option("--a", o.a_path, "Read A from an HDF5 dataset, FILE:/DATASET (2-D, M x K)");
   app.add_option("--b", o.b_path, "Read B from an HDF5 dataset, FILE:/DATASET (2-D, K x N)");
   app.add_flag("--write-c", o.write_c, "Write C (of the last level run) into the output file as /C");
-  app.add_option("--repeats", o.repeats, "Timed runs per level (the median is reported)")->check(CLI::Range(1, 1000))->capture_default_str();
-  app.add_option("--warmup", o.warmup, "Untimed runs before timing")->check(CLI::Range(0, 100))->capture_default_str();
-  app.add_option("--split-k", o.split_k, "K splits of the gang level (0: one wave of blocks on the GPU, K/1024 up to 64 chunks on the CPU)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{65535}))
+  cli::add_number(app, "--repeats", o.repeats, "Timed runs per level (the median is reported)", cli::in_range(1, 1000))->capture_default_str();
+  cli::add_number(app, "--warmup", o.warmup, "Untimed runs before timing", cli::in_range(0, 100))->capture_default_str();
+  cli::add_number(app, "--split-k", o.split_k, "K splits of the gang level (0: one wave of blocks on the GPU, K/1024 up to 64 chunks on the CPU)",
+                  cli::in_range(0, 65535))
       ->capture_default_str();
   app.add_flag("--no-eigen", o.no_eigen, "Skip the Eigen comparison on the CPU");
   app.add_flag("--bench", o.bench, "Run the benchmark table (square, rectangular and tall-skinny shapes; float and double unless --precision is given)");

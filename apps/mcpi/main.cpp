@@ -107,7 +107,7 @@ int run(int argc, char** argv, Comm& comm) {
       ->capture_default_str();
   app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")->capture_default_str();
   app.add_flag("--bench", bench, "Run the performance table (generators x APIs, and a hand-written reference kernel)");
-  app.add_option("--repeats", repeats, "Timed repeats per benchmark row (median)")->check(CLI::Range(1, 100))->capture_default_str();
+  cli::add_number(app, "--repeats", repeats, "Timed repeats per benchmark row (median)", cli::in_range(1, 100))->capture_default_str();
   if (auto rc = cli::parse(app, argc, argv, comm.is_root())) return *rc;  // the same on every rank: rank 0 prints
 
   // Set-up, which may fail on some ranks only (no GPU on one of them, an unwritable --out on rank 0):

@@ -89,7 +89,7 @@ int run(int argc, char** argv, Comm& comm) {
                  "Loop nest ng,nw,nv for --suite openacc (default 256,256,1024) and ranks (default 1024,1024,1024; "
                  "CPU 64,1024,1024)");
   app.add_option("--csv", csv, "Also write the rows as CSV to this file");
-  app.add_option("--threads", o.threads, "CPU threads (default: OpenMP's)")->check(CLI::NonNegativeNumber);
+  cli::add_number(app, "--threads", o.threads, "CPU threads (default: OpenMP's)", cli::non_negative);
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   // Checked on every rank alike; agreed, so that a multi-rank job exits 2 everywhere with one message.
   comm.agree([&]() -> std::exception_ptr {
@@ -98,7 +98,7 @@ int run(int argc, char** argv, Comm& comm) {
         long long a = 0, b = 0, c = 0;
         char tail = 0;
         if (std::sscanf(extents.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 || b < 1 || c < 1)
-          throw InputError("--extents: expected three positive integers ng,nw,nv, got '" + extents + "'");
+          throw InputError("--extents: must be three positive integers ng,nw,nv (got " + extents + ")");
         o.extents = {a, b, c};
         o.extents_given = true;
       }
