@@ -20,3 +20,9 @@
   TALLY_REDUCE_ARITH_OPS(X, double, double)               \
   TALLY_REDUCE_BIT_OPS(X, std::int32_t)                   \
   TALLY_REDUCE_BIT_OPS(X, std::int64_t)
+
+/// The exact sum's (input, output) pairs (exact.hpp); compiled by exact_cpu.cpp and exact_cuda.cu.
+#define TALLY_REDUCE_FOR_EACH_EXACT(X)                 \
+  X(::tally::reduce::ExactSum, float, float)           \
+  X(::tally::reduce::ExactSum, float, double)          \
+  X(::tally::reduce::ExactSum, double, double)

@@ -38,6 +38,7 @@ struct CudaBackend {
 #define TALLY_TEST_BACKEND "cuda"
 using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
+#include "exact_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
