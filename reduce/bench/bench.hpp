@@ -11,7 +11,7 @@
 namespace tally::reduce::bench {
 
 struct Options {
-  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc
+  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc | exact
   bool quick = false;          ///< small sizes, seconds (scripts/run.sh; works on the CPU backend)
   std::array<std::int64_t, 3> extents{256, 256, 1024};  ///< the OpenACC loop nest (ng, nw, nv)
   std::uint64_t seed = 1;

@@ -9,6 +9,8 @@
 #include <bit>
 #include <cfloat>
 
+#include "tally/reduce/exact.hpp"
+
 namespace tally::test::exact_checks {
 
 using namespace tally::reduce;  // NOLINT: test code

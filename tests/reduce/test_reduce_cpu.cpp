@@ -135,3 +135,30 @@ TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancell
 }
 
 }  // namespace tally::test::exact_checks
+
+namespace tally::test::exact_checks {
+
+TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounded", "[reduce][exact][dot]") {
+  auto g = tally::test::rng(9600);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::uniform_int_distribution<int> e(-149, 127);
+  for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{1000}, std::size_t{100000}}) {
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(std::ldexp(m(g), e(g)) * ((g() & 1) ? 1 : -1));
+      b[i] = static_cast<float>(std::ldexp(m(g), e(g) / 2));
+      if (i > 0 && g() % 3 == 0) a[i] = -a[i - 1], b[i] = b[i - 1];  // a cancelling product
+    }
+    std::vector<double> prod(n);  // each exact: 24 + 24 bits
+    for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<double>(a[i]) * static_cast<double>(b[i]);
+    INFO(n << " elements");
+    CHECK(bits_of(exact::dot<double>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<double>(prod)));
+    CHECK(bits_of(exact::dot<float>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<float>(prod)));
+  }
+  // (1e20 x 1e10) + 1 - (1e20 x 1e10): a float sum of products loses the 1.
+  const std::vector<float> a = {1e20f, 1.0f, -1e20f}, b = {1e10f, 1.0f, 1e10f};
+  CHECK(exact::dot<float>(a.data(), b.data(), 3) == 1.0f);
+  CHECK(exact::dot<double>(a.data(), b.data(), 3) == 1.0);
+}
+
+}  // namespace tally::test::exact_checks

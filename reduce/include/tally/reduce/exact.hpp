@@ -20,7 +20,7 @@
 // to infinity as IEEE would round the exact value). Inf and NaN are counted aside: any NaN, or +Inf
 // together with -Inf, gives NaN; otherwise an Inf wins. An exact zero is +0 unless every input was -0.
 //
-// Accumulator<T> is a plain array of Accumulator<T>::words int64 (limbs, then four counters): two
+// Accumulator<T> is a plain array of Accumulator<T>::words int64 (limbs, then five counters): two
 // accumulators are merged by adding them word by word, so ranks can combine theirs with an integer
 // MPI_SUM / ncclSum. After normalize() every limb but the top one is in [0, 2^32), so up to 2^31
 // normalised accumulators can be added word-wise without overflow.
@@ -38,6 +38,14 @@
 #include <cmath>
 #endif
 
+// The rounding runs once per output: out of line on the device, so that the kernels' hot loops do
+// not share registers with its copy of the limbs.
+#if defined(__CUDACC__)
+#define TALLY_EXACT_COLD __host__ __device__ __noinline__
+#else
+#define TALLY_EXACT_COLD
+#endif
+
 namespace tally::reduce {
 
 namespace exact {
@@ -46,10 +54,21 @@ namespace exact {
 template <class T> struct Range;
 template <> struct Range<float> { static constexpr int emin = -149, limbs = 12; };    // 2^-149 .. 2^235
 template <> struct Range<double> { static constexpr int emin = -1074, limbs = 67; };  // 2^-1074 .. 2^1070
+/// Products of two floats (the exact dot product): each is exact in a double (48 significant bits).
+struct FloatProducts {};
+template <> struct Range<FloatProducts> { static constexpr int emin = -298, limbs = 21; };  // 2^-298 .. 2^374
 
 inline constexpr int limb_bits = 32;
 /// |hi| must stay below this (2^1021) so that no intermediate of TwoSum can overflow.
 inline constexpr double kBig = 2.2471164185778949e307;
+
+TALLY_HD double abs(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::fabs(x);
+#else
+  return __builtin_fabs(x);
+#endif
+}
 
 TALLY_HD std::uint64_t bits_of(double x) {
   std::uint64_t u;
@@ -86,11 +105,14 @@ TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg) {
 
 template <class T>
 struct Accumulator {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "exact::Accumulator: float or double inputs");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, FloatProducts>,
+                "exact::Accumulator: float or double inputs, or products of floats");
   static constexpr int limbs = Range<T>::limbs, emin = Range<T>::emin;
-  static constexpr int nan_word = limbs, pos_inf_word = limbs + 1, neg_inf_word = limbs + 2, nonneg_word = limbs + 3;
-  static constexpr int words = limbs + 4;
-  /// limbs, then counts of NaN, +Inf, -Inf inputs and of contributors that saw anything but -0.
+  static constexpr int nan_word = limbs, pos_inf_word = limbs + 1, neg_inf_word = limbs + 2, nonneg_word = limbs + 3,
+                       seen_word = limbs + 4;
+  static constexpr int words = limbs + 5;
+  /// limbs, then counts of NaN, +Inf, -Inf inputs, of contributors that saw anything but -0, and of
+  /// contributors that saw any input at all (an empty sum is +0, a sum of -0s is -0).
   std::int64_t w[words];
 
   TALLY_HD void clear() {
@@ -129,7 +151,7 @@ struct Accumulator {
 
   /// The exact sum rounded to nearest even in Out (float or double). Leaves *this unchanged.
   template <class Out>
-  [[nodiscard]] TALLY_HD Out round() const;
+  [[nodiscard]] TALLY_EXACT_COLD Out round() const;
 };
 
 /// The per-thread expansion filter: hi + lo (+ what it flushed) is the exact sum of what it took.
@@ -143,13 +165,16 @@ struct Filter {
   TALLY_HD void add(T x, Sink& sink) {
     const double v = static_cast<double>(x);
     const double s = hi + v;
-    if (!(s < kBig && s > -kBig)) {  // NaN, Inf, or too large: the accumulator takes it whole
+    if (!(abs(s) < kBig)) {  // NaN, Inf, or too large: the accumulator takes it whole
       sink.special(v);
       return;
     }
     const double b1 = s - hi;
     const double e1 = (hi - (s - b1)) + (v - b1);
     hi = s;
+    // Float inputs into a double hi mostly leave no error at all: the second TwoSum is then skipped
+    // (a branch a warp rarely takes, at about half the floating-point work per element).
+    if (e1 == 0) return;
     const double t = lo + e1;
     const double b2 = t - lo;
     const double e2 = (lo - (t - b2)) + (e1 - b2);
@@ -158,9 +183,11 @@ struct Filter {
   }
   /// Whether every input so far was -0 (and none was special).
   [[nodiscard]] TALLY_HD bool all_negative_zero() const { return hi == 0 && bits_of(hi) != 0 && lo == 0; }
-  /// Moves hi and lo into the accumulator (and the -0 record), leaving the filter empty.
+  /// Moves hi and lo into the accumulator (and the zero-sign record; `seen`: whether the filter took
+  /// any input), leaving the filter empty.
   template <class Acc>
-  TALLY_HD void flush_into(Acc& acc) {
+  TALLY_HD void flush_into(Acc& acc, bool seen = true) {
+    if (seen) ++acc.w[Acc::seen_word];
     if (!all_negative_zero()) ++acc.w[Acc::nonneg_word];
     acc.add(hi);
     acc.add(lo);
@@ -170,7 +197,7 @@ struct Filter {
 
 template <class T>
 template <class Out>
-TALLY_HD Out Accumulator<T>::round() const {
+TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, double>, "exact: rounds to float or double");
   using lim = detail::numeric_limits<Out>;
   if (w[nan_word] > 0 || (w[pos_inf_word] > 0 && w[neg_inf_word] > 0)) return lim::quiet_NaN();
@@ -183,35 +210,33 @@ TALLY_HD Out Accumulator<T>::round() const {
     for (int k = 0; k < limbs; ++k) a.w[k] = -a.w[k];
     a.normalize();  // the magnitude, canonical: every limb non-negative
   }
-  int h = limbs - 1;
-  while (h >= 0 && a.w[h] == 0) --h;
-  if (h < 0) return a.w[nonneg_word] == 0 ? Out(-0.0) : Out(0.0);
-  // Limb index and shift of bit j of the magnitude (the top limb may hold more than 32 bits).
-  const auto where = [](int j, int& k) {
-    k = (j >> 5) < limbs - 1 ? (j >> 5) : limbs - 1;
-    return j - 32 * k;
-  };
-  const auto bit = [&](int j) -> std::uint64_t {
-    int k;
-    const int sh = where(j, k);
-    return (static_cast<std::uint64_t>(a.w[k]) >> sh) & 1u;
-  };
-  const auto top = static_cast<std::uint64_t>(a.w[h]);
-  int msb = 63;
-  while (((top >> msb) & 1u) == 0) --msb;
+  // The magnitude as 32-bit digits (the top limb may hold more than 32 bits: it spills into d[limbs]).
+  std::uint32_t d[limbs + 3];  // two zero digits above: the window below may read them
+  for (int k = 0; k < limbs; ++k) d[k] = static_cast<std::uint32_t>(a.w[k]);
+  d[limbs] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a.w[limbs - 1]) >> 32);
+  d[limbs + 1] = d[limbs + 2] = 0;
+  int h = limbs;
+  while (h >= 0 && d[h] == 0) --h;
+  if (h < 0) return a.w[nonneg_word] == 0 && a.w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  int msb = 31;
+  while (((d[h] >> msb) & 1u) == 0) --msb;
   const int b = 32 * h + msb;  // the highest set bit: the sum is in [2^(b + emin), 2^(b + emin + 1))
   constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
   constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
   const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;  // exponent of the last kept bit
   const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
-  std::uint64_t kept = 0;                          // at most prec bits
-  for (int j = b; j >= k0; --j) kept = (kept << 1) | bit(j);
-  if (k0 > 0 && bit(k0 - 1) != 0) {  // the round bit: nearest, ties to even
-    int kk;
-    const int sh = where(k0 - 1, kk);
-    bool sticky = (static_cast<std::uint64_t>(a.w[kk]) & ((std::uint64_t{1} << sh) - 1)) != 0;
-    for (int j = 0; j < kk && !sticky; ++j) sticky = a.w[j] != 0;
-    if (sticky || (kept & 1u) != 0) ++kept;
+  // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
+  const int i0 = k0 >> 5, s0 = k0 & 31;
+  const std::uint64_t lo64 = static_cast<std::uint64_t>(d[i0]) | (static_cast<std::uint64_t>(d[i0 + 1]) << 32);
+  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d[i0 + 2]) << (64 - s0) : 0);
+  kept &= (std::uint64_t{1} << (b - k0 + 1)) - 1;
+  if (k0 > 0) {
+    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
+    if (((d[ir] >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
+      bool sticky = (d[ir] & ((std::uint32_t{1} << sr) - 1)) != 0;
+      for (int k = 0; k < ir && !sticky; ++k) sticky = d[k] != 0;
+      if (sticky || (kept & 1u) != 0) ++kept;
+    }
   }
   // kept 2^(k0 + emin) has at most prec + 1 bits at exponents >= qmin: exact in double (float
   // exponents fit too), and representable in Out unless it is beyond Out's range, where the
@@ -225,7 +250,7 @@ TALLY_HD Out Accumulator<T>::round() const {
   return neg ? -o : o;
 }
 
-/// The result of a filter and its accumulator. When the filter never flushed (`flushed` false; the
+/// The result of a filter that took at least one input and its accumulator. When the filter never flushed (`flushed` false; the
 /// common case for short segments) one rounding of hi + lo is already correct and the accumulator
 /// is not touched; otherwise the filter is flushed into `acc` and `acc` is rounded.
 template <class T, class Out>
@@ -246,6 +271,28 @@ TALLY_HD Out finish(Filter& f, Accumulator<T>& acc, bool flushed) {
   }
   f.flush_into(acc);
   return acc.template round<Out>();
+}
+
+/// The exact dot product of the float vectors a and b (n elements, host memory), rounded once to Out
+/// (float or double): every product is exact in a double and goes through the same filter. The
+/// sequential form of the building block; kernels use device::ExactThread<FloatProducts>::add_product.
+template <class Out>
+Out dot(const float* a, const float* b, std::int64_t n) {
+  struct Sink {
+    Accumulator<FloatProducts> acc;
+    bool used = false;
+    std::int64_t adds = 0;
+    void touch() {
+      if (!used) acc.clear(), used = true;
+      if (++adds == (std::int64_t{1} << 30)) acc.normalize(), adds = 0;
+    }
+    void add(double r) { touch(), acc.add(r); }
+    void special(double x) { touch(), acc.special(x); }
+  } sink;
+  if (n <= 0) return Out(0);  // the empty sum
+  Filter f;
+  for (std::int64_t i = 0; i < n; ++i) f.add(static_cast<double>(a[i]) * static_cast<double>(b[i]), sink);
+  return finish<FloatProducts, Out>(f, sink.acc, sink.used);
 }
 
 }  // namespace exact
