@@ -97,7 +97,9 @@ __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t) {
 #pragma unroll
   for (int off = warp_size / 2; off > 0; off /= 2) {
     const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
-    if ((threadIdx.x & (warp_size - 1)) + off < warp_size) {
+    // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
+    // lane 0 also receives by another path, counting it twice.
+    if ((block_thread_rank() & (warp_size - 1)) < static_cast<unsigned>(off)) {
       f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
       if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
     }
