@@ -84,6 +84,31 @@ Report run_cpu(const Options& o) {
       if (lg == logs.back() && is_sum) rep.ceiling_gbs = c.gbs, rep.ceiling_name = "Eigen Tensor sum on a thread pool";
     }
   }
+  // The exact sum against the ordinary one, on the same threads: float and double arrays.
+  rep.summary.push_back("| exact sum | tally exact | tally ordinary sum | ordinary/exact time |");
+  rep.summary.push_back("| --- | --- | --- | --- |");
+  std::vector<double> xd(x.begin(), x.end());
+  for (int lg : logs) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    const int reps = o.quick ? 5 : 15;
+    const auto run_type = [&]<class T>(const std::vector<T>& v, const char* tn) {
+      const auto view = View<const T>::flat(v.data(), n);
+      const double plain = median_us([&] { sink += static_cast<float>(reduce_to_host<Sum, T>(Backend::cpu, view, ws)); }, reps);
+      const double ex = median_us([&] { sink += static_cast<float>(reduce_to_host<ExactSum, T, T>(Backend::cpu, view, ws)); }, reps);
+      const double bytes = double(n) * double(sizeof(T));
+      Row a = make_row("cpu-exact", "tally cpu exact", "gang+worker+vector", "exact_sum", tn, size_name(n), n, bytes, bytes, ex);
+      Row b = make_row("cpu-exact", "tally cpu", "gang+worker+vector", "sum", tn, size_name(n), n, bytes, bytes, plain);
+      for (Row* r : {&a, &b}) r->gbs = r->input_bytes / (r->time_us * 1e3);
+      a.vs_ref = plain / ex, a.ref = "ordinary sum time / this time";
+      char line[200];
+      std::snprintf(line, sizeof line, "| %s exact sum %s | %.1f us | %.1f us | %.2fx |", tn, size_name(n).c_str(), ex, plain, plain / ex);
+      rep.summary.push_back(line);
+      rep.rows.push_back(a), rep.rows.push_back(b);
+      interrupt::check("between benchmark cases");
+    };
+    run_type(x, "float");
+    run_type(xd, "double");
+  }
   if (sink == 12345.f) std::printf(" \n");  // keeps the results alive
   return rep;
 }

@@ -24,3 +24,9 @@
   TALLY_REDUCE_FOR_EACH_SAME(X)                           \
   TALLY_REDUCE_ARITH_OPS(X, std::int32_t, std::int64_t)   \
   TALLY_REDUCE_ARITH_OPS(X, float, double)
+
+/// The exact sum's (input, output) pairs (exact.hpp); compiled by exact_cpu.cpp and exact_cuda.cu.
+#define TALLY_REDUCE_FOR_EACH_EXACT(X)                 \
+  X(::tally::reduce::ExactSum, float, float)           \
+  X(::tally::reduce::ExactSum, float, double)          \
+  X(::tally::reduce::ExactSum, double, double)
