@@ -14,7 +14,14 @@
 #   TALLY_GPU_MEMCHECK="heat2d matmul"                  compute-sanitizer memcheck runs whose label
 #                                                       starts with one of these (default: all; "none" skips)
 #   TALLY_MEMCHECK_TIMEOUT=300                          seconds per memcheck run
+#   TALLY_GPU_RANKS=2                                   multi-GPU mode: the benchmarks again under
+#                                                       `mpiexec -n 2` (default: the GPU count when it
+#                                                       is 2 or more, else 0 = off); the rank tests
+#                                                       (ctest -L ranks) run in every mode
 set -uo pipefail
+# NVLink multicast stays off in every multi-GPU run started from here (it can take the host's shared
+# GPUs out of service for days); the launcher passes these to every rank.
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 source "$(dirname "$0")/common.sh"
 build=${TALLY_BUILD_DIR:-$root/build/gpu}
 out=${OUT:-$root/build/gpu-check}
@@ -145,6 +152,32 @@ if [[ $build_status == ok* && $bench_list != none ]]; then
     fi
   done
 fi
+# ---- multi-GPU mode: the benchmarks across ranks -----------------------------------------------------
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+ranks=${TALLY_GPU_RANKS:-$((gpus >= 2 ? gpus : 0))}
+declare -A rank_status
+rank_list=""
+if [[ $build_status == ok* && $ranks -ge 2 && $bench_list != none ]]; then
+  launcher=(mpiexec -n "$ranks" --oversubscribe)
+  [[ $(id -u) == 0 ]] && launcher+=(--allow-run-as-root)
+  launcher+=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+  echo "==== multi-GPU mode: $ranks ranks on $gpus GPU(s)" >>"$out/bench.log"
+  for b in $bench_list; do
+    case $b in
+      reduce) exe="$build/reduce/bench/reduce-bench"; args=(--suite ranks) ;;
+      *) exe="$build/apps/$b/$b"; args=(--bench) ;;
+    esac
+    [[ -x $exe ]] || continue
+    rank_list+=" $b"
+    extra_var="TALLY_RANK_BENCH_ARGS_$b"
+    echo "==== $b on $ranks ranks" >>"$out/bench.log"
+    if "${launcher[@]}" "$exe" "${args[@]}" --backend cuda --out "$results/$b-ranks.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
+      rank_status[$b]="ok"
+    else
+      rank_status[$b]="FAILED (exit $?)"
+    fi
+  done
+fi
 (cd "$results" && tar czf "$out/results.tar.gz" .) 2>/dev/null
 rm -rf "$results"
 
@@ -158,6 +191,10 @@ for b in $bench_list; do
   [[ $bench_list == none ]] && break
   row "bench $b" "${bench_status[$b]:-not run}"
 done
+for b in $rank_list; do
+  row "bench $b x$ranks ranks" "${rank_status[$b]:-not run}"
+done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
-grep -E "^\| " "$out/bench.log" | tail -40
-[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* ]] && [[ ! " ${bench_status[*]:-} " =~ FAILED ]]
+grep -E "^\| " "$out/bench.log" | tail -60
+[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* ]] &&
+  [[ ! " ${bench_status[*]:-} ${rank_status[*]:-} " =~ FAILED ]]
