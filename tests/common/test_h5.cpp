@@ -146,6 +146,6 @@ TEST_CASE("h5 reads a block (hyperslab) of a dataset", "[h5]") {
   // Blocks outside the dataset, or with the wrong number of dimensions, name the dataset.
   CHECK_THROWS_AS(f.read<double>("m", {0, cols - 3}, {1, 4}), InputError);
   CHECK_THROWS_AS(f.read<double>("m", {rows + 1, 0}, {0, 1}), InputError);
-  CHECK_THROWS_WITH(f.read<double>("m", {0}, {1}), Catch::Contains("'m'"));
+  CHECK_THROWS_WITH(f.read<double>("m", {0}, {1}), tally::test::contains("'m'"));
   CHECK_THROWS_AS(f.read<double>("nothing", {0}, {1}), InputError);
 }

@@ -16,3 +16,16 @@ using Detail::Approx;  // Catch::Approx, as in v3
 }
 #define TALLY_CATCH_MAJOR 2
 #endif
+
+#include <string>
+
+namespace tally::test {
+/// A matcher for exception messages and strings holding `part` (Catch2 3's ContainsSubstring, 2's Contains).
+inline auto contains(const std::string& part) {
+#if TALLY_CATCH_MAJOR == 3
+  return Catch::Matchers::ContainsSubstring(part);
+#else
+  return Catch::Matchers::Contains(part);
+#endif
+}
+}  // namespace tally::test
