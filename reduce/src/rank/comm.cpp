@@ -91,7 +91,11 @@ void Comm::use_device(int device, [[maybe_unused]] stream_t stream) {
   if (device < 0) throw std::invalid_argument("use_device: device " + std::to_string(device) + " is not a CUDA device");
   rank_detail::set_device(device);
   if (!impl_) return;
-  if (impl_->device_set) throw std::invalid_argument("use_device: called twice (the transport is set up once)");
+  if (impl_->device_set) {  // the transport is set up once: again for the same device is a no-op
+    if (impl_->device == device) return;
+    throw std::invalid_argument("use_device: device " + std::to_string(device) + " after device " +
+                                std::to_string(impl_->device) + " (the transport is set up once per communicator)");
+  }
   impl_->device = device;
   impl_->device_set = true;
 #ifdef TALLY_HAS_MPI

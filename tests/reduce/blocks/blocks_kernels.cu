@@ -70,7 +70,7 @@ __global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_
 }
 
 template <class T, class Out>
-__global__ void exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::exact::Accumulator<T>* partials, unsigned int* ticket,
+__global__ void __launch_bounds__(1024) exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::exact::Accumulator<T>* partials, unsigned int* ticket,
                                   Out* out) {
   __shared__ dev::ExactStorage<T> s;
   dev::ExactThread<T> t(s);
@@ -80,7 +80,7 @@ __global__ void exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::ex
 }
 
 template <class Out>
-__global__ void exact_dot_kernel(const float* a, const float* b, std::int64_t n,
+__global__ void __launch_bounds__(1024) exact_dot_kernel(const float* a, const float* b, std::int64_t n,
                                  tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>* partials, unsigned int* ticket,
                                  Out* out) {
   __shared__ dev::ExactStorage<tally::reduce::exact::FloatProducts> s;

@@ -97,7 +97,8 @@ class Comm {
   /// has one rank (the --device option). -1 when the build or the node has no GPU.
   [[nodiscard]] int pick_device(int requested = 0) const;
   /// Collective. Makes `device` current and sets up device-buffer transport: NCCL when built with
-  /// it and no two ranks of a node share a GPU; otherwise MPI through host staging. Call once.
+  /// it and no two ranks of a node share a GPU; otherwise MPI through host staging. Once per
+  /// communicator: a second call for the same device does nothing, for another device it throws.
   void use_device(int device, stream_t stream = nullptr);
   /// Whether several ranks of this node run on one GPU (for testing; the summary says so).
   [[nodiscard]] bool shares_device() const;
