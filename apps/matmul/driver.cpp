@@ -115,24 +115,6 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
   return r;
 }
 
-// Comm::agree, except that one rank alone rethrows its own exception (an in-process run under
-// tally::run_app, as in the tests, maps it to its exit code; an AgreedError it does not know).
-void agree(const Comm& comm, std::exception_ptr failure) {
-  if (failure && comm.size() == 1) std::rethrow_exception(failure);
-  comm.agree(failure);
-}
-
-// Comm::require_same throws on every rank at once; agreed, every rank exits and rank 0 alone reports.
-void require_same(const Comm& comm, const std::string& text, const std::string& what) {
-  std::exception_ptr failure;
-  try {
-    comm.require_same(text, what);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree(comm, failure);
-}
-
 }  // namespace
 
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
@@ -388,7 +370,7 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   // wait in another collective): checked before parsing, so that every rank parses the same text.
   std::string args;
   for (int i = 1; i < argc; ++i) args += std::string(i > 1 ? " " : "") + argv[i];
-  require_same(comm, args, "the command line (matmul's options)");
+  comm.require_same(args, "the command line (matmul's options)");
   CLI::App app{"matmul: C = A B with every element a dot product reduced at the chosen level (vector, worker, "
                "worker+vector, gang, tiled), checked against a double-double reference, cuBLAS and Eigen",
                "matmul"};
@@ -442,9 +424,9 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   } catch (...) {
     failure = std::current_exception();
   }
-  agree(comm, failure);
+  comm.agree(failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
-  require_same(comm, reduce::to_string(backend), "the backend (--backend " + o.common.backend + " as resolved on each rank)");
+  comm.require_same(reduce::to_string(backend), "the backend (--backend " + o.common.backend + " as resolved on each rank)");
   if (backend == Backend::cuda) comm.use_device(device);
   if (o.bench) return run_bench(comm, backend, device, o, app);
   const std::string command = cli::command_line(argc, argv);

@@ -35,24 +35,6 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-// Comm::agree, except that one rank alone rethrows its own exception (an in-process run under
-// tally::run_app, as in the tests, maps it to its exit code; an AgreedError it does not know).
-void agree(const Comm& comm, std::exception_ptr failure) {
-  if (failure && comm.size() == 1) std::rethrow_exception(failure);
-  comm.agree(failure);
-}
-
-// Comm::require_same throws on every rank at once; agreed, every rank exits and rank 0 alone reports.
-void require_same(const Comm& comm, const std::string& text, const std::string& what) {
-  std::exception_ptr failure;
-  try {
-    comm.require_same(text, what);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree(comm, failure);
-}
-
 RankPhase rank_phase(const Comm& comm, std::string name, double seconds) {
   const reduce::RankStats st = comm.stats(seconds);  // collective
   return {std::move(name), st.min, st.median, st.max, st.per_rank};
@@ -89,7 +71,7 @@ int run(int argc, char** argv, Comm& comm) {
   // in another collective. Checked before parsing, so every rank parses the same text.
   std::string args;
   for (int i = 1; i < argc; ++i) args += std::string(i > 1 ? " " : "") + argv[i];
-  require_same(comm, args, "the command line (mcpi's options)");
+  comm.require_same(args, "the command line (mcpi's options)");
 
   CLI::App app{"mcpi: Monte Carlo estimate of pi with cuRAND (GPU) and a bit-identical CPU backend", "mcpi"};
   cli::CommonOptions common;
@@ -144,9 +126,9 @@ int run(int argc, char** argv, Comm& comm) {
   } catch (...) {
     failure = std::current_exception();
   }
-  agree(comm, failure);
+  comm.agree(failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
-  require_same(comm, reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
+  comm.require_same(reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
   if (backend == reduce::Backend::cuda) comm.use_device(device);
   const int ranks = comm.size();
   RanksReport rr;

@@ -95,9 +95,10 @@ TEST_CASE("require_same: equal texts pass; a difference on one rank throws on ev
   try {
     c.require_same(text, "the options");
     FAIL("no exception");
-  } catch (const tally::InputError& e) {
+  } catch (const AgreedError& e) {  // agreed: every rank exits 2, rank 0 prints
     const std::string m = e.what();
     INFO(m);
+    CHECK(e.input_error());
     CHECK(m.find("the options") != std::string::npos);
     CHECK(m.find("rank " + std::to_string(odd)) != std::string::npos);
     CHECK(m.find("--steps 5") != std::string::npos);
@@ -110,14 +111,17 @@ TEST_CASE("agree: every rank learns the lowest failing rank's error") {
   CHECK_NOTHROW(c.agree(nullptr));
   const int last = c.size() - 1;
   auto failure = [](auto e) { return std::make_exception_ptr(e); };
-  // The last rank fails with bad input.
+  // The last rank fails with bad input (one rank alone gets its own exception back).
   try {
     c.agree(c.rank() == last ? failure(tally::InputError("--backend cuda: no usable CUDA device")) : nullptr);
     FAIL("no exception");
   } catch (const AgreedError& e) {
-    const std::string prefix = c.size() > 1 ? "rank " + std::to_string(last) + ": " : "";
-    CHECK(std::string(e.what()) == prefix + "--backend cuda: no usable CUDA device");
+    CHECK(c.size() > 1);
+    CHECK(std::string(e.what()) == "rank " + std::to_string(last) + ": --backend cuda: no usable CUDA device");
     CHECK(e.input_error());
+  } catch (const tally::InputError& e) {
+    CHECK(c.size() == 1);
+    CHECK(std::string(e.what()) == "--backend cuda: no usable CUDA device");
   }
   // Ranks >= 1 fail (rank 1 with a failure, the others with bad input): rank 1's wins.
   if (c.size() > 1) {

@@ -242,11 +242,15 @@ void Comm::require_same(const std::string& text, const std::string& what) const 
   }
   std::size_t at = 0;
   while (at < texts[0].size() && at < texts[1].size() && texts[0][at] == texts[1][at]) ++at;
-  throw InputError(what + " differs between ranks: rank 0 has \"" + excerpt(texts[0], at) + "\", rank " +
-                   std::to_string(r) + " has \"" + excerpt(texts[1], at) + "\"");
+  // Every rank reaches this point with the same message: an agreed input error (rank 0 prints it).
+  throw AgreedError(what + " differs between ranks: rank 0 has \"" + excerpt(texts[0], at) + "\", rank " +
+                        std::to_string(r) + " has \"" + excerpt(texts[1], at) + "\"",
+                    /*input_error=*/true);
 }
 
 void Comm::agree(std::exception_ptr failure) const {
+  // One rank alone keeps its own exception (its type maps to the exit code wherever it is caught).
+  if (failure && size() == 1) std::rethrow_exception(failure);
   std::string message;
   bool input = false;
   if (failure) {

@@ -129,13 +129,14 @@ class Comm {
   [[nodiscard]] std::vector<T> allgather(T value) const;
   /// Collective: min/median/max of a per-rank number (e.g. a phase's seconds).
   [[nodiscard]] RankStats stats(double value) const;
-  /// Collective: throws tally::InputError on every rank unless `text` (e.g. the options, the
-  /// command line) is the same on every rank; the message names `what` and the first differing rank.
+  /// Collective: throws AgreedError (an input error) on every rank unless `text` (e.g. the options,
+  /// the command line) is the same on every rank; the message names `what` and the first differing rank.
   void require_same(const std::string& text, const std::string& what) const;
   /// Collective agreement after a phase that may fail on some ranks only (set-up: options, the GPU,
   /// memory): pass nullptr when this rank succeeded, else its exception. Returns when every rank
   /// succeeded; otherwise every rank throws AgreedError carrying the lowest failing rank's message
-  /// ("rank 2: --backend cuda: no usable CUDA device") and its kind (input error or failure).
+  /// ("rank 2: --backend cuda: no usable CUDA device") and its kind (input error or failure). One
+  /// rank alone rethrows its own exception.
   void agree(std::exception_ptr failure) const;
 
   // ---- neighbours (halo exchange) -------------------------------------------------------------------
