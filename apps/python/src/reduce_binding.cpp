@@ -183,7 +183,7 @@ void launch(const Desc& x, const Mapped& m, Desc& out, std::uintptr_t stream) {
   }
 #if defined(TALLY_HAS_CUDA)
   DeviceGuard on(x.device);
-  auto* s = reinterpret_cast<tr::stream_t>(stream);
+  auto* s = reinterpret_cast<tally::stream_t>(stream);
   tr::reduce<Op, T, Acc>(tr::Backend::cuda, in, m.levels, o, cuda_workspace(x.device, stream), s);
 #else
   (void)stream;
