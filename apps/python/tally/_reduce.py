@@ -22,10 +22,13 @@ _INTEGER_ONLY = frozenset(("band", "bor", "bxor", "land", "lor"))
 _WIDER = {0: 1, 2: 3}
 
 
-def _accumulators(op, code):
+def _accumulators_of(op, code):
     if op in ("sum", "prod") and code == 0:
         return (1, 0)
     return (code, _WIDER[code]) if code in _WIDER and op not in _INTEGER_ONLY else (code,)
+
+
+_ACCS = {(op, code): _accumulators_of(op, code) for op in OPS for code in range(4)}
 
 
 def _dtype_name(dt):
@@ -70,9 +73,6 @@ class _NumPy:
 
     def permuted_copy(self, a, perm):
         return self.np.ascontiguousarray(a.transpose(perm))
-
-    def run(self, x, out, op, mask, stream):
-        _tally.reduce_nd(x, out, op, mask, stream)
 
 
 class _Torch:
@@ -291,7 +291,7 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
         raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(OPS)})")
     if op in _INTEGER_ONLY and code >= 2:
         raise TypeError(f"x: op={op!r} needs an integer dtype, got {_DTYPES[code]}")
-    accs = _accumulators(op, code)
+    accs = _ACCS[op, code]
     if out is not None:
         if _adapter_for(out) is not ad:
             raise TypeError(f"out: a {type(out).__module__}.{type(out).__qualname__} for x of type "
@@ -314,7 +314,7 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
 
     shape = x.shape
     ndim = len(shape)
-    mask = _axis_mask(axis, ndim)
+    mask = (1 << ndim) - 1 if axis is None else _axis_mask(axis, ndim)
     dev = ad.device(x)
     if stream is None:
         s = ad.stream(x) if dev >= 0 else 0
@@ -327,9 +327,14 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
             raise ValueError(f"stream: belongs to cuda:{sdev}, x is on cuda:{dev}")
         s = _stream_handle(stream)
     if out is None:
-        out = ad.empty(tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
+        out = ad.empty(() if axis is None else tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
     try:
-        _launch(ad, x, out, opc, mask, s)
+        if ad.raw:
+            xp, xc, xd, xs, xst = ad.describe(x)
+            op_, oc, od, os_, ost = ad.describe(out)
+            _tally.reduce_raw(xp, xc, xd, xs, xst, op_, oc, od, os_, ost, ad.bytes_strides, opc, mask, s)
+        else:
+            _tally.reduce_nd(x, out, opc, mask, s)
     except LayoutError:
         if not copy:
             raise
@@ -346,4 +351,4 @@ def _launch(ad, x, out, opc, mask, s):
         op_, oc, od, os_, ost = ad.describe(out)
         _tally.reduce_raw(xp, xc, xd, xs, xst, op_, oc, od, os_, ost, ad.bytes_strides, opc, mask, s)
     else:
-        ad.run(x, out, opc, mask, s)
+        _tally.reduce_nd(x, out, opc, mask, s)
