@@ -107,7 +107,10 @@ class _Torch:
         return a.permute(perm).contiguous()
 
     def describe(self, a):
-        return a.data_ptr(), self.codes.get(a.dtype, -1), a.get_device(), a.shape, a.stride()
+        dev = a.get_device()
+        if dev < 0 and a.device.type != "cpu":
+            raise TypeError(f"x/out: a tensor on {a.device}; tally reduces host and CUDA memory")
+        return a.data_ptr(), self.codes.get(a.dtype, -1), dev, a.shape, a.stride()
 
 
 class _CuPy:
