@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <span>
 #include <sstream>
 #include <string>
@@ -132,8 +131,8 @@ Mapped map_layout(const Desc& x, std::uint64_t mask) {
 }
 
 // ---- workspaces: one per (device, stream), since concurrent streams may not share one -------------
+// Used with the GIL held (only the CPU path, which needs no workspace state, releases it).
 struct Workspaces {
-  std::mutex mutex;
   tr::Workspace cpu{tr::Backend::cpu};
   std::map<std::pair<int, std::uintptr_t>, tr::Workspace> cuda;
 };
