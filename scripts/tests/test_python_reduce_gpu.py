@@ -73,6 +73,8 @@ def test_torch_zero_copy(tally, torch):
 def test_torch_current_stream_is_used_without_a_device_sync(tally, torch):
     x = torch.ones(1 << 22, device="cuda")
     side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        tally.reduce(x, "sum")  # the workspace of (device, side) is allocated once, here, not below
     torch.cuda.synchronize()
     with torch.cuda.stream(side):
         torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time ahead of the write on this stream
