@@ -268,3 +268,24 @@ def test_mapping_matches_the_cxx_view(tally, rng):
         tally._tally._reduce_view(x.ctypes.data, 2, -1, 7, 9, 130, 130, 9 * 130, level_bits, ref.ctypes.data, 2,
                                   ref.size, 0)
         assert got.tobytes() == ref.tobytes(), axis
+
+
+def test_raw_entry_of_pytorch_and_cupy(tally, rng):
+    # The entry the PyTorch (strides in elements) and CuPy (strides in bytes) adapters use, driven
+    # here with NumPy's memory: the same bits as the NumPy path.
+    raw = tally._tally.reduce_raw
+    x = rng.standard_normal((5, 12, 40))[:, ::3, 4:]
+    for axis, mask in ((None, 7), (2, 4), ((0, 2), 5), (1, 2)):
+        want = tally.reduce(x, "sum", axis=axis)
+        got = np.empty_like(want)
+        xp, op_ = x.__array_interface__["data"][0], got.__array_interface__["data"][0]
+        raw(xp, 3, -1, x.shape, x.strides, op_, 3, -1, got.shape, got.strides, True, 0, mask, 0)
+        assert got.tobytes() == want.tobytes()
+        got[...] = 0
+        elems = tuple(s // 8 for s in x.strides)
+        raw(xp, 3, -1, x.shape, elems, op_, 3, -1, got.shape, tuple(s // 8 for s in got.strides), False, 0, mask, 0)
+        assert got.tobytes() == want.tobytes()
+    with pytest.raises(tally.LayoutError, match=r"^x: a stride of 12 bytes"):
+        raw(xp, 3, -1, (4,), (12,), op_, 3, -1, (), (), True, 0, 1, 0)
+    with pytest.raises(TypeError, match=r"^x: unsupported dtype"):
+        raw(xp, 7, -1, (4,), (1,), op_, 3, -1, (), (), False, 0, 1, 0)
