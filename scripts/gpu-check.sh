@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, for an NVIDIA H100/H200 machine (Ubuntu 24.04, CUDA 13, cmake 4, g++ 13, Eigen,
 # HDF5, CLI11, Catch2 3 installed; no network): configure (Release, sm_90), build, run the whole
-# test suite with the GPU tests (failing if any GPU test was skipped), then the benchmarks.
+# test suite with the GPU tests (failing if any GPU test was skipped), a compute-sanitizer memcheck
+# pass over the apps and a fast subset of the GPU tests (failing on any error), then the benchmarks.
 # Logs and results go to $OUT (default build/gpu-check): at most 8 files, the rest in results.tar.gz.
 # A short table is printed last.
 #
@@ -10,7 +11,17 @@
 #   TALLY_GPU_TESTS="reduce"                            ctest -R regex (default: all; "none" skips)
 #   TALLY_GPU_BENCH="reduce heat2d matmul mcpi"         benchmarks to run ("none" skips)
 #   TALLY_BENCH_ARGS_<name>="..."                       extra arguments for one benchmark
+#   TALLY_GPU_MEMCHECK="heat2d matmul"                  compute-sanitizer memcheck runs whose label
+#                                                       starts with one of these (default: all; "none" skips)
+#   TALLY_MEMCHECK_TIMEOUT=300                          seconds per memcheck run
+#   TALLY_GPU_RANKS=2                                   multi-GPU mode: the benchmarks again under
+#                                                       `mpiexec -n 2` (default: the GPU count when it
+#                                                       is 2 or more, else 0 = off); the rank tests
+#                                                       (ctest -L ranks) run in every mode
 set -uo pipefail
+# NVLink multicast stays off in every multi-GPU run started from here (it can take the host's shared
+# GPUs out of service for days); the launcher passes these to every rank.
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 source "$(dirname "$0")/common.sh"
 build=${TALLY_BUILD_DIR:-$root/build/gpu}
 out=${OUT:-$root/build/gpu-check}
@@ -26,7 +37,8 @@ row() { printf '%-28s %s\n' "$1" "$2" | tee -a "$summary"; }
 t0=$(date +%s)
 targets=()
 for t in ${TALLY_GPU_TARGETS:-}; do targets+=(--target "$t"); done
-if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
+generator_args "$build"
+if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
    cmake --build "$build" -j "$jobs" "${targets[@]}" >>"$out/build.log" 2>&1; then
   build_status="ok ($(($(date +%s) - t0)) s)"
 else
@@ -52,6 +64,74 @@ if [[ $build_status == ok* && $tests != none ]]; then
   fi
 fi
 
+# ---- compute-sanitizer memcheck -------------------------------------------------------------------
+# The apps on small problems and a fast subset of the GPU tests under memcheck: 0 errors, kept so.
+# Left out: the tests that provoke CUDA API errors on purpose (bad launches, allocations larger than
+# the device), which memcheck counts as errors, and the 2^31-element inputs (minutes under memcheck).
+memcheck_status="not run"
+memcheck_select=${TALLY_GPU_MEMCHECK:-}
+sanitizer=$(command -v compute-sanitizer 2>/dev/null || true)
+[[ -z $sanitizer && -x /usr/local/cuda/bin/compute-sanitizer ]] && sanitizer=/usr/local/cuda/bin/compute-sanitizer
+: >"$out/memcheck.log"
+if [[ $build_status == ok* && $memcheck_select != none ]]; then
+  if [[ -z $sanitizer ]]; then
+    memcheck_status="FAILED: no compute-sanitizer (PATH, /usr/local/cuda/bin)"
+  else
+    t=$build/tests
+    mc=$results/memcheck
+    mkdir -p "$mc"
+    # label|executable|arguments, split on spaces; in a Catch2 test spec '@' stands for a space of a
+    # test name, ',' separates alternatives and '*' (at either end) is a wildcard.
+    memcheck_runs=(
+      "heat2d-registers|$build/apps/heat2d/heat2d|--backend cuda --nx 65 --ny 47 --max-iter 300 --check-every 7 --validate --quiet --out $mc/heat2d-r.h5"
+      "heat2d-async|$build/apps/heat2d/heat2d|--backend cuda --cuda-kernel async --precision float --nx 97 --max-iter 200 --validate --quiet --out $mc/heat2d-a.h5"
+      "heat2d-transient|$build/apps/heat2d/heat2d|--backend cuda --mode transient --nx 33 --t-end 0.01 --quiet --out $mc/heat2d-t.h5"
+      "matmul-double|$build/apps/matmul/matmul|--backend cuda --precision double --m 130 --n 67 --k 257 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-d.h5"
+      "matmul-float|$build/apps/matmul/matmul|--backend cuda --precision float --m 256 --n 128 --k 512 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-f.h5"
+      "mcpi-device|$build/apps/mcpi/mcpi|--backend cuda --n 2^22 --batch 2^20 --quiet --out $mc/mcpi-d.h5"
+      "mcpi-host-sobol|$build/apps/mcpi/mcpi|--backend cuda --api host --generator scrambled-sobol --n 2^21 --batch 2^19 --quiet --out $mc/mcpi-h.h5"
+      "reduce-tests|$t/reduce/reduce_gpu_test|[nan],[stream],[workspace]"
+      "blocks-tests|$t/reduce/blocks/reduce_blocks_gpu_test|device@blocks@on@float*,production@kernels@and@CUB@propagate@NaN*"
+      "heat2d-tests|$t/apps/heat2d/heat2d_gpu_test|cuda@stops@at@the@same@sweep*"
+      "mcpi-tests|$t/apps/mcpi/mcpi_gpu_test|mcpi@GPU@every@fused@Philox@kernel*"
+    )
+    mc_runs=0 mc_errors=0 mc_failed=()
+    for entry in "${memcheck_runs[@]}"; do
+      IFS='|' read -r label exe args <<<"$entry"
+      if [[ -n $memcheck_select ]]; then
+        keep=0
+        for want in $memcheck_select; do [[ $label == "$want"* ]] && keep=1; done
+        ((keep)) || continue
+      fi
+      read -r -a argv <<<"$args"
+      [[ $exe == */tests/* ]] && argv=("${argv[@]//@/ }")
+      echo "==== $label: $exe ${argv[*]}" >>"$out/memcheck.log"
+      if [[ ! -x $exe ]]; then
+        echo "no executable" >>"$out/memcheck.log"; mc_failed+=("$label: no executable"); continue
+      fi
+      mc_runs=$((mc_runs + 1))
+      timeout "${TALLY_MEMCHECK_TIMEOUT:-300}" "$sanitizer" --tool memcheck --error-exitcode 86 --print-limit 20 \
+        "$exe" "${argv[@]}" >"$mc/$label.log" 2>&1
+      rc=$?
+      cat "$mc/$label.log" >>"$out/memcheck.log"
+      # Its last word: "========= ERROR SUMMARY: N errors" (or "N error").
+      n=$(sed -n 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$mc/$label.log" | tail -n1)
+      if [[ -z $n ]]; then
+        mc_failed+=("$label: $( ((rc == 124)) && echo "timed out" || echo "no summary, exit $rc")")
+      elif ((n > 0)); then
+        mc_errors=$((mc_errors + n)); mc_failed+=("$label: $n errors")
+      elif ((rc != 0)); then
+        mc_failed+=("$label: exit $rc")
+      fi
+    done
+    memcheck_status="$mc_errors errors in $mc_runs runs"
+    if ((${#mc_failed[@]})); then
+      memcheck_status="FAILED: $memcheck_status ($(IFS=';'; echo "${mc_failed[*]}"))"
+      grep -E "^(====|========= (Invalid|Program hit|ERROR SUMMARY))" "$out/memcheck.log" | head -40
+    fi
+  fi
+fi
+
 # ---- benchmarks -----------------------------------------------------------------------------------
 bench_list=${TALLY_GPU_BENCH:-reduce heat2d matmul mcpi}
 : >"$out/bench.log"
@@ -72,6 +152,32 @@ if [[ $build_status == ok* && $bench_list != none ]]; then
     fi
   done
 fi
+# ---- multi-GPU mode: the benchmarks across ranks -----------------------------------------------------
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+ranks=${TALLY_GPU_RANKS:-$((gpus >= 2 ? gpus : 0))}
+declare -A rank_status
+rank_list=""
+if [[ $build_status == ok* && $ranks -ge 2 && $bench_list != none ]]; then
+  launcher=(mpiexec -n "$ranks" --oversubscribe)
+  [[ $(id -u) == 0 ]] && launcher+=(--allow-run-as-root)
+  launcher+=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+  echo "==== multi-GPU mode: $ranks ranks on $gpus GPU(s)" >>"$out/bench.log"
+  for b in $bench_list; do
+    case $b in
+      reduce) exe="$build/reduce/bench/reduce-bench"; args=(--suite ranks) ;;
+      *) exe="$build/apps/$b/$b"; args=(--bench) ;;
+    esac
+    [[ -x $exe ]] || continue
+    rank_list+=" $b"
+    extra_var="TALLY_RANK_BENCH_ARGS_$b"
+    echo "==== $b on $ranks ranks" >>"$out/bench.log"
+    if "${launcher[@]}" "$exe" "${args[@]}" --backend cuda --out "$results/$b-ranks.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
+      rank_status[$b]="ok"
+    else
+      rank_status[$b]="FAILED (exit $?)"
+    fi
+  done
+fi
 (cd "$results" && tar czf "$out/results.tar.gz" .) 2>/dev/null
 rm -rf "$results"
 
@@ -80,10 +186,15 @@ echo
 echo "== tally GPU check: $(head -2 "$out/device.txt" | tail -1)"
 row "build" "$build_status"
 row "tests" "$test_status"
+row "memcheck (compute-sanitizer)" "$memcheck_status"
 for b in $bench_list; do
   [[ $bench_list == none ]] && break
   row "bench $b" "${bench_status[$b]:-not run}"
 done
+for b in $rank_list; do
+  row "bench $b x$ranks ranks" "${rank_status[$b]:-not run}"
+done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
-grep -E "^\| " "$out/bench.log" | tail -40
-[[ $build_status == ok* && $test_status != FAILED* ]] && [[ ! " ${bench_status[*]:-} " =~ FAILED ]]
+grep -E "^\| " "$out/bench.log" | tail -60
+[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* ]] &&
+  [[ ! " ${bench_status[*]:-} ${rank_status[*]:-} " =~ FAILED ]]

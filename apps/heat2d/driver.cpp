@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <memory>
 
 #include "tally/common/progress.hpp"
 #include "tally/common/interrupt.hpp"
@@ -10,18 +12,59 @@
 namespace tally::heat2d {
 
 template <class T>
+std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
+  const int n = comm.size();
+  auto own = [&](int r) {  // global rows [first, end) that rank r contributes
+    const Block b = local_block(p, n, r);
+    return reduce::Range{b.row0 + (r == 0 ? 0 : 1), b.end() - (r == n - 1 ? 0 : 1)};
+  };
+  const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
+  const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
+  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
+  const reduce::Range mine = own(comm.rank());
+  const std::int64_t mine_off = mine.begin - local_block(p, n, comm.rank()).row0;  // in `block`
+  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
+  for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
+    const std::int64_t rows = std::clamp<std::int64_t>(mine.size() - c0, 0, chunk);
+    const std::vector<T> got = comm.gather<T>(
+        std::span<const T>(block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
+    if (!comm.is_root()) continue;
+    auto from = got.begin();
+    for (int r = 0; r < n; ++r) {
+      const reduce::Range o = own(r);
+      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * p.nx;
+      std::copy(from, from + k, field.begin() + (o.begin + c0) * p.nx);
+      from += k;
+    }
+  }
+  return field;
+}
+template std::vector<float> gather_field<float>(const reduce::Comm&, const Problem&, std::span<const float>, std::int64_t);
+template std::vector<double> gather_field<double>(const reduce::Comm&, const Problem&, std::span<const double>, std::int64_t);
+
+template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o) {
+  const reduce::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
   Report<T> rep;
   HostTimer t;
-  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel});
-  const std::vector<T> u0 = initial_field<T>(p);
+  std::unique_ptr<Solver<T>> solver;
+  std::exception_ptr failed;
+  try {
+    rep.block = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
+    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
+  } catch (...) {
+    if (!comm) throw;
+    failed = std::current_exception();
+  }
+  if (comm) comm->agree(failed);  // a rank that cannot hold its block stops every rank
+  const std::vector<T> u0 = initial_field<T>(p, rep.block.row0, rep.block.rows);
   rep.timings.set("setup", t.seconds());
 
   t.restart();
   solver->set_field(u0);
   rep.timings.set("h2d", t.seconds());
 
-  Progress progress(!o.progress);
+  Progress progress(!o.progress || (comm && !comm->is_root()));
   char line[160];
   rep.result = solver->solve(rule, [&](std::int64_t k, double r, double s) {
     interrupt::check("at sweep " + std::to_string(k));  // a safe point: each checked sweep
@@ -36,19 +79,34 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
   rep.timings.set("per_sweep", res.solve_s / static_cast<double>(std::max<std::int64_t>(res.iterations, 1)));
 
   t.restart();
-  rep.field.resize(u0.size());
-  solver->get_field(rep.field);
+  std::vector<T> block(u0.size());
+  solver->get_field(block);
+  if (comm) {
+    rep.field = gather_field<T>(*comm, p, block);
+  } else {
+    rep.field = std::move(block);
+  }
   rep.timings.set("d2h", t.seconds());
 
   rep.sim_time = static_cast<double>(res.iterations) * p.dt;
-  if (has_analytic(p) && res.status != Status::diverged)
-    rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
-  if (o.validate) {
-    const std::vector<T> ref = eigen_sweeps<T>(p, u0, res.iterations);
-    rep.eigen_max_abs_diff = max_abs_diff<T>(rep.field, ref);
-    rep.eigen_tolerance = rounding_tolerance<T>(res.iterations, max_abs<T>(u0));
-    rep.validation_passed = *rep.eigen_max_abs_diff <= rep.eigen_tolerance;
+  if (!rep.field.empty()) {  // rank 0
+    if (has_analytic(p) && res.status != Status::diverged)
+      rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
+    if (o.validate) {
+      const std::vector<T> whole = comm ? initial_field<T>(p) : u0;
+      const std::vector<T> ref = eigen_sweeps<T>(p, whole, res.iterations);
+      rep.eigen_max_abs_diff = max_abs_diff<T>(rep.field, ref);
+      rep.eigen_tolerance = rounding_tolerance<T>(res.iterations, max_abs<T>(whole));
+      rep.validation_passed = *rep.eigen_max_abs_diff <= rep.eigen_tolerance;
+    }
   }
+  if (comm) {
+    int passed = rep.validation_passed ? 1 : 0;
+    comm->broadcast<int>(std::span<int>(&passed, 1));
+    rep.validation_passed = passed != 0;
+  }
+  if (o.comm)
+    for (const auto& [name, s] : rep.timings.entries()) rep.rank_timings.emplace_back(name, o.comm->stats(s));
   return rep;
 }
 template Report<float> run_problem<float>(const Problem&, const StopRule&, const RunOptions&);
@@ -90,7 +148,67 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
   }
 }
 
+/// The median per-sweep time of `repeats` runs of `sweeps` sweeps checked every sweep (after one
+/// warm-up); across ranks the slowest rank's time of each run.
+template <class T>
+double time_sweeps(const Problem& p, const RunOptions& o, const reduce::Comm* comm, std::int64_t sweeps, int repeats) {
+  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
+  const Block b = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
+  solver->set_field(initial_field<T>(p, b.row0, b.rows));
+  StopRule rule;
+  rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
+  rule.last = sweeps;
+  (void)solver->solve(rule);  // warm-up
+  std::vector<double> t;
+  for (int rep = 0; rep < repeats; ++rep) {
+    const double s = solver->solve(rule).solve_s / static_cast<double>(sweeps);
+    t.push_back(comm ? comm->stats(s).max : s);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class T>
+ScalingRow scaling_row(const RunOptions& o, std::int64_t n, std::int64_t sweeps, int repeats) {
+  const reduce::Comm& comm = *o.comm;
+  Problem p;
+  p.nx = p.ny = n;
+  p.init = parse_spec("sin", "--init");
+  finalize(p);
+  ScalingRow row;
+  row.precision = sizeof(T) == 4 ? "float" : "double";
+  row.n = n;
+  row.sweeps = sweeps;
+  std::vector<double> one{0.0};
+  if (comm.is_root()) one[0] = time_sweeps<T>(p, o, nullptr, sweeps, repeats);  // rank 0 alone
+  comm.broadcast<double>(one);
+  row.one_rank_s = one[0];
+  row.strong_s = time_sweeps<T>(p, o, &comm, sweeps, repeats);
+  p.ny = static_cast<std::int64_t>(comm.size()) * (n - 2) + 2;
+  finalize(p);
+  row.weak_s = time_sweeps<T>(p, o, &comm, sweeps, repeats);
+  return row;
+}
+
 }  // namespace
+
+ScalingTable run_scaling(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet) {
+  ScalingTable table;
+  table.ranks = o.comm->size();
+  table.repeats = o.backend == reduce::Backend::cuda ? 11 : 3;
+  for (auto n : sizes) {
+    if (!quiet && o.comm->is_root())
+      std::fprintf(stderr, "heat2d bench: %lld^2 on 1 and %d ranks ...\n", static_cast<long long>(n), table.ranks);
+    // About 20 ms per timed repeat on one rank at a nominal 1 TB/s (GPU; at least 50 sweeps, more
+    // than the host's lookahead) or 10 GB/s (CPU).
+    const bool gpu = o.backend == reduce::Backend::cuda;
+    const auto sweeps = static_cast<std::int64_t>(std::clamp(
+        0.02 * (gpu ? 1e12 : 1e10) / (2.0 * static_cast<double>(n * n) * sizeof(double)), gpu ? 50.0 : 10.0, 20000.0));
+    table.rows.push_back(scaling_row<float>(o, n, sweeps, table.repeats));
+    table.rows.push_back(scaling_row<double>(o, n, sweeps, table.repeats));
+  }
+  return table;
+}
 
 BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet) {
   BenchTable table;

@@ -10,6 +10,7 @@
 #include "heat2d.hpp"
 #include "solver.hpp"
 #include "tally/common/timing.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace tally::heat2d {
 
@@ -19,21 +20,38 @@ struct RunOptions {
   std::string cuda_kernel = "registers";
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal
+  /// The ranks the grid is split over (nullptr: one). With several, run_problem is collective and,
+  /// on CUDA, Comm::use_device(device) must have been called.
+  const reduce::Comm* comm = nullptr;
 };
 
 template <class T>
 struct Report {
   SolveResult result;
-  std::vector<T> field;   ///< final field (ny * nx)
+  std::vector<T> field;   ///< final field (ny * nx), gathered on rank 0 (empty on the other ranks)
   double sim_time = 0.0;  ///< transient: iterations * dt
   std::optional<ErrorNorms> analytic;        ///< when an analytic solution applies (and not diverged)
   std::optional<double> eigen_max_abs_diff;  ///< with validate
   double eigen_tolerance = 0.0;
   bool validation_passed = true;
-  Timings timings;  ///< setup, h2d, solve, per_sweep, d2h (main adds write and total)
+  Timings timings;  ///< setup, h2d, solve, per_sweep, d2h (main adds write and total); this rank's
+  Block block;      ///< this rank's rows
+  /// With RunOptions::comm: min/median/max over ranks of each timing (in the order of `timings`).
+  std::vector<std::pair<std::string, reduce::RankStats>> rank_timings;
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };
 
+/// Rank 0 assembles the whole field (ny * nx) from every rank's `block` (its local_block's rows):
+/// each rank's own rows and the end ranks' edge rows, in rounds of at most `round_bytes` altogether
+/// (MPI counts are ints). Collective; returns an empty vector on the other ranks.
+template <class T>
+std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block,
+                            std::int64_t round_bytes = std::int64_t{1} << 30);
+
+/// Solves one problem. Several ranks: each builds its block of the initial field, the solver is
+/// created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field
+/// is gathered to rank 0, which alone computes the analytic error and --validate (on the whole
+/// field); validation_passed is rank 0's verdict on every rank.
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o);
 
@@ -53,6 +71,25 @@ struct BenchTable {
   int repeats = 0;
   std::vector<BenchRow> rows;
 };
+/// Several ranks (RunOptions::comm): the per-sweep time of steady sweeps checked every sweep, for
+/// each size n, float and double, on one rank (rank 0 alone, the others waiting) and split over
+/// every rank: strong scaling (the same n x n grid) and weak scaling (each rank n - 2 interior rows:
+/// n x (N (n - 2) + 2)). The times across ranks are the slowest rank's. Collective.
+struct ScalingRow {
+  std::string precision;
+  std::int64_t n = 0;
+  std::int64_t sweeps = 0;
+  double one_rank_s = 0.0, strong_s = 0.0, weak_s = 0.0;  ///< per sweep, median over repeats
+  [[nodiscard]] double strong_efficiency(int ranks) const { return one_rank_s / (ranks * strong_s); }
+  [[nodiscard]] double weak_efficiency() const { return one_rank_s / weak_s; }
+};
+struct ScalingTable {
+  int ranks = 1;
+  int repeats = 0;
+  std::vector<ScalingRow> rows;
+};
+ScalingTable run_scaling(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet);
+
 /// Per-sweep time of n x n steady sweeps (init sin, never zeros) for each size, float and double,
 /// checked every sweep and every 100 sweeps, against the backend's copy bandwidth measured first;
 /// on CUDA for both sweep kernels.

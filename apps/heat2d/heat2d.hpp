@@ -81,9 +81,10 @@ Coeffs<T> coeffs(const Problem& p) {
   return {p.mode == Mode::steady, static_cast<T>(p.r())};
 }
 
-/// The initial field (ny * nx, row-major): the edges set, the interior from `init`.
+/// The initial field (ny * nx, row-major): the edges set, the interior from `init`; or only its
+/// rows [row0, row0 + rows) (a rank's block).
 template <class T>
-std::vector<T> initial_field(const Problem& p);
+std::vector<T> initial_field(const Problem& p, std::int64_t row0 = 0, std::int64_t rows = -1);
 
 /// Whether an analytic solution applies: steady with top = sin and the other edges 0, or transient
 /// with init = sin and all edges 0.

@@ -1,4 +1,7 @@
-// heat2d: the command line and the output (HDF5, XDMF sidecar, JSON line, summary line).
+// heat2d: the command line and the output (HDF5, XDMF sidecar, JSON line, summary line), on one
+// rank or several (mpiexec): every rank checks the same options and sets up, agreeing on failures,
+// solves its row block, and rank 0 alone writes.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,11 +16,14 @@
 #include "tally/common/h5.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
+#include "tally/common/ranks_report.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace {
 
 using namespace tally;
 using namespace tally::heat2d;
+using reduce::Comm;
 
 struct Options {
   cli::CommonOptions common;
@@ -62,6 +68,17 @@ std::optional<DeviceInfo> device_of(const RunOptions& ro) {
   return std::nullopt;
 }
 
+std::string transport_of(const Comm& comm, const RunOptions& ro) {
+  return comm.transport(ro.backend == reduce::Backend::cuda ? reduce::Memory::device : reduce::Memory::host);
+}
+bool shared_gpu(const Comm& comm, const RunOptions& ro) {
+  return comm.size() > 1 && ro.backend == reduce::Backend::cuda && comm.shares_device();
+}
+std::string shared_gpu_note(const Comm& comm) {
+  const int gpus = reduce::cuda_device_count();
+  return "(" + std::to_string(comm.local_size()) + " ranks share " + (gpus > 1 ? std::to_string(gpus) + " GPUs)" : "a GPU)");
+}
+
 void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, const RunOptions& ro) {
   const Problem& p = o.p;
   f.attr("app", "heat2d");
@@ -87,18 +104,50 @@ void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, c
   f.attr("cuda_kernel", o.cuda_kernel);
 }
 
+/// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
+/// ("rows 1-13 | 14-26 | ...", each rank's interior rows, inclusive; also as datasets row_begin and
+/// row_end, [begin, end)) and each timing's seconds on every rank.
 template <class T>
-int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, h5::File& file, HostTimer& total,
+void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const Comm& comm, const RunOptions& ro) {
+  RanksReport r;
+  r.ranks = comm.size();
+  r.transport = transport_of(comm, ro);
+  r.shares_device = shared_gpu(comm, ro);
+  std::vector<std::int64_t> begin, end;
+  r.decomposition = "rows";
+  for (int k = 0; k < comm.size(); ++k) {
+    const Block b = local_block(p, comm.size(), k);
+    begin.push_back(b.row0 + 1), end.push_back(b.end() - 1);  // the interior rows rank k updates
+    r.decomposition += (k ? " | " : " ") + std::to_string(begin.back()) + "-" + std::to_string(end.back() - 1);
+  }
+  for (const auto& [name, st] : rep.rank_timings) r.phases.push_back({name, st.min, st.median, st.max, st.per_rank});
+  write(f, r);
+  auto g = f.group("ranks");
+  g.write<std::int64_t>("row_begin", begin);
+  g.write<std::int64_t>("row_end", end);
+}
+
+template <class T>
+int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, const Comm& comm, HostTimer& total,
                     const std::string& cmdline) {
   const Problem& p = o.p;
   Report<T> rep = run_problem<T>(p, rule, ro);
   const SolveResult& res = rep.result;
+  const reduce::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
+  if (!comm.is_root()) {
+    // Every rank exits as rank 0 does: the status and the verdict are the same everywhere.
+    return res.status == Status::diverged || !rep.validation_passed ? exit_failure : exit_ok;
+  }
+  rep.rank_timings.emplace_back("total", total_s);  // to the write
   const bool converged = res.status == Status::converged;
   const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations, 1));
   const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
   const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
 
   HostTimer tw;
+  // Created only now, with every rank's part in hand: a run that fails or is aborted before this
+  // leaves nothing (the early probe in run() found --out writable).
+  auto file = h5::File::create(o.common.out);
   write_parameters(file, o, rule, ro);
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
   file.attr("sim_time", rep.sim_time);
@@ -123,6 +172,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   thr.attr("gb_per_s", gb_per_s);
   const auto dev = device_of(ro);
   write_provenance(file, collect_provenance(cmdline, dev), dev);
+  write_ranks(file, p, rep, comm, ro);
   auto tg = file.group("timings");
   for (const auto& [name, s] : rep.timings.entries()) tg.attr(name, s);
   tg.attr("write", tw.seconds());
@@ -134,6 +184,8 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     JsonLine j;
     j.add("app", "heat2d").add("mode", to_string(p.mode)).add("nx", p.nx).add("ny", p.ny);
     j.add("precision", o.common.precision).add("backend", reduce::to_string(ro.backend));
+    j.add("ranks", static_cast<std::int64_t>(comm.size())).add("transport", transport_of(comm, ro));
+    if (shared_gpu(comm, ro)) j.add("shares_device", true);
     j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
     j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
     if (rep.analytic) j.add("analytic_max", rep.analytic->max).add("analytic_l2", rep.analytic->l2);
@@ -145,6 +197,10 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   } else if (!o.common.quiet) {
     std::string what = to_string(p.mode) + " " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " " +
                        o.common.precision + " on " + reduce::to_string(ro.backend);
+    if (comm.size() > 1) {
+      what += " x " + std::to_string(comm.size()) + " ranks (" + transport_of(comm, ro) + ")";
+      if (shared_gpu(comm, ro)) what += " " + shared_gpu_note(comm);
+    }
     std::string check;
     switch (res.status) {
       case Status::converged: check = "converged, residual " + fmt("%.2e", res.final_residual) + " <= tol " + fmt("%.0e", rule.tol); break;
@@ -173,14 +229,67 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   return exit_ok;
 }
 
-int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::string& cmdline) {
+std::vector<std::int64_t> bench_sizes(const Options& o, reduce::Backend b, int ranks) {
   std::vector<std::int64_t> sizes = o.bench_sizes;
-  if (sizes.empty())
-    sizes = ro.backend == reduce::Backend::cuda ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
-                                                : std::vector<std::int64_t>{256, 512, 1024};
+  if (sizes.empty()) {
+    if (ranks > 1)  // the scaling goals' sizes
+      sizes = b == reduce::Backend::cuda ? std::vector<std::int64_t>{8192, 16384} : std::vector<std::int64_t>{512, 1024};
+    else
+      sizes = b == reduce::Backend::cuda ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
+                                         : std::vector<std::int64_t>{256, 512, 1024};
+  }
   for (auto n : sizes)
-    if (n < 3) throw InputError("--bench-sizes " + std::to_string(n) + ": needs at least 3 points");
-  const BenchTable t = run_bench(ro, sizes, o.common.quiet || o.common.json);
+    if (n < 3 || n - 2 < ranks)
+      throw InputError("--bench-sizes " + std::to_string(n) + ": needs at least 3 points and an interior row per rank");
+  return sizes;
+}
+
+/// Several ranks: strong and weak scaling against one rank (run_scaling), a table on rank 0.
+int bench_ranks(const Options& o, const RunOptions& ro, const Comm& comm, const std::string& cmdline) {
+  const ScalingTable t = run_scaling(ro, bench_sizes(o, ro.backend, comm.size()), o.common.quiet || o.common.json);
+  if (!comm.is_root()) return exit_ok;
+  const auto dev = device_of(ro);
+  const int N = t.ranks;
+  std::printf("| heat2d scaling on %d ranks of %s (%s), checked every sweep; times per sweep, median of %d |\n", N,
+              dev ? dev->name.c_str() : "cpu", transport_of(comm, ro).c_str(), t.repeats);
+  std::printf("| %-6s | %-7s | %-11s | %-14s | %-9s | %-14s | %-9s |\n", "type", "n", "1 rank us", "strong n^2 us",
+              "strong %", "weak n x Nn us", "weak %");
+  std::vector<std::int64_t> n, sweeps;
+  std::vector<std::int32_t> bytes;
+  std::vector<double> one, strong, weak, se, we;
+  for (const auto& r : t.rows) {
+    std::printf("| %-6s | %-7lld | %11.2f | %14.2f | %8.1f%% | %14.2f | %8.1f%% |\n", r.precision.c_str(),
+                static_cast<long long>(r.n), r.one_rank_s * 1e6, r.strong_s * 1e6, 100.0 * r.strong_efficiency(N),
+                r.weak_s * 1e6, 100.0 * r.weak_efficiency());
+    n.push_back(r.n), sweeps.push_back(r.sweeps), bytes.push_back(r.precision == "float" ? 4 : 8);
+    one.push_back(r.one_rank_s), strong.push_back(r.strong_s), weak.push_back(r.weak_s);
+    se.push_back(r.strong_efficiency(N)), we.push_back(r.weak_efficiency());
+  }
+  auto file = h5::File::create(o.common.out);
+  file.attr("app", "heat2d");
+  file.attr("backend", reduce::to_string(ro.backend));
+  file.attr("status", "bench");
+  auto g = file.group("bench/scaling");
+  g.attr("ranks", static_cast<std::int64_t>(N));
+  g.attr("transport", transport_of(comm, ro));
+  g.attr("shares_device", shared_gpu(comm, ro));
+  g.attr("repeats", static_cast<std::int64_t>(t.repeats));
+  g.write<std::int64_t>("n", n);
+  g.write<std::int32_t>("precision_bytes", bytes);
+  g.write<std::int64_t>("sweeps", sweeps);
+  g.write<double>("one_rank_per_sweep_s", one);
+  g.write<double>("strong_per_sweep_s", strong);
+  g.write<double>("weak_per_sweep_s", weak);
+  g.write<double>("strong_efficiency", se);
+  g.write<double>("weak_efficiency", we);
+  write_provenance(file, collect_provenance(cmdline, dev), dev);
+  file.commit();
+  return exit_ok;
+}
+
+int bench(const Options& o, const RunOptions& ro, const Comm& comm, const std::string& cmdline) {
+  if (comm.size() > 1) return bench_ranks(o, ro, comm, cmdline);
+  const BenchTable t = run_bench(ro, bench_sizes(o, ro.backend, 1), o.common.quiet || o.common.json);
   const auto dev = device_of(ro);
   std::printf("| heat2d bench on %s: copy bandwidth %.0f GB/s (memcpy of %lld MiB, read + write, median) |\n",
               dev ? dev->name.c_str() : "cpu", t.copy_gb_per_s, static_cast<long long>(t.copy_bytes >> 20));
@@ -198,6 +307,7 @@ int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::str
     bytes.push_back(r.precision == "float" ? 4 : 8);
     kernel_async.push_back(r.kernel == "async" ? 1 : 0);
   }
+  auto file = h5::File::create(o.common.out);
   file.attr("app", "heat2d");
   file.attr("backend", reduce::to_string(ro.backend));
   file.attr("status", "bench");
@@ -218,7 +328,7 @@ int bench(const Options& o, const RunOptions& ro, h5::File& file, const std::str
   return exit_ok;
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, Comm& comm) {
   HostTimer total;
   Options o;
   o.common.out = "results/heat2d.h5";
@@ -226,17 +336,17 @@ int run(int argc, char** argv) {
                "max-residual convergence test computed inside the update sweep.",
                "heat2d"};
   cli::add_common_options(app, o.common);
-  app.add_option("--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))")->capture_default_str();
-  app.add_option("--ny", o.ny, "Grid points along y, edges included (default: nx)");
+  cli::add_number(app, "--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))", cli::at_least(3))->capture_default_str();
+  cli::add_number(app, "--ny", o.ny, "Grid points along y, edges included (default: nx)", cli::at_least(3));
   app.add_option("--mode", o.mode, "steady (Jacobi for Laplace) or transient (explicit steps)")
       ->check(CLI::IsMember({"steady", "transient"}))
       ->capture_default_str();
-  app.add_option("--tol", o.tol, "Stop when max |u_new - u| <= tol")->capture_default_str();
-  app.add_option("--max-iter", o.max_iter, "Most sweeps")->capture_default_str();
-  app.add_option("--check-every", o.check_every, "Test the residual every k sweeps (and at the last)")->capture_default_str();
-  app.add_option("--alpha", o.p.alpha, "Diffusivity (transient)")->capture_default_str();
-  app.add_option("--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)");
-  app.add_option("--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)")->capture_default_str();
+  cli::add_number(app, "--tol", o.tol, "Stop when max |u_new - u| <= tol", cli::positive)->capture_default_str();
+  cli::add_number(app, "--max-iter", o.max_iter, "Most sweeps", cli::positive)->capture_default_str();
+  cli::add_number(app, "--check-every", o.check_every, "Test the residual every k sweeps (and at the last)", cli::positive)->capture_default_str();
+  cli::add_number(app, "--alpha", o.p.alpha, "Diffusivity (transient)", cli::positive)->capture_default_str();
+  cli::add_number(app, "--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)", cli::non_negative);
+  cli::add_number(app, "--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)", cli::non_negative)->capture_default_str();
   app.add_option("--bc-top", o.bc_top, "Top edge (y = Ly): a number or sin (sin(pi x))")->capture_default_str();
   app.add_option("--bc-bottom", o.bc_bottom, "Bottom edge (y = 0): a number or sin")->capture_default_str();
   app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
@@ -248,47 +358,93 @@ int run(int argc, char** argv) {
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
-  app.add_option("--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)")
+  cli::add_number(app, "--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)", cli::at_least(3))
       ->delimiter(',');
-  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  {
+    // A parse failure on some ranks only (different command lines) must not leave the others
+    // waiting in the next collective; --help and --version stop every rank alike.
+    const auto rc = cli::parse(app, argc, argv);
+    if (comm.size() == 1 && rc) return *rc;
+    const std::vector<int> codes = comm.allgather<int>(rc ? *rc : -1);
+    for (int r = 0; r < comm.size(); ++r)
+      if (codes[static_cast<std::size_t>(r)] > 0)
+        throw reduce::AgreedError("rank " + std::to_string(r) + ": bad options (its message above)", true);
+    if (rc) return *rc;
+  }
+  // All options, defaults and config files included, must be the same on every rank (one line, so
+  // that the message quotes the difference in place). require_same throws on every rank alike.
+  std::string config = app.config_to_str(true, false);
+  std::replace(config.begin(), config.end(), '\n', ' ');
+  try {
+    comm.require_same(config, "the configuration (all options)");
+  } catch (const InputError& e) {
+    throw reduce::AgreedError(e.what(), true);
+  }
 
-  // Everything the user gave is checked before anything is computed or written.
+  // Everything the user gave is checked before anything is computed or written; a failure on any
+  // rank stops every rank with rank 0 naming it.
   Problem& p = o.p;
-  p.ny = o.ny > 0 ? o.ny : p.nx;
-  if (app.count("--ny") && o.ny < 3) p.ny = o.ny;  // let finalize() name the bad value
-  p.mode = o.mode == "transient" ? Mode::transient : Mode::steady;
-  p.top = parse_spec(o.bc_top, "--bc-top");
-  p.bottom = parse_spec(o.bc_bottom, "--bc-bottom");
-  p.left = parse_spec(o.bc_left, "--bc-left");
-  p.right = parse_spec(o.bc_right, "--bc-right");
-  p.init = parse_spec(o.init, "--init");
-  if (!o.bench) finalize(p);
-  const StopRule rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
-
-  bool fell_back = false;
+  StopRule rule;
   RunOptions ro;
-  ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
-  if (fell_back) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
+  bool fell_back = false;
+  std::exception_ptr failed;
+  try {
+    p.ny = o.ny > 0 ? o.ny : p.nx;
+    if (app.count("--ny") && o.ny < 3) p.ny = o.ny;  // let finalize() name the bad value
+    p.mode = o.mode == "transient" ? Mode::transient : Mode::steady;
+    p.top = parse_spec(o.bc_top, "--bc-top");
+    p.bottom = parse_spec(o.bc_bottom, "--bc-bottom");
+    p.left = parse_spec(o.bc_left, "--bc-left");
+    p.right = parse_spec(o.bc_right, "--bc-right");
+    p.init = parse_spec(o.init, "--init");
+    if (!o.bench) {
+      finalize(p);
+      (void)local_block(p, comm.size(), comm.rank());  // refuses more ranks than interior rows
+    } else {
+      (void)bench_sizes(o, reduce::Backend::cpu, comm.size());
+    }
+    rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
+    ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
+    if (comm.is_root()) {
+      // Probe --out now (create, then drop the empty temporary): a bad path fails before the run.
+      std::filesystem::path out(o.common.out);
+      if (out.has_parent_path()) {
+        std::error_code ec;
+        std::filesystem::create_directories(out.parent_path(), ec);
+        if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
+      }
+      (void)h5::File::create(o.common.out);
+    }
+  } catch (...) {
+    if (comm.size() == 1) throw;
+    failed = std::current_exception();
+  }
+  comm.agree(failed);
+  // --backend auto: the CPU everywhere unless every rank has a GPU (the ranks' transports must match).
+  const std::vector<int> on_gpu = comm.allgather<int>(ro.backend == reduce::Backend::cuda ? 1 : 0);
+  if (std::find(on_gpu.begin(), on_gpu.end(), 0) != on_gpu.end() && ro.backend == reduce::Backend::cuda) {
+    ro.backend = reduce::Backend::cpu;  // only "auto" gets here: "cuda" without a GPU failed above
+    fell_back = true;
+  }
+  if (fell_back && comm.is_root()) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
   ro.device = o.common.device;
+  if (ro.backend == reduce::Backend::cuda && comm.size() > 1) {
+    ro.device = comm.pick_device(o.common.device);
+    comm.use_device(ro.device);  // collective: NCCL, or host staging when ranks share a GPU
+  }
   ro.cuda_kernel = o.cuda_kernel;
   ro.validate = o.validate;
   ro.progress = !o.common.quiet && !o.common.json;
+  ro.comm = &comm;
 
   const std::string cmdline = cli::command_line(argc, argv);
-  std::filesystem::path out(o.common.out);
-  if (out.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(out.parent_path(), ec);
-    if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
-  }
-  auto file = h5::File::create(o.common.out);
-  if (o.bench) return bench(o, ro, file, cmdline);
-  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, file, total, cmdline);
-  return solve_and_write<double>(o, rule, ro, file, total, cmdline);
+  if (o.bench) return bench(o, ro, comm, cmdline);
+  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, comm, total, cmdline);
+  return solve_and_write<double>(o, rule, ro, comm, total, cmdline);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tally::run_app("heat2d", [&] { return run(argc, argv); });
+  return tally::reduce::run_ranks("heat2d", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
 }

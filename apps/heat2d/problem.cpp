@@ -121,11 +121,12 @@ double edge_value(const Spec& s, double t) { return s.is_sin ? std::sin(pi * t) 
 }  // namespace
 
 template <class T>
-std::vector<T> initial_field(const Problem& p) {
+std::vector<T> initial_field(const Problem& p, std::int64_t row0, std::int64_t rows) {
   const std::int64_t nx = p.nx, ny = p.ny;
+  if (rows < 0) rows = ny - row0;
   const double h = p.h(), ly = p.ly();
-  std::vector<T> u(static_cast<std::size_t>(nx * ny));
-  for (std::int64_t j = 0; j < ny; ++j) {
+  std::vector<T> u(static_cast<std::size_t>(nx * rows));
+  for (std::int64_t j = row0; j < row0 + rows; ++j) {
     const double y = static_cast<double>(j) * h;
     for (std::int64_t i = 0; i < nx; ++i) {
       const double x = static_cast<double>(i) * h;
@@ -135,7 +136,7 @@ std::vector<T> initial_field(const Problem& p) {
       else if (i == 0) v = edge_value(p.left, y / ly);
       else if (i == nx - 1) v = edge_value(p.right, y / ly);
       else v = p.init.is_sin ? std::sin(pi * x) * std::sin(pi * y / ly) : p.init.value;
-      u[static_cast<std::size_t>(j * nx + i)] = static_cast<T>(v);
+      u[static_cast<std::size_t>((j - row0) * nx + i)] = static_cast<T>(v);
     }
   }
   return u;
@@ -197,7 +198,7 @@ double max_abs(std::span<const T> a) {
 }
 
 #define TALLY_HEAT2D_INSTANTIATE(T)                                                 \
-  template std::vector<T> initial_field<T>(const Problem&);                         \
+  template std::vector<T> initial_field<T>(const Problem&, std::int64_t, std::int64_t); \
   template ErrorNorms analytic_error<T>(const Problem&, std::span<const T>, double); \
   template double rounding_tolerance<T>(std::int64_t, double);                      \
   template double max_abs_diff<T>(std::span<const T>, std::span<const T>);          \

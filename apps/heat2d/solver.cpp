@@ -5,8 +5,18 @@
 
 #include "solver.hpp"
 #include "tally/common/error.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace tally::heat2d {
+
+Block local_block(const Problem& p, int ranks, int rank) {
+  if (ranks > p.ny - 2)
+    throw InputError(std::to_string(ranks) + " ranks: the " + std::to_string(p.nx) + " x " + std::to_string(p.ny) +
+                     " grid has only " + std::to_string(p.ny - 2) +
+                     " interior rows (--ny), and each rank needs at least one");
+  const reduce::Range r = reduce::split_range(p.ny - 2, ranks, rank);
+  return {r.begin, r.size() + 2};  // interior rows [1 + begin, 1 + end) and one row on each side
+}
 
 template <class T>
 std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o) {
@@ -18,14 +28,16 @@ std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, cons
     throw InputError("--backend cuda: this build has no CUDA backend");
 #endif
   }
-  // Two fields plus the output copy: refuse what cannot fit in the host's memory.
-  const double need = 3.0 * static_cast<double>(p.nx) * static_cast<double>(p.ny) * sizeof(T);
+  // Two fields plus the output copy: refuse what cannot fit in the host's memory (rank 0 also
+  // gathers the whole field; ranks sharing a node share its memory: not counted here).
+  const Block blk = o.comm ? local_block(p, o.comm->size(), o.comm->rank()) : Block{0, p.ny};
+  const double need = static_cast<double>(p.nx) * (2.0 * static_cast<double>(blk.rows) + static_cast<double>(p.ny)) * sizeof(T);
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > have)
     throw InputError("--nx/--ny " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + ": needs " +
                      std::to_string(need / (1 << 30)) + " GiB of host memory, the machine has " +
                      std::to_string(have / (1 << 30)) + " GiB");
-  return make_cpu_solver<T>(p);
+  return make_cpu_solver<T>(p, o);
 }
 template std::unique_ptr<Solver<float>> make_solver<float>(reduce::Backend, const Problem&, const SolverOptions&);
 template std::unique_ptr<Solver<double>> make_solver<double>(reduce::Backend, const Problem&, const SolverOptions&);

@@ -1,6 +1,12 @@
 #pragma once
 // The one solver interface. The driver and the tests name a backend once (make_solver); the CPU
 // backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu.
+//
+// Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
+// interior rows 1..ny-2 by reduce::split_range, each rank holding its rows plus one row on each
+// side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
+// ranks). The global residual is the Max over ranks (exact), so every rank stops at the same sweep
+// and the fields and residuals are bitwise those of one rank.
 
 #include <cstdint>
 #include <functional>
@@ -12,7 +18,20 @@
 #include "heat2d.hpp"
 #include "tally/reduce/backend.hpp"
 
+namespace tally::reduce {
+class Comm;
+}
+
 namespace tally::heat2d {
+
+/// The rows a rank holds: global rows [row0, row0 + rows) of the ny x nx field, its interior rows
+/// and one halo or edge row on each side. One rank: the whole field.
+struct Block {
+  std::int64_t row0 = 0, rows = 0;
+  [[nodiscard]] std::int64_t end() const { return row0 + rows; }
+};
+/// Throws tally::InputError when there are more ranks than interior rows.
+Block local_block(const Problem& p, int ranks, int rank);
 
 struct SolveResult {
   std::int64_t iterations = 0;  ///< sweeps done
@@ -30,11 +49,13 @@ template <class T>
 class Solver {
  public:
   virtual ~Solver() = default;
-  /// The whole field (ny * nx, row-major, edges included); returns when the copy is done.
+  /// This rank's block (block.rows * nx, row-major; the whole field on one rank); returns when the
+  /// copy is done.
   virtual void set_field(std::span<const T> u) = 0;
   /// Sweeps until the rule stops; the field then holds the state after result.iterations sweeps.
+  /// Collective across the ranks of SolverOptions::comm (every rank gets the same result).
   virtual SolveResult solve(const StopRule& rule, const ProgressFn& progress = {}) = 0;
-  /// Copies the current field out; returns when the copy is done.
+  /// Copies the current block out (halo rows included); returns when the copy is done.
   virtual void get_field(std::span<T> u) = 0;
 };
 
@@ -43,6 +64,9 @@ struct SolverOptions {
   /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
   /// "registers" (rows queued in registers); both give the same bits.
   std::string cuda_kernel = "registers";
+  /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
+  /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
+  const reduce::Comm* comm = nullptr;
 };
 
 /// Throws tally::InputError when the grid does not fit (device memory for CUDA).
@@ -55,7 +79,7 @@ double copy_bandwidth_gbs(reduce::Backend b, std::int64_t bytes, int repeats, in
 
 // The backends' factories (solver_cpu.cpp, solver_cuda.cu).
 template <class T>
-std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p);
+std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p, const SolverOptions& o);
 double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats);
 #ifdef TALLY_HAS_CUDA
 template <class T>

@@ -1,4 +1,6 @@
-// CPU backend: OpenMP threads over rows, the residual folded into the same pass.
+// CPU backend: OpenMP threads over rows, the residual folded into the same pass. Across ranks each
+// sweep updates the block's first and last rows, starts their exchange (MPI), updates the rows
+// between while they travel, and waits; checked sweeps then take the Max over ranks.
 #include <omp.h>
 
 #include <algorithm>
@@ -10,22 +12,24 @@
 #include "solver.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace tally::heat2d {
 namespace {
 
 using reduce::Max;
 
-/// One sweep u -> v over the interior; returns max |v - u| when Check (NaN propagates).
+/// One sweep u -> v over rows [j0, j1) (1 <= j0, j1 <= ny - 1, ny the rows held); returns
+/// max |v - u| when Check (NaN propagates).
 template <class T, bool Check>
-T sweep(const T* u, T* v, std::int64_t nx, std::int64_t ny, Coeffs<T> c) {
+T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coeffs<T> c) {
   T res = Max::identity<T>();
   // Small grids: one thread, the parallel region would cost more than the sweep.
-#pragma omp parallel if (nx * ny > 32768)
+#pragma omp parallel if (nx * (j1 - j0) > 32768)
   {
     T local = Max::identity<T>();
 #pragma omp for schedule(static)
-    for (std::int64_t j = 1; j < ny - 1; ++j) {
+    for (std::int64_t j = j0; j < j1; ++j) {
       const T* us = u + (j - 1) * nx;
       const T* uc = u + j * nx;
       const T* un = u + (j + 1) * nx;
@@ -48,8 +52,10 @@ T sweep(const T* u, T* v, std::int64_t nx, std::int64_t ny, Coeffs<T> c) {
 template <class T>
 class CpuSolver final : public Solver<T> {
  public:
-  explicit CpuSolver(const Problem& p)
-      : p_(p), c_(coeffs<T>(p)), u_(static_cast<std::size_t>(p.nx * p.ny)), v_(u_.size()) {}
+  CpuSolver(const Problem& p, const SolverOptions& o)
+      : p_(p), c_(coeffs<T>(p)), comm_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
+        rows_(comm_ ? local_block(p, comm_->size(), comm_->rank()).rows : p.ny),
+        u_(static_cast<std::size_t>(p.nx * rows_)), v_(u_.size()) {}
 
   void set_field(std::span<const T> u) override {
     std::copy(u.begin(), u.end(), u_.begin());
@@ -63,8 +69,9 @@ class CpuSolver final : public Solver<T> {
     HostTimer clock;
     for (std::int64_t k = 1; k <= rule.last; ++k) {
       if (rule.is_check(k)) {
-        const double res = static_cast<double>(sweep<T, true>(u_.data(), v_.data(), p_.nx, p_.ny, c_));
-        std::swap(u_, v_);
+        double res = static_cast<double>(step<true>());
+        // The same bits on every rank (Max is exact): every rank judges alike and stops together.
+        if (comm_) comm_->allreduce<Max, double>(std::span<const double>(&res, 1), std::span<double>(&res, 1), reduce::Memory::host);
         r.iterations = k;
         r.check_iteration.push_back(k);
         r.check_residual.push_back(res);
@@ -75,8 +82,7 @@ class CpuSolver final : public Solver<T> {
           return r;
         }
       } else {
-        sweep<T, false>(u_.data(), v_.data(), p_.nx, p_.ny, c_);
-        std::swap(u_, v_);
+        step<false>();
         r.iterations = k;
       }
     }
@@ -86,19 +92,41 @@ class CpuSolver final : public Solver<T> {
   }
 
  private:
+  /// One sweep u -> v, then swaps them; returns this rank's residual when Check.
+  template <bool Check>
+  T step() {
+    const std::int64_t nx = p_.nx, last = rows_ - 2;  // the block's interior rows: 1..last
+    T res;
+    if (!comm_) {
+      res = sweep<T, Check>(u_.data(), v_.data(), nx, 1, rows_ - 1, c_);
+    } else {
+      // Boundary rows first, their exchange in flight while the rows between are updated.
+      res = sweep<T, Check>(u_.data(), v_.data(), nx, 1, 2, c_);
+      if (last > 1) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, last, last + 1, c_));
+      auto row = [&](std::int64_t j) { return std::span<T>(v_.data() + j * nx, static_cast<std::size_t>(nx)); };
+      auto halo = comm_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::host);
+      if (last > 2) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, 2, last, c_));
+      halo.wait();
+    }
+    std::swap(u_, v_);
+    return res;
+  }
+
   Problem p_;
   Coeffs<T> c_;
+  const reduce::Comm* comm_;  // nullptr: one rank, no exchange
+  std::int64_t rows_;         // rows held: the whole field, or the block with its halo rows
   std::vector<T> u_, v_;
 };
 
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p) {
-  return std::make_unique<CpuSolver<T>>(p);
+std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p, const SolverOptions& o) {
+  return std::make_unique<CpuSolver<T>>(p, o);
 }
-template std::unique_ptr<Solver<float>> make_cpu_solver<float>(const Problem&);
-template std::unique_ptr<Solver<double>> make_cpu_solver<double>(const Problem&);
+template std::unique_ptr<Solver<float>> make_cpu_solver<float>(const Problem&, const SolverOptions&);
+template std::unique_ptr<Solver<double>> make_cpu_solver<double>(const Problem&, const SolverOptions&);
 
 double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats) {
   const auto n = static_cast<std::size_t>(bytes / 8);

@@ -16,9 +16,11 @@ namespace dev = tally::reduce::device;
 using tally::reduce::Sum;
 using idx = std::int64_t;
 
+// A block of `cols`-wide rows from (row0, col0) of matrix `which` (ld columns): generate_block_host.
 template <class T>
-__global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int which) {
-  for (auto i : dev::grid_stride_range(n)) d_out[i] = input_value<T>(seed, which, static_cast<std::uint64_t>(i));
+__global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int which, idx cols, idx row0, idx col0, idx ld) {
+  for (auto i : dev::grid_stride_range(n))
+    d_out[i] = input_value<T>(seed, which, static_cast<std::uint64_t>((row0 + i / cols) * ld + col0 + i % cols));
 }
 
 // ---- vector: one warp per element of C, the lanes split K, warp_reduce -----------------------------

@@ -38,6 +38,15 @@ void generate_host(std::uint64_t seed, int which, std::span<T> out) {
 }
 
 template <class T>
+void generate_block_host(std::uint64_t seed, int which, std::span<T> out, std::int64_t cols, std::int64_t row0,
+                         std::int64_t col0, std::int64_t ld) {
+  const auto n = static_cast<std::int64_t>(out.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] = input_value<T>(seed, which, static_cast<std::uint64_t>((row0 + i / cols) * ld + col0 + i % cols));
+}
+
+template <class T>
 double tolerance(std::int64_t k) {
   const double u = std::numeric_limits<T>::epsilon() / 2;  // unit roundoff
   const double kk = static_cast<double>(k);
@@ -107,6 +116,7 @@ Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s) {
 
 #define TALLY_MATMUL_INSTANTIATE(T)                                                  \
   template void generate_host<T>(std::uint64_t, int, std::span<T>);                 \
+  template void generate_block_host<T>(std::uint64_t, int, std::span<T>, std::int64_t, std::int64_t, std::int64_t, std::int64_t); \
   template double tolerance<T>(std::int64_t);                                        \
   template double relative_error<T>(std::span<const T>, const Reference&);           \
   template Reference reference_cpu<T>(std::span<const T>, std::span<const T>, Shape);

@@ -10,6 +10,7 @@
 // Engine; the driver (main.cpp, driver.cpp) knows no backend.
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +20,10 @@
 #include <vector>
 
 #include "tally/reduce/config.hpp"
+
+namespace tally::reduce {
+class Comm;
+}
 
 namespace tally::matmul {
 
@@ -58,6 +63,19 @@ TALLY_HD T input_value(std::uint64_t seed, int which, std::uint64_t i) {
 }
 template <class T>
 void generate_host(std::uint64_t seed, int which, std::span<T> out);
+/// A block of matrix `which`: `out` holds rows of `cols` elements from (row0, col0) of the whole
+/// matrix, which has `ld` columns; each element takes its value from its index in the whole matrix,
+/// so a rank's slab holds exactly the elements of the single-rank problem.
+template <class T>
+void generate_block_host(std::uint64_t seed, int which, std::span<T> out, std::int64_t cols, std::int64_t row0,
+                         std::int64_t col0, std::int64_t ld);
+
+/// A rank's slab of the inner dimension (matmul across ranks): the Engine's shape is the slab's
+/// (M x kr times kr x N), which holds columns [k0, k0 + kr) of A and the same rows of B of a
+/// problem whose K is k_total.
+struct KSlab {
+  std::int64_t k0 = 0, k_total = 0;
+};
 
 // ---- validation ---------------------------------------------------------------------------------
 /// The reference: C in double-double accumulation (error ~ K * 2^-106, far below every tolerance),
@@ -85,7 +103,15 @@ template <class T>
 class Engine {
  public:
   virtual ~Engine() = default;
-  virtual void generate(std::uint64_t seed) = 0;
+  /// Generates this engine's slab of the inputs (generate_block_host's values).
+  virtual void generate(std::uint64_t seed, KSlab slab) = 0;
+  void generate(std::uint64_t seed) { generate(seed, KSlab{0, shape().k}); }
+  /// The cross-rank step: called after every run of a level or of the vendor library, inside the
+  /// timed region, with C's storage (device memory on the CUDA backend) and the engine's stream.
+  /// With one set, every run counts (no early stop of long runs), so that every rank makes the same
+  /// number of calls.
+  using Combine = std::function<void(std::span<T> c, stream_t stream)>;
+  virtual void set_combine(Combine combine) = 0;
   virtual void set_inputs(std::span<const T> a, std::span<const T> b) = 0;
   virtual double run(Level level, int warmup, int repeats) = 0;
   [[nodiscard]] virtual std::vector<T> c() = 0;
@@ -116,6 +142,8 @@ template <class T>
 void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
 
 /// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
+/// The first runs as one rank (the tests); the second on the ranks of `comm` (main: run_ranks).
 int run(int argc, char** argv);
+int run(int argc, char** argv, reduce::Comm& comm);
 
 }  // namespace tally::matmul

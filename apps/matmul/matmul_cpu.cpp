@@ -165,10 +165,11 @@ class CpuEngine final : public Engine<T> {
  public:
   explicit CpuEngine(Shape s)
       : s_(s), a_(static_cast<std::size_t>(s.m * s.k)), b_(static_cast<std::size_t>(s.k * s.n)), c_(static_cast<std::size_t>(s.m * s.n)) {}
-  void generate(std::uint64_t seed) override {
-    generate_host<T>(seed, 0, a_);
-    generate_host<T>(seed, 1, b_);
+  void generate(std::uint64_t seed, KSlab slab) override {
+    generate_block_host<T>(seed, 0, a_, s_.k, 0, slab.k0, slab.k_total);  // A[:, k0:k0+kr]
+    generate_block_host<T>(seed, 1, b_, s_.n, slab.k0, 0, s_.n);          // B[k0:k0+kr, :]
   }
+  void set_combine(typename Engine<T>::Combine combine) override { combine_ = std::move(combine); }
   void set_inputs(std::span<const T> a, std::span<const T> b) override {
     if (a.size() != a_.size() || b.size() != b_.size()) throw Error("CpuEngine::set_inputs: size mismatch");
     std::copy(a.begin(), a.end(), a_.begin());
@@ -180,6 +181,7 @@ class CpuEngine final : public Engine<T> {
       std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
       HostTimer t;
       cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+      if (combine_) combine_(c_, nullptr);
       if (r >= warmup) times.push_back(t.seconds());
     }
     std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
@@ -198,6 +200,7 @@ class CpuEngine final : public Engine<T> {
   Shape s_;
   std::int64_t split_k_ = 0;
   std::vector<T> a_, b_, c_;
+  typename Engine<T>::Combine combine_;
 };
 
 }  // namespace

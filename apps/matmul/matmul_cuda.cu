@@ -108,11 +108,11 @@ class CudaEngine final : public Engine<T> {
   CudaEngine(const CudaEngine&) = delete;
   CudaEngine& operator=(const CudaEngine&) = delete;
 
-  void generate(std::uint64_t seed) override {
+  void generate(std::uint64_t seed, KSlab slab) override {
     const int blocks = prop_.multiProcessorCount * 8;
-    k::generate<T><<<blocks, 256, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0);
+    k::generate<T><<<blocks, 256, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0, s_.k, 0, slab.k0, slab.k_total);
     TALLY_CHECK_LAUNCH();
-    k::generate<T><<<blocks, 256, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1);
+    k::generate<T><<<blocks, 256, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
@@ -128,6 +128,7 @@ class CudaEngine final : public Engine<T> {
   std::optional<double> run_vendor(int warmup, int repeats) override {
     return time([&] { cublas(); }, warmup, repeats);
   }
+  void set_combine(typename Engine<T>::Combine combine) override { combine_ = std::move(combine); }
 
   std::vector<T> c() override { return c_.to_host(stream_); }
   std::vector<T> a() override { return a_.to_host(stream_); }
@@ -165,7 +166,7 @@ class CudaEngine final : public Engine<T> {
 
   // Median seconds of `repeats` event-timed runs after `warmup`; C is poisoned (NaN) before each run,
   // outside the timed region, so an element a kernel leaves unwritten fails the check. A level whose
-  // run takes over 0.25 s is timed at most 3 times.
+  // run takes over 0.25 s is timed at most 3 times (without a cross-rank combine, see set_combine).
   template <class F>
   double time(F&& f, int warmup, int repeats, bool poison = true) {
     EventTimer timer;
@@ -174,10 +175,11 @@ class CudaEngine final : public Engine<T> {
       if (poison) c_.fill_bytes(0xFF, stream_);
       timer.start(stream_);
       f();
+      if (combine_) combine_(std::span<T>(c_.data(), c_.size()), stream_);
       timer.stop(stream_);
       const double t = timer.elapsed_s();
       if (r >= warmup) times.push_back(t);
-      if (t > 0.25 && r >= warmup && static_cast<int>(times.size()) >= std::min(repeats, 3)) break;
+      if (!combine_ && t > 0.25 && r >= warmup && static_cast<int>(times.size()) >= std::min(repeats, 3)) break;
     }
     return median(times);
   }
@@ -347,6 +349,7 @@ class CudaEngine final : public Engine<T> {
 
   Shape s_;
   idx split_k_ = 0;
+  typename Engine<T>::Combine combine_;
   cudaDeviceProp prop_{};
   cudaStream_t stream_{};
   cublasHandle_t blas_{};

@@ -2,6 +2,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <span>
 #include <optional>
 #include <string>
 
@@ -14,14 +16,18 @@
 #include "tally/common/json.hpp"
 #include "tally/common/progress.hpp"
 #include "tally/common/provenance.hpp"
+#include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
 #include "tally/common/interrupt.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace {
 
 using namespace tally;
 using namespace tally::mcpi;
+using reduce::Comm;
+using reduce::Memory;
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -29,7 +35,62 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-int run(int argc, char** argv) {
+// Comm::agree, except that one rank alone rethrows its own exception (an in-process run under
+// tally::run_app, as in the tests, maps it to its exit code; an AgreedError it does not know).
+void agree(const Comm& comm, std::exception_ptr failure) {
+  if (failure && comm.size() == 1) std::rethrow_exception(failure);
+  comm.agree(failure);
+}
+
+// Comm::require_same throws on every rank at once; agreed, every rank exits and rank 0 alone reports.
+void require_same(const Comm& comm, const std::string& text, const std::string& what) {
+  std::exception_ptr failure;
+  try {
+    comm.require_same(text, what);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree(comm, failure);
+}
+
+RankPhase rank_phase(const Comm& comm, std::string name, double seconds) {
+  const reduce::RankStats st = comm.stats(seconds);  // collective
+  return {std::move(name), st.min, st.median, st.max, st.per_rank};
+}
+
+// --bench on several ranks: the fused Philox kernel on rank 0 alone (the others wait at a barrier),
+// then on every rank at once, each rank counting its own 2^36 samples per run (disjoint stretches of
+// the stream); each timed run starts at a barrier and lasts until the slowest rank is done.
+struct Scaling {
+  std::int64_t samples_per_rank = 0;
+  double single_s = 0, job_s = 0;
+  [[nodiscard]] double single_gsps() const { return static_cast<double>(samples_per_rank) / single_s * 1e-9; }
+  [[nodiscard]] double aggregate_gsps(int ranks) const { return static_cast<double>(samples_per_rank) * ranks / job_s * 1e-9; }
+};
+
+Scaling bench_ranks(const Comm& comm, int device, std::uint64_t seed, int repeats) {
+  Scaling sc;
+  sc.samples_per_rank = std::int64_t{1} << 36;
+  const auto job = [&](double local_s) {
+    comm.allreduce<reduce::Max, double>(std::span<const double>(&local_s, 1), std::span<double>(&local_s, 1), Memory::host);
+    return local_s;
+  };
+  const auto barrier = [&] { comm.barrier(); };
+  if (comm.is_root()) sc.single_s = time_fused_philox(device, seed, 0, sc.samples_per_rank, repeats, [] {}, [](double t) { return t; });
+  comm.barrier();
+  const std::int64_t per_rank_stretch = sc.samples_per_rank * (repeats + 1);  // disjoint stretches: no sample twice
+  sc.job_s = time_fused_philox(device, seed, per_rank_stretch * comm.rank(), sc.samples_per_rank, repeats, barrier, job);
+  comm.broadcast(std::span<double>(&sc.single_s, 1));
+  return sc;
+}
+
+int run(int argc, char** argv, Comm& comm) {
+  // Every rank must run the same job: a rank with other options would count other samples or wait
+  // in another collective. Checked before parsing, so every rank parses the same text.
+  std::string args;
+  for (int i = 1; i < argc; ++i) args += std::string(i > 1 ? " " : "") + argv[i];
+  require_same(comm, args, "the command line (mcpi's options)");
+
   CLI::App app{"mcpi: Monte Carlo estimate of pi with cuRAND (GPU) and a bit-identical CPU backend", "mcpi"};
   cli::CommonOptions common;
   common.out = "results/mcpi.h5";
@@ -46,37 +107,70 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")->capture_default_str();
   app.add_flag("--bench", bench, "Run the performance table (generators x APIs, and a hand-written reference kernel)");
-  app.add_option("--repeats", repeats, "Timed repeats per benchmark row (median)")->check(CLI::Range(1, 100))->capture_default_str();
-  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  cli::add_number(app, "--repeats", repeats, "Timed repeats per benchmark row (median)", cli::in_range(1, 100))->capture_default_str();
+  if (auto rc = cli::parse(app, argc, argv, comm.is_root())) return *rc;  // the same on every rank: rank 0 prints
 
-  Params p;
-  p.n = parse_count(n_text, "--n");
-  p.batch = parse_count(batch_text, "--batch");
-  p.offset = parse_count(offset_text, "--offset");
-  p.seed = common.seed;
-  p.generator = parse_generator(generator);
-  p.api = parse_api(api);
-  validate(p);
-
-  bool fell_back = false;
-  const reduce::Backend backend = reduce::resolve_backend(common.backend, &fell_back);
-  if (fell_back) std::fprintf(stderr, "mcpi: no usable GPU, running on the CPU backend\n");
-  if (backend == reduce::Backend::cpu) {
-    std::string why;
-    if (bench) throw InputError("--bench: the benchmark table is for --backend cuda");
-    if (!cpu_supports(p.generator, p.api, &why)) throw InputError(why);
-  }
-  auto file = h5::File::create(common.out);  // early: a bad --out fails before any work
+  // Set-up, which may fail on some ranks only (no GPU on one of them, an unwritable --out on rank 0):
+  // the ranks agree on it, so that every rank exits and rank 0 prints the failing rank's message.
+  Params p;  // the whole job: every rank validates it (the Sobol 2^32 limit is on offset + n of the job)
+  reduce::Backend backend = reduce::Backend::cpu;
+  std::optional<h5::File> file;
   std::optional<DeviceInfo> dev;
-  if (backend == reduce::Backend::cuda) dev = query_device(common.device);
+  int device = -1;
+  std::exception_ptr failure;
+  try {
+    p.n = parse_count(n_text, "--n");
+    p.batch = parse_count(batch_text, "--batch");
+    p.offset = parse_count(offset_text, "--offset");
+    p.seed = common.seed;
+    p.generator = parse_generator(generator);
+    p.api = parse_api(api);
+    validate(p);
+    bool fell_back = false;
+    backend = reduce::resolve_backend(common.backend, &fell_back);
+    if (fell_back && comm.is_root()) std::fprintf(stderr, "mcpi: no usable GPU, running on the CPU backend\n");
+    if (backend == reduce::Backend::cpu) {
+      std::string why;
+      if (bench) throw InputError("--bench: the benchmark table is for --backend cuda");
+      if (!cpu_supports(p.generator, p.api, &why)) throw InputError(why);
+    } else {
+      device = comm.pick_device(common.device);  // each rank its GPU (--device with one rank)
+      if (device < 0) throw InputError("--backend cuda: no usable CUDA device on this rank");
+      dev = query_device(device);
+    }
+    // A bad --out fails before any work; the file itself is created once the job is done, so that a
+    // rank failing mid-run (the job aborted) leaves no file, not even a temporary one.
+    if (comm.is_root()) (void)h5::File::create(common.out);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree(comm, failure);
+  // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
+  require_same(comm, reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
+  if (backend == reduce::Backend::cuda) comm.use_device(device);
+  const int ranks = comm.size();
+  RanksReport rr;
+  rr.ranks = ranks;
+  rr.transport = comm.transport(Memory::host);
+  rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
   const auto prov = collect_provenance(cli::command_line(argc, argv), dev);
-  file.attr("app", "mcpi");
-  file.attr("backend", reduce::to_string(backend));
-  file.attr("seed", static_cast<std::uint64_t>(p.seed));
+  const auto open_output = [&] {  // rank 0, the job done
+    file = h5::File::create(common.out);
+    file->attr("app", "mcpi");
+    file->attr("backend", reduce::to_string(backend));
+    file->attr("seed", static_cast<std::uint64_t>(p.seed));
+  };
 
   if (bench) {
-    const BenchReport rep = bench_cuda(common.device, p.seed, repeats);
-    auto g = file.group("bench");
+    // Rank 0 alone runs the table; then the multi-rank scaling of the fused Philox kernel.
+    BenchReport rep;
+    if (comm.is_root()) rep = bench_cuda(device, p.seed, repeats);
+    comm.barrier();
+    std::optional<Scaling> sc;
+    if (ranks > 1) sc = bench_ranks(comm, device, p.seed, repeats);
+    if (!comm.is_root()) return exit_ok;
+    open_output();
+    auto g = file->group("bench");
     g.attr("copy_bandwidth_gbs", rep.copy_gbs);
     g.attr("repeats", repeats);
     const bool table = !common.json;
@@ -85,6 +179,7 @@ int run(int argc, char** argv) {
     if (table) std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "---", "---", "---", "---", "---");
     JsonLine j;
     j.add("app", "mcpi").add("bench", true).add("device", dev->name).add("copy_gbs", rep.copy_gbs);
+    j.add("ranks", ranks).add("transport", rr.transport);
     for (const auto& r : rep.rows) {
       if (table)
         std::printf("| %-28s | %14lld | %10.3f | %12.1f | %8.3f |\n", r.name.c_str(), static_cast<long long>(r.samples),
@@ -101,58 +196,111 @@ int run(int argc, char** argv) {
     if (table) {
       std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "copy D2D GB/s (r+w)", "1 GiB", "", rep.copy_gbs, "");
       std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "host-api bound (16 B/sample)", "", "", rep.copy_gbs / 16.0, "");
-    } else {
-      std::printf("%s\n", j.str().c_str());
     }
-    file.attr("status", "ok");
-    write_provenance(file, prov, dev);
-    file.commit();
+    if (sc) {
+      const double agg = sc->aggregate_gsps(ranks), single = sc->single_gsps(), eff = agg / (ranks * single);
+      if (table)
+        std::printf("fused philox on %d ranks (%s%s): %.1f Gsamples/s aggregate against %.1f on rank 0 alone in this run: "
+                    "%.2fx, efficiency %.1f%% (2^36 samples per rank, wall time to the slowest rank, median of %d)\n",
+                    ranks, rr.transport.c_str(), rr.shares_device ? ", ranks share a GPU" : "", agg, single, agg / single,
+                    100.0 * eff, repeats);
+      j.add("ranks_aggregate_gsamples_per_s", agg).add("single_rank_gsamples_per_s", single).add("rank_speedup", agg / single);
+      j.add("rank_efficiency", eff);
+      auto sg = g.group("ranks");
+      sg.attr("samples_per_rank", sc->samples_per_rank);
+      sg.attr("single_rank_s", sc->single_s);
+      sg.attr("job_s", sc->job_s);
+      sg.attr("aggregate_gsamples_per_s", agg);
+      sg.attr("single_rank_gsamples_per_s", single);
+      sg.attr("efficiency", eff);
+    }
+    if (!table) std::printf("%s\n", j.str().c_str());
+    rr.decomposition = "bench: each rank its own 2^36 samples per run";
+    write(*file, rr);
+    file->attr("status", "ok");
+    write_provenance(*file, prov, dev);
+    file->commit();
     return exit_ok;
   }
 
   HostTimer total;
-  Progress bar(common.quiet || common.json);
+  // This rank's stretch of the stream: samples [offset + b, offset + e) of the job, in batches of
+  // --batch. The stream layout (mcpi.hpp) makes the stretches' hits add up to the single-rank count.
+  const reduce::Range part = reduce::split_range(p.n, ranks, comm.rank());
+  Params mine = p;
+  mine.offset = p.offset + part.begin;
+  mine.n = part.size();
+  Progress bar(common.quiet || common.json || !comm.is_root());
   const ProgressFn progress = [&](std::int64_t done, std::int64_t hits) {
     interrupt::check("after " + std::to_string(done) + " samples");  // a safe point: each batch
     if (!bar.due()) return;
     const double est = 4.0 * static_cast<double>(hits) / static_cast<double>(done);
-    bar.update("mcpi: " + fmt("%.3g", static_cast<double>(done)) + " / " + fmt("%.3g", static_cast<double>(p.n)) +
-               " samples, pi ~ " + fmt("%.8f", est) + " +- " + fmt("%.2g", std_error(done)));
+    bar.update("mcpi: " + fmt("%.3g", static_cast<double>(done)) + " / " + fmt("%.3g", static_cast<double>(mine.n)) +
+               " samples" + (ranks > 1 ? " on rank 0" : "") + ", pi ~ " + fmt("%.8f", est) + " +- " + fmt("%.2g", std_error(done)));
   };
-  const Result r = backend == reduce::Backend::cuda ? run_cuda(p, common.device, progress) : run_cpu(p, progress);
+  Result r;  // a rank with no samples (more ranks than samples) counts nothing
+  if (mine.n > 0) r = backend == reduce::Backend::cuda ? run_cuda(mine, device, progress) : run_cpu(mine, progress);
   bar.finish();
+  // The job's hits: integer sum, exact in any order.
+  comm.allreduce<reduce::Sum, std::int64_t>(std::span<const std::int64_t>(&r.hits, 1), std::span<std::int64_t>(&r.hits, 1),
+                                            Memory::host);
+  const auto all_batch_n = comm.gather<std::int64_t>(r.batch_n), all_batch_hits = comm.gather<std::int64_t>(r.batch_hits);
+  rr.phases.push_back(rank_phase(comm, "setup", r.setup_s));
+  rr.phases.push_back(rank_phase(comm, "generate_count", r.generate_count_s));
+  const auto my_batches = static_cast<std::int64_t>(r.batch_n.size());
+  const auto batches_per_rank = comm.gather<std::int64_t>(std::span<const std::int64_t>(&my_batches, 1));
   const double total_s = total.seconds();
+  rr.phases.push_back(rank_phase(comm, "total", total_s));
+  if (!comm.is_root()) return exit_ok;  // rank 0 writes and reports
+  open_output();
+  r.batch_n = all_batch_n;
+  r.batch_hits = all_batch_hits;
+  std::vector<std::int64_t> part_begin, part_end;
+  for (int q = 0; q < ranks; ++q) {
+    const reduce::Range pq = reduce::split_range(p.n, ranks, q);
+    part_begin.push_back(p.offset + pq.begin);
+    part_end.push_back(p.offset + pq.end);
+    rr.decomposition += (q ? " | " : "samples ") + std::to_string(part_begin.back()) + "-" + std::to_string(part_end.back() - 1);
+  }
+  // The job runs as fast as its slowest rank: the rate over the slowest rank's generate+count time.
+  const double job_generate_count_s = rr.phases[1].max;
+  r.setup_s = rr.phases[0].max;
 
   const double estimate = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
   const double sigma = std_error(p.n), abs_error = std::fabs(estimate - pi);
   const bool ok = abs_error <= 5.0 * sigma;  // a 5-sigma miss (p ~ 6e-7) means a broken generator or count
-  const double rate = static_cast<double>(p.n) / r.generate_count_s;
+  const double rate = static_cast<double>(p.n) / job_generate_count_s;
 
-  file.attr("n", p.n);
-  file.attr("hits", r.hits);
-  file.attr("estimate", estimate);
-  file.attr("std_error", sigma);
-  file.attr("abs_error", abs_error);
-  file.attr("generator", to_string(p.generator));
-  file.attr("api", to_string(p.api));
-  file.attr("offset", p.offset);
-  file.attr("batch", p.batch);
-  file.attr("batches", static_cast<std::int64_t>(r.batch_n.size()));
-  file.attr("status", ok ? "ok" : "failed");
+  file->attr("n", p.n);
+  file->attr("hits", r.hits);
+  file->attr("estimate", estimate);
+  file->attr("std_error", sigma);
+  file->attr("abs_error", abs_error);
+  file->attr("generator", to_string(p.generator));
+  file->attr("api", to_string(p.api));
+  file->attr("offset", p.offset);
+  file->attr("batch", p.batch);
+  file->attr("batches", static_cast<std::int64_t>(r.batch_n.size()));
+  file->attr("status", ok ? "ok" : "failed");
   std::vector<double> batch_est;
   for (std::size_t i = 0; i < r.batch_n.size(); ++i)
     batch_est.push_back(4.0 * static_cast<double>(r.batch_hits[i]) / static_cast<double>(r.batch_n[i]));
-  auto b = file.group("batches");
+  auto b = file->group("batches");
   b.write<std::int64_t>("n", r.batch_n);
   b.write<std::int64_t>("hits", r.batch_hits);
+  b.write<std::int64_t>("per_rank", batches_per_rank);  // batches of each rank, in rank order
   b.write<double>("estimate", batch_est);
-  auto t = file.group("timings");
+  auto t = file->group("timings");
   t.attr("setup", r.setup_s);
-  t.attr("generate_count", r.generate_count_s);
+  t.attr("generate_count", job_generate_count_s);  // the slowest rank's
   t.attr("total", total_s);
-  file.group("throughput").attr("samples_per_s", rate);
-  write_provenance(file, prov, dev);
-  file.commit();
+  file->group("throughput").attr("samples_per_s", rate);
+  write_provenance(*file, prov, dev);
+  write(*file, rr);
+  auto rg = file->open_group("ranks");  // each rank's stretch, machine-readable
+  rg.write<std::int64_t>("part_begin", part_begin);
+  rg.write<std::int64_t>("part_end", part_end);
+  file->commit();
 
   if (common.json) {
     JsonLine j;
@@ -160,15 +308,16 @@ int run(int argc, char** argv) {
     j.add("api", to_string(p.api)).add("n", p.n).add("offset", p.offset).add("seed", p.seed).add("hits", r.hits);
     j.add("estimate", estimate).add("std_error", sigma).add("abs_error", abs_error);
     j.add("batches", static_cast<std::int64_t>(r.batch_n.size())).add("setup_s", r.setup_s);
-    j.add("generate_count_s", r.generate_count_s).add("total_s", total_s).add("samples_per_s", rate);
+    j.add("ranks", ranks).add("transport", rr.transport).add("shares_device", rr.shares_device);
+    j.add("generate_count_s", job_generate_count_s).add("total_s", total_s).add("samples_per_s", rate);
     j.add("status", ok ? "ok" : "failed").add("out", common.out);
     std::printf("%s\n", j.str().c_str());
   } else if (!common.quiet) {
     std::printf("mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s 5 sigma); "
-                "%.3g s, %.3g Gsamples/s (setup %.3g s)\n",
+                "%.3g s, %.3g Gsamples/s (setup %.3g s)%s\n",
                 estimate, sigma, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
                 reduce::to_string(backend).c_str(), abs_error, abs_error / sigma, ok ? "within" : "NOT within",
-                r.generate_count_s, rate * 1e-9, r.setup_s);
+                job_generate_count_s, rate * 1e-9, r.setup_s, ranks_summary(rr).c_str());
   }
   if (!ok) std::fprintf(stderr, "mcpi: the estimate is %.1f sigma from pi: failed\n", abs_error / sigma);
   return ok ? exit_ok : exit_failure;
@@ -176,4 +325,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return tally::run_app("mcpi", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  return tally::reduce::run_ranks("mcpi", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
+}

@@ -69,10 +69,10 @@ std::int64_t parse_count(std::string_view text, std::string_view option) {
 }
 
 void validate(const Params& p) {
-  if (p.n <= 0) throw InputError("--n: the number of samples must be positive (got " + std::to_string(p.n) + ")");
-  if (p.offset < 0) throw InputError("--offset: must be >= 0 (got " + std::to_string(p.offset) + ")");
+  if (p.n <= 0) throw InputError("--n: must be a positive integer (got " + std::to_string(p.n) + ")");
+  if (p.offset < 0) throw InputError("--offset: must be a non-negative integer (got " + std::to_string(p.offset) + ")");
   if (p.batch <= 0 || p.batch > (std::int64_t{1} << 40))
-    throw InputError("--batch: samples per batch must be in [1, 2^40] (got " + std::to_string(p.batch) + ")");
+    throw InputError("--batch: must be an integer in [1, 2^40] (got " + std::to_string(p.batch) + ")");
   if (is_quasi(p.generator)) {
     if (p.offset >= sobol_points || p.n > sobol_points - p.offset)
       throw InputError("--offset/--n: " + to_string(p.generator) + " is a 32-bit Sobol sequence of 2^32 points per dimension; " +

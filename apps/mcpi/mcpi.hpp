@@ -137,5 +137,12 @@ struct BenchReport {
   std::vector<BenchRow> rows;
 };
 BenchReport bench_cuda(int device, std::uint64_t seed, int repeats);
+/// The multi-rank scaling run: the fused Philox kernel (production loop) on `device` counting n
+/// samples from `first`, then the next n, ... (1 warm-up and `repeats` timed runs). Each run starts
+/// after `start()` (a barrier) and is timed on the host until the kernel is done; `job(seconds)`
+/// turns this rank's seconds into the job's (the slowest rank's). Returns the median job seconds.
+/// Throws tally::Error when the hits are more than 5 sigma from pi.
+double time_fused_philox(int device, std::uint64_t seed, std::int64_t first, std::int64_t n, int repeats,
+                         const std::function<void()>& start, const std::function<double(double)>& job);
 
 }  // namespace tally::mcpi

@@ -132,6 +132,10 @@ Location Location::open_group(std::string_view name) const {
 
 // ---- datasets -----------------------------------------------------------------------------------
 
+Location Location::open_dataset(std::string_view name) const {
+  return Location(check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name));
+}
+
 template <class T>
 void Location::write(std::string_view name, std::span<const T> data, const dims_t& dims) {
   std::uint64_t n = 1;
@@ -173,6 +177,36 @@ std::vector<T> Location::read(std::string_view name, dims_t* dims) const {
   Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
   if (n > 0) check(H5Dread(ds, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset", name);
   if (dims) *dims = d;
+  return out;
+}
+
+template <class T>
+std::vector<T> Location::read(std::string_view name, const dims_t& offset, const dims_t& count) const {
+  const dims_t d = dataset_dims(name);
+  auto block = [&] {
+    std::string b;
+    for (std::size_t i = 0; i < offset.size() && i < count.size(); ++i)
+      b += (i ? " x " : "") + std::to_string(offset[i]) + ".." + std::to_string(offset[i] + count[i]);
+    return b;
+  };
+  if (offset.size() != d.size() || count.size() != d.size())
+    throw InputError("dataset '" + str(name) + "' has " + std::to_string(d.size()) + " dimension(s); the block to read names " +
+                     std::to_string(offset.size()) + " offset(s) and " + std::to_string(count.size()) + " count(s)");
+  std::uint64_t n = 1;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (offset[i] > d[i] || count[i] > d[i] - offset[i])
+      throw InputError("the block " + block() + " is not inside dataset '" + str(name) + "' (dimension " + std::to_string(i) +
+                       " has " + std::to_string(d[i]) + ")");
+    n *= count[i];
+  }
+  std::vector<T> out(n);
+  if (n == 0) return out;
+  Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
+  Id file_space{check(H5Dget_space(ds), "describe", name)};
+  const std::vector<hsize_t> off(offset.begin(), offset.end()), cnt(count.begin(), count.end());
+  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select a block of", name);
+  Id mem_space{check(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), "describe a block of", name)};
+  check(H5Dread(ds, native_type<T>(), mem_space, file_space, H5P_DEFAULT, out.data()), "read a block of", name);
   return out;
 }
 
@@ -346,6 +380,7 @@ void File::commit() {
 #define TALLY_H5_INST(T)                                                                \
   template void Location::write<T>(std::string_view, std::span<const T>, const dims_t&); \
   template std::vector<T> Location::read<T>(std::string_view, dims_t*) const;            \
+  template std::vector<T> Location::read<T>(std::string_view, const dims_t&, const dims_t&) const; \
   template void Location::attr<T>(std::string_view, T);                                  \
   template T Location::read_attr<T>(std::string_view) const;
 TALLY_H5_TYPES(TALLY_H5_INST)

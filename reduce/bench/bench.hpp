@@ -3,17 +3,27 @@
 // driver, knows no backend beyond choosing one.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tally/reduce/backend.hpp"
+#include "tally/reduce/config.hpp"
+
+namespace tally::reduce {
+class Comm;
+}
+
 namespace tally::reduce::bench {
 
 struct Options {
-  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc
+  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc | exact | ranks (not in all)
   bool quick = false;          ///< small sizes, seconds (scripts/run.sh; works on the CPU backend)
   std::array<std::int64_t, 3> extents{256, 256, 1024};  ///< the OpenACC loop nest (ng, nw, nv)
+  bool extents_given = false;  ///< --extents was given (the ranks suite has its own default)
   std::uint64_t seed = 1;
   int device = 0;
   int threads = 0;             ///< CPU threads (0: OpenMP's default)
@@ -54,5 +64,41 @@ std::string size_name(std::int64_t n);
 
 Report run_cuda(const Options& o);
 Report run_cpu(const Options& o);
+
+// ---- --suite ranks (bench_ranks.cpp) ---------------------------------------------------------------
+
+/// Element i of the ranks suite's global input: in (-1, 1), never 0 (an odd multiple of 2^-23), from
+/// a counter-based hash, so that each rank fills its own slab of the same global array.
+TALLY_HD float rank_input_value(std::uint64_t seed, std::int64_t i) {
+  std::uint64_t x = seed ^ static_cast<std::uint64_t>(i);
+  x += 0x9E3779B97F4A7C15ull;  // splitmix64
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  const auto k = static_cast<std::int64_t>(x >> 41);  // 23 bits
+  return static_cast<float>(2 * k + 1 - (std::int64_t{1} << 23)) * 0x1.0p-23f;
+}
+
+/// What the ranks suite needs of a backend: its input in the backend's memory and one timed call.
+class RankBench {
+ public:
+  virtual ~RankBench() = default;
+  /// (Re)allocates the input to n floats: elements [offset, offset + n) of the global array.
+  virtual void fill(std::int64_t n, std::int64_t offset, std::uint64_t seed) = 0;
+  [[nodiscard]] virtual const float* data() const = 0;
+  /// A one-float result slot in the backend's memory, and its value on the host (waits).
+  [[nodiscard]] virtual float* result() = 0;
+  [[nodiscard]] virtual float read_result() = 0;
+  /// Microseconds of one call of f (CUDA: events on stream(); CPU: a host timer).
+  virtual double time_us(const std::function<void()>& f) = 0;
+  [[nodiscard]] virtual stream_t stream() const = 0;
+  [[nodiscard]] virtual std::string device() const = 0;
+};
+std::unique_ptr<RankBench> make_rank_bench_cuda(int device);
+std::unique_ptr<RankBench> make_rank_bench_cpu(int threads);
+
+/// The full Sum of the global array (o.extents, split along gang over the ranks): the aggregate
+/// bandwidth against the number of ranks times rank 0's single-process figure. Collective.
+Report run_ranks_suite(const Options& o, Comm& comm, Backend backend);
 
 }  // namespace tally::reduce::bench

@@ -84,8 +84,70 @@ Report run_cpu(const Options& o) {
       if (lg == logs.back() && is_sum) rep.ceiling_gbs = c.gbs, rep.ceiling_name = "Eigen Tensor sum on a thread pool";
     }
   }
+  // The exact sum against the ordinary one, on the same threads: float and double arrays.
+  rep.summary.push_back("| exact sum | tally exact | tally ordinary sum | ordinary/exact time |");
+  rep.summary.push_back("| --- | --- | --- | --- |");
+  std::vector<double> xd(x.begin(), x.end());
+  for (int lg : logs) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    const int reps = o.quick ? 5 : 15;
+    const auto run_type = [&]<class T>(const std::vector<T>& v, const char* tn) {
+      const auto view = View<const T>::flat(v.data(), n);
+      const double plain = median_us([&] { sink += static_cast<float>(reduce_to_host<Sum, T>(Backend::cpu, view, ws)); }, reps);
+      const double ex = median_us([&] { sink += static_cast<float>(reduce_to_host<ExactSum, T, T>(Backend::cpu, view, ws)); }, reps);
+      const double bytes = double(n) * double(sizeof(T));
+      Row a = make_row("cpu-exact", "tally cpu exact", "gang+worker+vector", "exact_sum", tn, size_name(n), n, bytes, bytes, ex);
+      Row b = make_row("cpu-exact", "tally cpu", "gang+worker+vector", "sum", tn, size_name(n), n, bytes, bytes, plain);
+      for (Row* r : {&a, &b}) r->gbs = r->input_bytes / (r->time_us * 1e3);
+      a.vs_ref = plain / ex, a.ref = "ordinary sum time / this time";
+      char line[200];
+      std::snprintf(line, sizeof line, "| %s exact sum %s | %.1f us | %.1f us | %.2fx |", tn, size_name(n).c_str(), ex, plain, plain / ex);
+      rep.summary.push_back(line);
+      rep.rows.push_back(a), rep.rows.push_back(b);
+      interrupt::check("between benchmark cases");
+    };
+    run_type(x, "float");
+    run_type(xd, "double");
+  }
   if (sink == 12345.f) std::printf(" \n");  // keeps the results alive
   return rep;
 }
+
+namespace {
+
+/// The ranks suite on the CPU backend: host memory, a host timer.
+class CpuRankBench final : public RankBench {
+ public:
+  explicit CpuRankBench(int threads) {
+    if (threads > 0) omp_set_num_threads(threads);
+    threads_ = omp_get_max_threads();
+  }
+  void fill(std::int64_t n, std::int64_t offset, std::uint64_t seed) override {
+    in_ = std::vector<float>();  // the old array goes first: the whole one and a slab never coexist
+    in_.resize(static_cast<std::size_t>(n));
+    float* p = in_.data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) p[i] = rank_input_value(seed, offset + i);
+  }
+  [[nodiscard]] const float* data() const override { return in_.data(); }
+  [[nodiscard]] float* result() override { return &out_; }
+  [[nodiscard]] float read_result() override { return out_; }
+  double time_us(const std::function<void()>& f) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  [[nodiscard]] stream_t stream() const override { return nullptr; }
+  [[nodiscard]] std::string device() const override { return "cpu, " + std::to_string(threads_) + " threads"; }
+
+ private:
+  std::vector<float> in_;
+  float out_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<RankBench> make_rank_bench_cpu(int threads) { return std::make_unique<CpuRankBench>(threads); }
 
 }  // namespace tally::reduce::bench

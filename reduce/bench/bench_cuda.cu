@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,7 @@ class Bench {
     if (all || o_.suite == "levels") levels();
     if (all || o_.suite == "shapes") shapes();
     if (all || o_.suite == "openacc") openacc();
+    if (all || o_.suite == "exact") exact();
     return rep_;
   }
 
@@ -372,6 +374,61 @@ class Bench {
     }
   }
 
+  /// The exact sum (ExactSum) of 2^16 .. 2^28 floats and doubles next to the ordinary sum and CUB,
+  /// each result checked bitwise against the CPU backend's exact sum of the same array (a
+  /// difference is a MISMATCH line). The toolkit's CUB (CCCL of CUDA 13.0) has no gpu_to_gpu
+  /// determinism requirement for DeviceReduce::Sum, so there is no row for it.
+  template <class T>
+  void exact_type() {
+    fill<T>(false);
+    std::vector<int> logs = o_.quick ? std::vector<int>{16, 20} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
+    for (int lg : logs) {
+      const std::int64_t n = std::int64_t{1} << lg;
+      const double bytes = double(n) * double(sizeof(T));
+      const double cub = time_full<Sum, T>(Strategy::cub, n);
+      Row c = make_row("exact", "cub", "gang+worker+vector", "sum", type_name<T>(), size_name(n), n, bytes, bytes, cub);
+      add(c);
+      const double plain = time_full<Sum, T>(Strategy::production, n);
+      Row p = make_row("exact", "production", "gang+worker+vector", "sum", type_name<T>(), size_name(n), n, bytes, bytes, plain);
+      p.vs_ref = cub / plain, p.ref = "cub time / this time";
+      add(p);
+      double ob = 0;
+      const double ex = time_levels<ExactSum, T, T>(Extents{1, 1, n}, Levels::all(), &ob);
+      const double ex_call = last_call_us_;
+      Row e = make_row("exact", "exact", "gang+worker+vector", "exact_sum", type_name<T>(), size_name(n), n, bytes, bytes, ex);
+      e.vs_ref = plain / ex, e.ref = "ordinary sum time / this time";
+      add(e);
+      // The GPU's exact sum must be the CPU backend's, bit for bit.
+      T* d = reinterpret_cast<T*>(out_.data());
+      const T* in = input<T>(static_cast<std::size_t>(n), 0);
+      reduce<ExactSum, T, T>(Backend::cuda, View<const T>::flat(in, n), Levels::all(), std::span<T>(d, 1), ws_, stream_);
+      std::vector<T> host(static_cast<std::size_t>(n));
+      T gpu{};
+      TALLY_CUDA_TRY(cudaMemcpyAsync(host.data(), in, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+      TALLY_CUDA_TRY(cudaMemcpyAsync(&gpu, d, sizeof(T), cudaMemcpyDeviceToHost, stream_));
+      TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+      Workspace cpu_ws(Backend::cpu);
+      const T cpu = reduce_to_host<ExactSum, T, T>(Backend::cpu, View<const T>::flat(host.data(), n), cpu_ws);
+      if (std::memcmp(&cpu, &gpu, sizeof(T)) != 0) {
+        char line[200];
+        std::snprintf(line, sizeof line, "| MISMATCH exact %s %s: cuda %.17g, cpu %.17g |", type_name<T>(), size_name(n).c_str(),
+                      double(gpu), double(cpu));
+        mismatches_.push_back(line);
+      }
+      if (lg == 16 || lg == 28 || (o_.quick && lg == logs.back())) {
+        char line[256];
+        std::snprintf(line, sizeof line, "| exact %-6s %-5s | %8.2f / %8.2f us | %8.2f us | %8.2f us | %5.2fx |", type_name<T>(),
+                      size_name(n).c_str(), ex, ex_call, plain, cub, plain / ex);
+        exact_headline_.push_back(line);
+      }
+    }
+  }
+
+  void exact() {
+    exact_type<float>();
+    exact_type<double>();
+  }
+
   void openacc() {
     const Extents e = o_.quick ? Extents{16, 64, 256} : Extents{o_.extents[0], o_.extents[1], o_.extents[2]};
     fill<std::int32_t>(false), openacc_cell<Sum, std::int32_t>(e);
@@ -383,7 +440,7 @@ class Bench {
   }
 
  public:
-  std::vector<std::string> headline_, mismatches_;
+  std::vector<std::string> headline_, exact_headline_, mismatches_;
 
  private:
   Options o_;
@@ -408,6 +465,11 @@ Report run_cuda(const Options& o) {
     r.summary.push_back("| --- | --- | --- | --- | --- |");
     for (auto& l : b.headline_) r.summary.push_back(l);
   }
+  if (!b.exact_headline_.empty()) {
+    r.summary.push_back("| exact sum | exact graph / call | ordinary sum | cub | ordinary/exact time |");
+    r.summary.push_back("| --- | --- | --- | --- | --- |");
+    for (auto& l : b.exact_headline_) r.summary.push_back(l);
+  }
   for (auto& l : b.mismatches_) r.summary.push_back(l);
 
   char line[160];
@@ -415,5 +477,54 @@ Report run_cuda(const Options& o) {
   r.summary.push_back(line);
   return r;
 }
+
+namespace {
+
+__global__ void fill_rank_input(float* p, std::int64_t n, std::int64_t offset, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x)
+    p[i] = rank_input_value(seed, offset + i);
+}
+
+/// The ranks suite on this rank's GPU (the rank level has made it current).
+class CudaRankBench final : public RankBench {
+ public:
+  explicit CudaRankBench(int device) : dev_(query_device(device)) {
+    TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaRankBench() override { cudaStreamDestroy(stream_); }
+  CudaRankBench(const CudaRankBench&) = delete;
+  CudaRankBench& operator=(const CudaRankBench&) = delete;
+
+  void fill(std::int64_t n, std::int64_t offset, std::uint64_t seed) override {
+    in_ = DeviceBuffer<float>();  // the old array goes first: the whole one and a slab never coexist
+    in_ = DeviceBuffer<float>(static_cast<std::size_t>(n));
+    if (n > 0) {
+      fill_rank_input<<<1024, 256, 0, stream_>>>(in_.data(), n, offset, seed);
+      TALLY_CHECK_LAUNCH();
+    }
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  [[nodiscard]] const float* data() const override { return in_.data(); }
+  [[nodiscard]] float* result() override { return out_.data(); }
+  [[nodiscard]] float read_result() override { return out_.to_host(stream_)[0]; }
+  double time_us(const std::function<void()>& f) override {
+    EventTimer ev;
+    ev.start(stream_);
+    f();
+    ev.stop(stream_);
+    return 1e3 * ev.elapsed_ms();
+  }
+  [[nodiscard]] stream_t stream() const override { return stream_; }
+  [[nodiscard]] std::string device() const override { return dev_.summary(); }
+
+ private:
+  DeviceInfo dev_;
+  cudaStream_t stream_{};
+  DeviceBuffer<float> in_, out_{1};
+};
+
+}  // namespace
+
+std::unique_ptr<RankBench> make_rank_bench_cuda(int device) { return std::make_unique<CudaRankBench>(device); }
 
 }  // namespace tally::reduce::bench

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "tally/common/app.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
@@ -17,6 +16,7 @@
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tally/reduce/rank.hpp"
 
 namespace tally::reduce::bench {
 
@@ -70,7 +70,7 @@ void write_h5(h5::File& f, const Report& r) {
   }
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, Comm& comm) {
   CLI::App app{"reduce-bench: tally::reduce against the copy bandwidth, CUB (CUDA) and Eigen (CPU)", "reduce-bench"};
   cli::CommonOptions common;
   common.out = "results/reduce-bench.h5";
@@ -78,31 +78,58 @@ int run(int argc, char** argv) {
   Options o;
   std::string csv, extents;
   bool bench_flag = false;
-  app.add_option("--suite", o.suite, "Which table: all, sweep, ladder, levels, shapes, openacc")
-      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc"}))
+  app.add_option("--suite", o.suite,
+                 "Which table: all, sweep, ladder, levels, shapes, openacc, exact; or ranks (under mpiexec: the full "
+                 "sum split over the ranks, not part of all)")
+      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks"}))
       ->capture_default_str();
   app.add_flag("--quick", o.quick, "Small sizes, a few seconds (works on the CPU backend)");
   app.add_flag("--bench", bench_flag, "The full table (the default; accepted for scripts/gpu-check.sh)");
-  app.add_option("--extents", extents, "OpenACC loop nest ng,nw,nv for --suite openacc (default 256,256,1024)");
+  app.add_option("--extents", extents,
+                 "Loop nest ng,nw,nv for --suite openacc (default 256,256,1024) and ranks (default 1024,1024,1024; "
+                 "CPU 64,1024,1024)");
   app.add_option("--csv", csv, "Also write the rows as CSV to this file");
-  app.add_option("--threads", o.threads, "CPU threads (default: OpenMP's)")->check(CLI::NonNegativeNumber);
+  cli::add_number(app, "--threads", o.threads, "CPU threads (default: OpenMP's)", cli::non_negative);
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
-  if (!extents.empty()) {
-    long long a = 0, b = 0, c = 0;
-    char tail = 0;
-    if (std::sscanf(extents.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 || b < 1 || c < 1)
-      throw InputError("--extents: expected three positive integers ng,nw,nv, got '" + extents + "'");
-    o.extents = {a, b, c};
-  }
+  // Checked on every rank alike; agreed, so that a multi-rank job exits 2 everywhere with one message.
+  comm.agree([&]() -> std::exception_ptr {
+    try {
+      if (!extents.empty()) {
+        long long a = 0, b = 0, c = 0;
+        char tail = 0;
+        if (std::sscanf(extents.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 || b < 1 || c < 1)
+          throw InputError("--extents: must be three positive integers ng,nw,nv (got " + extents + ")");
+        o.extents = {a, b, c};
+        o.extents_given = true;
+      }
+      if (comm.size() > 1 && o.suite != "ranks")
+        throw InputError("--suite " + o.suite + ": runs in one process; under an MPI launcher use --suite ranks");
+      return nullptr;
+    } catch (...) {
+      return std::current_exception();
+    }
+  }());
   o.seed = common.seed, o.device = common.device;
   bool fell_back = false;
   const Backend backend = resolve_backend(common.backend, &fell_back);
   if (fell_back) std::fprintf(stderr, "reduce-bench: no usable GPU, running on the CPU backend\n");
-  auto file = h5::File::create(common.out);  // early: a bad --out fails before measuring
+  comm.require_same(cli::command_line(argc, argv), "the command line");
+  // Rank 0 writes the file; early, so that a bad --out fails (on every rank) before measuring.
+  std::optional<h5::File> out_file;
+  comm.agree([&]() -> std::exception_ptr {
+    try {
+      if (comm.is_root()) out_file.emplace(h5::File::create(common.out));
+      return nullptr;
+    } catch (...) {
+      return std::current_exception();
+    }
+  }());
 
   Report rep;
   std::optional<DeviceInfo> dev;
-  if (backend == Backend::cuda) {
+  if (o.suite == "ranks") {
+    rep = run_ranks_suite(o, comm, backend);
+  } else if (backend == Backend::cuda) {
 #ifdef TALLY_HAS_CUDA
     dev = query_device(common.device);
     rep = run_cuda(o);
@@ -110,6 +137,8 @@ int run(int argc, char** argv) {
   } else {
     rep = run_cpu(o);
   }
+  if (!comm.is_root()) return 0;
+  h5::File& file = *out_file;
 
   if (!common.json) {
     std::printf("| suite | name | levels | op | type | shape | n | time us | call us | GB/s | vs ceiling | vs ref |\n");
@@ -118,8 +147,9 @@ int run(int argc, char** argv) {
       std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.suite.c_str(), x.name.c_str(), x.levels.c_str(),
                   x.op.c_str(), x.type.c_str(), x.shape.c_str(), size_name(x.n).c_str(), fmt(x.time_us).c_str(), fmt(x.call_us).c_str(),
                   fmt(x.gbs, "%.1f").c_str(), fmt(x.vs_ceiling).c_str(), fmt(x.vs_ref).c_str());
-    std::printf("\nreduce-bench on %s (%s); ceiling: %s = %.1f GB/s\n", rep.backend.c_str(), rep.device.c_str(),
-                rep.ceiling_name.c_str(), rep.ceiling_gbs);
+    std::printf("\nreduce-bench on %s (%s)", rep.backend.c_str(), rep.device.c_str());
+    if (!rep.ceiling_name.empty()) std::printf("; ceiling: %s = %.1f GB/s", rep.ceiling_name.c_str(), rep.ceiling_gbs);
+    std::printf("\n");
     for (const std::string& l : rep.summary) std::printf("%s\n", l.c_str());
   }
 
@@ -131,6 +161,7 @@ int run(int argc, char** argv) {
   file.attr("extents", std::to_string(o.extents[0]) + "," + std::to_string(o.extents[1]) + "," + std::to_string(o.extents[2]));
   file.attr("ceiling_gbs", rep.ceiling_gbs);
   file.attr("ceiling", rep.ceiling_name);
+  file.attr("ranks", static_cast<std::int32_t>(comm.size()));
   file.attr("status", "ok");
   write_h5(file, rep);
   write_provenance(file, collect_provenance(cli::command_line(argc, argv), dev), dev);
@@ -138,7 +169,7 @@ int run(int argc, char** argv) {
   bool mismatch = false;
   for (const std::string& l : rep.summary) mismatch = mismatch || l.rfind("| MISMATCH", 0) == 0;
   if (mismatch) {
-    std::fprintf(stderr, "reduce-bench: production and CUB results disagree (MISMATCH lines above); no file written\n");
+    std::fprintf(stderr, "reduce-bench: results disagree (MISMATCH lines above: production vs CUB, or the exact sum on CUDA vs CPU); no file written\n");
     return exit_failure;
   }
   file.commit();
@@ -155,5 +186,7 @@ int run(int argc, char** argv) {
 }  // namespace tally::reduce::bench
 
 int main(int argc, char** argv) {
-  return tally::run_app("reduce-bench", [&] { return tally::reduce::bench::run(argc, argv); });
+  // One process (no launcher) is exactly the single-process program; under mpiexec only --suite ranks.
+  return tally::reduce::run_ranks("reduce-bench", argc, argv,
+                                  [&](tally::reduce::Comm& comm) { return tally::reduce::bench::run(argc, argv, comm); });
 }

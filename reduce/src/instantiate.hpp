@@ -11,12 +11,22 @@
 #define TALLY_REDUCE_BIT_OPS(X, T) X(::tally::reduce::BitAnd, T, T) X(::tally::reduce::BitOr, T, T) \
   X(::tally::reduce::BitXor, T, T) X(::tally::reduce::LogicalAnd, T, T) X(::tally::reduce::LogicalOr, T, T)
 
-#define TALLY_REDUCE_FOR_EACH(X)                          \
+// X(Op, T, T): the combinations whose accumulator is the input type (the rank level's allreduce).
+#define TALLY_REDUCE_FOR_EACH_SAME(X)                     \
   TALLY_REDUCE_ARITH_OPS(X, std::int32_t, std::int32_t)   \
-  TALLY_REDUCE_ARITH_OPS(X, std::int32_t, std::int64_t)   \
   TALLY_REDUCE_ARITH_OPS(X, std::int64_t, std::int64_t)   \
   TALLY_REDUCE_ARITH_OPS(X, float, float)                 \
-  TALLY_REDUCE_ARITH_OPS(X, float, double)                \
   TALLY_REDUCE_ARITH_OPS(X, double, double)               \
   TALLY_REDUCE_BIT_OPS(X, std::int32_t)                   \
   TALLY_REDUCE_BIT_OPS(X, std::int64_t)
+
+#define TALLY_REDUCE_FOR_EACH(X)                          \
+  TALLY_REDUCE_FOR_EACH_SAME(X)                           \
+  TALLY_REDUCE_ARITH_OPS(X, std::int32_t, std::int64_t)   \
+  TALLY_REDUCE_ARITH_OPS(X, float, double)
+
+/// The exact sum's (input, output) pairs (exact.hpp); compiled by exact_cpu.cpp and exact_cuda.cu.
+#define TALLY_REDUCE_FOR_EACH_EXACT(X)                 \
+  X(::tally::reduce::ExactSum, float, float)           \
+  X(::tally::reduce::ExactSum, float, double)          \
+  X(::tally::reduce::ExactSum, double, double)

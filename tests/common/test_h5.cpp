@@ -1,5 +1,7 @@
 // HDF5 writer/reader: round trip of every type, attributes, compression, temp-then-rename.
+#include <algorithm>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <unistd.h>
 
@@ -111,4 +113,39 @@ TEST_CASE("h5 reports unwritable and missing paths as input errors", "[h5]") {
   auto f = h5::File::create(temp_dir() + "/dims.h5");
   CHECK_THROWS_AS(f.write<double>("bad", std::vector<double>(6), {4, 2}), Error);
   CHECK_THROWS_AS(f.read<double>("nothing"), InputError);
+}
+
+TEST_CASE("h5 reads a block (hyperslab) of a dataset", "[h5]") {
+  // A rows x cols matrix, large enough to be chunked and compressed; random blocks against the
+  // naive slice of the whole matrix read back.
+  const std::string path = temp_dir() + "/block.h5";
+  const std::uint64_t rows = 37, cols = 1031;
+  const auto data = test::random_vector<double>(rows * cols, -1.0, 1.0, 7);
+  {
+    auto f = h5::File::create(path);
+    f.write<double>("m", data, {rows, cols});
+    f.write<double>("v", data, {rows * cols});
+    f.commit();
+  }
+  auto f = h5::File::open(path);
+  REQUIRE(f.is_compressed("m"));
+  auto rng = test::rng(8);
+  for (int t = 0; t < 20; ++t) {
+    const std::uint64_t r0 = rng() % rows, c0 = rng() % cols;
+    const std::uint64_t nr = rng() % (rows - r0 + 1), nc = rng() % (cols - c0 + 1);  // empty blocks too
+    CAPTURE(r0, c0, nr, nc);
+    const auto got = f.read<double>("m", {r0, c0}, {nr, nc});
+    REQUIRE(got.size() == nr * nc);
+    for (std::uint64_t i = 0; i < nr; ++i)
+      for (std::uint64_t j = 0; j < nc; ++j) REQUIRE(got[i * nc + j] == data[(r0 + i) * cols + c0 + j]);
+  }
+  // A 1-D block, and the whole matrix as a block.
+  const auto v = f.read<double>("v", {100}, {5000});
+  CHECK(std::equal(v.begin(), v.end(), data.begin() + 100));
+  CHECK(f.read<double>("m", {0, 0}, {rows, cols}) == data);
+  // Blocks outside the dataset, or with the wrong number of dimensions, name the dataset.
+  CHECK_THROWS_AS(f.read<double>("m", {0, cols - 3}, {1, 4}), InputError);
+  CHECK_THROWS_AS(f.read<double>("m", {rows + 1, 0}, {0, 1}), InputError);
+  CHECK_THROWS_WITH(f.read<double>("m", {0}, {1}), Catch::Contains("'m'"));
+  CHECK_THROWS_AS(f.read<double>("nothing", {0}, {1}), InputError);
 }

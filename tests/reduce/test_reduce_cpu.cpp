@@ -8,6 +8,7 @@
 #define TALLY_TEST_BACKEND "cpu"
 using TestBackend = tally::test::CpuBackend;
 #include "reduce_checks.hpp"
+#include "exact_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
@@ -85,3 +86,79 @@ TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[r
 #endif
 
 }  // namespace tally::test::reduce_checks
+
+namespace tally::test::exact_checks {
+
+TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and both instruction-set builds", "[reduce][exact][determinism]") {
+  Workspace ws(Backend::cpu);
+  std::uint64_t salt = 9400;
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2}}) {
+    const auto x = wide_values<double>(static_cast<std::size_t>(e.size()), ++salt);
+    const auto in = View<const double>::contiguous(x.data(), e.ng, e.nw, e.nv);
+    for (Levels lv : Levels::all_sets()) {
+      std::vector<double> one;
+      {
+        reduce_checks::Threads t(1);
+        one = run<CpuBackend, double, double>(ws, Backend::cpu, in, lv);
+      }
+      for (int threads : {2, 3}) {
+        reduce_checks::Threads t(threads);
+        INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
+        CHECK(bitwise_equal(one, run<CpuBackend, double, double>(ws, Backend::cpu, in, lv)));
+      }
+#if defined(TALLY_HAVE_CPU_AVX2)
+      const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
+      std::vector<double> base_out(one.size());
+      reduce::detail::base::exact_cpu_isa<double, double>(p, base_out.data());
+      CHECK(bitwise_equal(one, base_out));
+#endif
+    }
+  }
+}
+
+TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancelling pair", "[reduce][exact][large]") {
+  // n (1 + 2^-23) needs 50 bits: the float sum, any order, loses the 2^-23 parts; the exact one keeps
+  // them and rounds once. A pair (2^100, -2^100) at the ends of the array cancels.
+  const int64_t n = (int64_t{1} << 26) + 3;
+  std::vector<float> x(static_cast<std::size_t>(n), 1.0f + std::ldexp(1.0f, -23));
+  x.front() = std::ldexp(1.0f, 100), x.back() = -std::ldexp(1.0f, 100);
+  Workspace ws(Backend::cpu);
+  const auto in = View<const float>::flat(x.data(), n);
+  // Exact: (n - 2)(1 + 2^-23) = (n - 2) + (n - 2) 2^-23, two doubles of non-overlapping bits.
+  Expansion e;
+  e.add(static_cast<double>(n - 2));
+  e.add(std::ldexp(static_cast<double>(n - 2), -23));
+  CHECK(reduce_to_host<ExactSum, float, double>(Backend::cpu, in, ws) == e.round());
+  const float f = reduce_to_host<ExactSum, float, float>(Backend::cpu, in, ws);
+  CHECK(f == exact_reference<float>(std::vector<double>{static_cast<double>(n - 2), std::ldexp(static_cast<double>(n - 2), -23)}));
+  CHECK(f == static_cast<float>(e.round()));  // not a float midpoint here
+}
+
+}  // namespace tally::test::exact_checks
+
+namespace tally::test::exact_checks {
+
+TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounded", "[reduce][exact][dot]") {
+  auto g = tally::test::rng(9600);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::uniform_int_distribution<int> e(-149, 127);
+  for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{1000}, std::size_t{100000}}) {
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(std::ldexp(m(g), e(g)) * ((g() & 1) ? 1 : -1));
+      b[i] = static_cast<float>(std::ldexp(m(g), e(g) / 2));
+      if (i > 0 && g() % 3 == 0) a[i] = -a[i - 1], b[i] = b[i - 1];  // a cancelling product
+    }
+    std::vector<double> prod(n);  // each exact: 24 + 24 bits
+    for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<double>(a[i]) * static_cast<double>(b[i]);
+    INFO(n << " elements");
+    CHECK(bits_of(exact::dot<double>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<double>(prod)));
+    CHECK(bits_of(exact::dot<float>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<float>(prod)));
+  }
+  // (1e20 x 1e10) + 1 - (1e20 x 1e10): a float sum of products loses the 1.
+  const std::vector<float> a = {1e20f, 1.0f, -1e20f}, b = {1e10f, 1.0f, 1e10f};
+  CHECK(exact::dot<float>(a.data(), b.data(), 3) == 1.0f);
+  CHECK(exact::dot<double>(a.data(), b.data(), 3) == 1.0);
+}
+
+}  // namespace tally::test::exact_checks

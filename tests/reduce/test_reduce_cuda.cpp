@@ -38,6 +38,7 @@ struct CudaBackend {
 #define TALLY_TEST_BACKEND "cuda"
 using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
+#include "exact_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
@@ -190,3 +191,63 @@ TEST_CASE("cuda: every strategy of the ladder computes the full sum", "[reduce][
 }
 
 }  // namespace tally::test::reduce_checks
+
+namespace tally::test::exact_checks {
+
+TEST_CASE("cuda: the exact sum of more than 2^31 floats", "[reduce][exact][large]") {
+  // N = 2^31 + 5 floats (8.6 GB): bytes 0x01 below element 2^31 (a = 0x01010101, 0x810101 2^-148)
+  // and 0x02 from there (b = 0x02020202, 0x820202 2^-146), so an index that wraps at 2^31 changes the
+  // sum; beyond 2^31 a cancelling pair 1e30, -1e30 and a 1 that the float sum would lose.
+  const int64_t half = int64_t{1} << 31, N = half + 5;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  TALLY_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes < static_cast<std::size_t>(N) * sizeof(float) + (std::size_t{1} << 30)) {
+    WARN("not enough device memory for the 2^31+ element exact sum (" << free_bytes << " bytes free): not run");
+    return;
+  }
+  DeviceBuffer<float> d(static_cast<std::size_t>(N));
+  TALLY_CUDA_TRY(cudaMemset(d.data(), 0x01, static_cast<std::size_t>(half) * sizeof(float)));
+  TALLY_CUDA_TRY(cudaMemset(d.data() + half, 0x02, static_cast<std::size_t>(N - half) * sizeof(float)));
+  const float big = 1e30f, one = 1.0f, nbig = -1e30f;
+  TALLY_CUDA_TRY(cudaMemcpy(d.data() + half + 1, &big, sizeof(float), cudaMemcpyHostToDevice));
+  TALLY_CUDA_TRY(cudaMemcpy(d.data() + half + 3, &one, sizeof(float), cudaMemcpyHostToDevice));
+  TALLY_CUDA_TRY(cudaMemcpy(d.data() + N - 1, &nbig, sizeof(float), cudaMemcpyHostToDevice));
+  // Exact: 2^31 a + 2 b + 1 (each term exact in double), rounded by the independent reference.
+  const std::vector<double> terms = {std::ldexp(double(0x810101), 31 - 148), 2.0 * std::ldexp(double(0x820202), -146), 1.0};
+  Workspace ws(Backend::cuda);
+  const auto in = View<const float>::flat(d.data(), N);
+  const float f = reduce_to_host<ExactSum, float, float>(Backend::cuda, in, ws);
+  const double g = reduce_to_host<ExactSum, float, double>(Backend::cuda, in, ws);
+  CHECK(bits_of(f) == bits_of(exact_reference<float>(terms)));
+  CHECK(bits_of(g) == bits_of(exact_reference<double>(terms)));
+}
+
+TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) and equals the CPU backend", "[reduce][exact][determinism]") {
+  Workspace ws(Backend::cuda);
+  Workspace cpu_ws(Backend::cpu);
+  // The grids are sized from the workspace's tuning: pretend devices of 1, 7 and 1000 SMs. The
+  // workspace owns its Tuning; changing it here is the test's way to vary the launch shape.
+  auto& tune = const_cast<Tuning&>(ws.tuning());
+  const Tuning real = tune;
+  std::uint64_t salt = 9500;
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 22) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2},
+                           Extents{64, 3, 5000}}) {
+    const auto x = wide_values<double>(static_cast<std::size_t>(e.size()), ++salt);
+    std::vector<float> xf(x.begin(), x.end());
+    auto d = TestBackend::upload(x);
+    auto df = TestBackend::upload(xf);
+    for (Levels lv : Levels::all_sets()) {
+      const auto want = run<TestBackend, double, double>(cpu_ws, Backend::cpu, View<const double>::contiguous(x.data(), e.ng, e.nw, e.nv), lv);
+      const auto want_f = run<TestBackend, float, float>(cpu_ws, Backend::cpu, View<const float>::contiguous(xf.data(), e.ng, e.nw, e.nv), lv);
+      for (int sms : {1, 7, real.sm_count, 1000}) {
+        tune.sm_count = sms;
+        INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << " sized for " << sms << " SMs");
+        CHECK(bitwise_equal(want, run<TestBackend, double, double>(ws, Backend::cuda, View<const double>::contiguous(d.data(), e.ng, e.nw, e.nv), lv)));
+        CHECK(bitwise_equal(want_f, run<TestBackend, float, float>(ws, Backend::cuda, View<const float>::contiguous(df.data(), e.ng, e.nw, e.nv), lv)));
+      }
+      tune = real;
+    }
+  }
+}
+
+}  // namespace tally::test::exact_checks

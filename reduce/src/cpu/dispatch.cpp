@@ -29,6 +29,17 @@ void reduce_cpu(const Problem& p, Acc* out) {
   base::reduce_cpu_isa<Op, T, Acc>(p, out);
 }
 
+template <class T, class Out>
+void exact_cpu(const Problem& p, Out* out) {
+#if defined(TALLY_HAVE_CPU_AVX2)
+  if (cpu_uses_avx2()) return avx2::exact_cpu_isa<T, Out>(p, out);
+#endif
+  base::exact_cpu_isa<T, Out>(p, out);
+}
+
+#define TALLY_INSTANTIATE_EXACT_CPU(Op, T, Out) template void exact_cpu<T, Out>(const Problem&, Out*);
+TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CPU)
+
 #define TALLY_INSTANTIATE_CPU_DISPATCH(Op, T, Acc) template void reduce_cpu<Op, T, Acc>(const Problem&, Acc*);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_CPU_DISPATCH)
 

@@ -10,11 +10,15 @@ namespace tally::reduce::detail {
 namespace base {
 template <class Op, class T, class Acc>
 void reduce_cpu_isa(const Problem& p, Acc* out);
+template <class T, class Out>
+void exact_cpu_isa(const Problem& p, Out* out);  // exact_cpu.cpp
 }  // namespace base
 
 namespace avx2 {
 template <class Op, class T, class Acc>
 void reduce_cpu_isa(const Problem& p, Acc* out);
+template <class T, class Out>
+void exact_cpu_isa(const Problem& p, Out* out);  // exact_cpu.cpp
 }  // namespace avx2
 
 /// Whether reduce_cpu() runs the AVX2 build: built with it and the CPU has it. TALLY_CPU_ISA=base in

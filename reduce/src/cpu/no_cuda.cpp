@@ -18,11 +18,15 @@ template <class Op, class T, class Acc>
 void reduce_cuda_ladder(Strategy, const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
 template <class Acc>
 Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
+template <class T, class Out>
+void exact_cuda(const Problem&, Out*, Workspace&, stream_t) { no_cuda(); }
 
 #define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
   template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
   template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
+#define TALLY_INSTANTIATE_NO_CUDA_EXACT(Op, T, Out) template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t);
+TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_NO_CUDA_EXACT)
 template std::int32_t copy_scalar_to_host<std::int32_t>(const std::int32_t*, stream_t);
 template std::int64_t copy_scalar_to_host<std::int64_t>(const std::int64_t*, stream_t);
 template float copy_scalar_to_host<float>(const float*, stream_t);

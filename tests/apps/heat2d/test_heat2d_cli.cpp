@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "catch.hpp"
 #include "heat2d_test_support.hpp"
@@ -61,6 +63,35 @@ TEST_CASE("heat2d refuses bad input with exit code 2 and writes nothing", "[heat
   if (tally::reduce::cuda_device_count() == 0) {
     const int rc = run_command(exe() + " --quiet --backend cuda --out " + out + " 2>/dev/null");
     CHECK(rc == 2);
+    CHECK(dir_is_empty(dir));
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+TEST_CASE("heat2d numeric options name the option, the allowed values and the value given", "[heat2d][cli]") {
+  const fs::path dir = scratch() / "numeric";
+  fs::create_directories(dir);
+  const std::string out = (dir / "x.h5").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--nx 2", "--nx: must be an integer >= 3 (got 2)"},
+      {"--ny 0", "--ny: must be an integer >= 3 (got 0)"},
+      {"--tol -1", "--tol: must be a number > 0 (got -1)"},
+      {"--tol abc", "--tol: must be a number > 0 (got abc)"},
+      {"--max-iter 0", "--max-iter: must be a positive integer (got 0)"},
+      {"--check-every 1.5", "--check-every: must be a positive integer (got 1.5)"},
+      {"--alpha 0", "--alpha: must be a number > 0 (got 0)"},
+      {"--dt -1e-3", "--dt: must be a number >= 0 (got -1e-3)"},
+      {"--t-end nan", "--t-end: must be a number >= 0 (got nan)"},
+      {"--bench --bench-sizes 64,2", "--bench-sizes: must be an integer >= 3 (got 2)"},
+      {"--device -1", "--device: must be a non-negative integer (got -1)"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO("heat2d " << args);
+    std::string text;
+    const int rc = run_command(exe() + " --quiet --backend cpu " + args + " --out " + out + " 2>&1", &text);
+    INFO(text);
+    CHECK(rc == 2);
+    CHECK(text.find("heat2d: error: " + message + "\n") != std::string::npos);
     CHECK(dir_is_empty(dir));
   }
   fs::remove_all(dir.parent_path());

@@ -1,8 +1,12 @@
 // The matmul driver: HDF5 input, --write-c, the output layout, and bad input (exit 2, nothing written).
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -98,6 +102,46 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
   rejects({"--m", "0"});                                       // empty matrix
   rejects({"--repeats", "0"});
   if (tally::reduce::cuda_device_count() == 0) rejects({"--backend", "cuda"});  // no GPU here
+}
+
+TEST_CASE("matmul numeric options name the option, the allowed values and the value given", "[matmul][app][errors]") {
+  TempDir dir;
+  const std::string out = dir.file("never.h5"), log = dir.file("stderr.txt");
+  // What run_app prints goes to stderr: send it to a file for the duration of one run.
+  auto message_of = [&](std::vector<std::string> args, int* rc) {
+    args.insert(args.end(), {"--backend", "cpu", "--quiet", "--out", out});
+    std::fflush(stderr);
+    const int saved = dup(2);
+    FILE* f = std::fopen(log.c_str(), "w");
+    REQUIRE(f != nullptr);
+    dup2(fileno(f), 2);
+    *rc = run_matmul(args);
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    std::fclose(f);
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--m", "0"}, "--m: must be a positive integer (got 0)"},
+      {{"--n", "-4"}, "--n: must be a positive integer (got -4)"},
+      {{"--k", "x"}, "--k: must be a positive integer (got x)"},
+      {{"--size", "0"}, "--size: must be a positive integer (got 0)"},
+      {{"--repeats", "0"}, "--repeats: must be an integer in [1, 1000] (got 0)"},
+      {{"--warmup", "101"}, "--warmup: must be an integer in [0, 100] (got 101)"},
+      {{"--split-k", "65536"}, "--split-k: must be an integer in [0, 65535] (got 65536)"},
+      {{"--seed", "-1"}, "--seed: must be a non-negative integer (got -1)"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args[0] << " " << args[1]);
+    int rc = 0;
+    const std::string text = message_of(args, &rc);
+    INFO(text);
+    CHECK(rc == 2);
+    CHECK(text.find("matmul: error: " + message + "\n") != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+  }
 }
 
 TEST_CASE("a subset of levels given as a list runs only those levels", "[matmul][app]") {

@@ -171,12 +171,18 @@ TEST_CASE("mcpi bad input throws InputError") {
   Params p;
   p.n = 0;
   CHECK_THROWS_AS(validate(p), tally::InputError);
+  CHECK_THROWS_WITH(validate(p), "--n: must be a positive integer (got 0)");  // reads like every numeric option
   p.n = -3;
   CHECK_THROWS_AS(validate(p), tally::InputError);
   p.n = 10;
   p.offset = -1;
   CHECK_THROWS_AS(validate(p), tally::InputError);
+  CHECK_THROWS_WITH(validate(p), "--offset: must be a non-negative integer (got -1)");
   p.offset = 0;
+  p.batch = 0;
+  CHECK_THROWS_WITH(validate(p), "--batch: must be an integer in [1, 2^40] (got 0)");
+  p.batch = std::int64_t{1} << 40;
+  CHECK_NOTHROW(validate(p));
   p.generator = Generator::sobol;
   p.n = sobol_points;
   CHECK_NOTHROW(validate(p));

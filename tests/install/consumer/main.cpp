@@ -3,6 +3,7 @@
 #include <numeric>
 #include <vector>
 
+#include <tally/reduce/rank.hpp>
 #include <tally/reduce/reduce.hpp>
 
 int main() {
@@ -14,7 +15,11 @@ int main() {
   std::vector<long> per_gang(10);
   reduce<Sum, int, long>(Backend::cpu, in, Level::worker | Level::vector, std::span<long>(per_gang), ws);
   const long total = reduce_to_host<Sum, int, long>(Backend::cpu, in, ws);
-  const bool ok = total == 500500 && per_gang[0] == 5050 && per_gang[9] == 95050;
-  std::printf("consumer: total %ld, first gang %ld: %s\n", total, per_gang[0], ok ? "ok" : "WRONG");
+  // The rank level, one process: the four-level reduce is the three-level one.
+  const Comm one;
+  const long ranked = reduce_to_host<Sum, int, long>(one, Backend::cpu, in, ws);
+  const bool ok = total == 500500 && per_gang[0] == 5050 && per_gang[9] == 95050 && ranked == total && one.size() == 1;
+  std::printf("consumer: total %ld, first gang %ld, %d rank %ld: %s\n", total, per_gang[0], one.size(), ranked,
+              ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

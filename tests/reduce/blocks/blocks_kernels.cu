@@ -2,6 +2,7 @@
 // kernel would, with the block shapes the test chooses.
 #include "blocks_kernels.hpp"
 #include "tally/common/cuda_check.cuh"
+#include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/vector.cuh"
 #include "tally/reduce/device/worker.cuh"
@@ -68,7 +69,47 @@ __global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_
   if (dev::gang_reduce_select<Op>(local, cell, ticket, r, tmp) && threadIdx.x == 0) *out = r;
 }
 
+template <class T, class Out>
+__global__ void exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::exact::Accumulator<T>* partials, unsigned int* ticket,
+                                  Out* out) {
+  __shared__ dev::ExactStorage<T> s;
+  dev::ExactThread<T> t(s);
+  for (auto i : dev::grid_stride_range(n)) t.add(in[i]);
+  Out r;
+  if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
+}
+
+template <class Out>
+__global__ void exact_dot_kernel(const float* a, const float* b, std::int64_t n,
+                                 tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>* partials, unsigned int* ticket,
+                                 Out* out) {
+  __shared__ dev::ExactStorage<tally::reduce::exact::FloatProducts> s;
+  dev::ExactThread<tally::reduce::exact::FloatProducts> t(s);
+  for (auto i : dev::grid_stride_range(n)) t.add_product(a[i], b[i]);
+  Out r;
+  if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
+}
+
 }  // namespace
+
+template <class Out>
+void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
+               int threads) {
+  using A = tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>;
+  exact_dot_kernel<Out><<<blocks, threads>>>(d_a, d_b, n, static_cast<A*>(d_partials), d_ticket, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+template void exact_dot<float>(const float*, const float*, std::int64_t, void*, unsigned int*, float*, int, int);
+template void exact_dot<double>(const float*, const float*, std::int64_t, void*, unsigned int*, double*, int, int);
+
+template <class T, class Out>
+void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks, int threads) {
+  exact_gang_kernel<T, Out><<<blocks, threads>>>(d_in, n, static_cast<tally::reduce::exact::Accumulator<T>*>(d_partials), d_ticket, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+template void exact_gang_sum<float, float>(const float*, std::int64_t, void*, unsigned int*, float*, int, int);
+template void exact_gang_sum<float, double>(const float*, std::int64_t, void*, unsigned int*, double*, int, int);
+template void exact_gang_sum<double, double>(const double*, std::int64_t, void*, unsigned int*, double*, int, int);
 
 template <class Op, class T>
 void block_reduce(const T* d_in, T* d_out, int bx, int by, int blocks) {

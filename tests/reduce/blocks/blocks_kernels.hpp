@@ -37,4 +37,16 @@ void gang_select_arm(void* d_cell);
 template <class Op, class T>
 bool gang_select_armed(const void* d_cell);
 
+/// *d_out = the exact sum of in[0, n) rounded to Out through device/exact.cuh (ExactThread in a
+/// grid-stride loop of `blocks` x `threads`, then exact_gang_sum). d_partials: blocks accumulators
+/// (exact_partials_bytes<T>(blocks) bytes); threads a multiple of 32, at least 96.
+template <class T, class Out>
+void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks, int threads);
+
+/// *d_out = the exact dot product of a and b (float, n elements) rounded to Out, through
+/// ExactThread<exact::FloatProducts>::add_product and exact_gang_sum; as exact_gang_sum above.
+template <class Out>
+void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
+               int threads);
+
 }  // namespace tally::test::blocks

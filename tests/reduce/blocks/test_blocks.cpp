@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "blocks_kernels.hpp"
 #include "catch.hpp"
 #include "tally/common/device_buffer.cuh"
+#include "tally/reduce/exact.hpp"
 #include "tally/reduce/reduce.hpp"
 #include "test_support.hpp"
 
@@ -240,6 +243,77 @@ TEST_CASE("gang_reduce is bitwise reproducible", "[blocks][gpu][determinism]") {
     blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133, 256);
     const float again = out.to_host()[0];
     REQUIRE(std::memcmp(&first, &again, sizeof(float)) == 0);
+  }
+}
+
+namespace {
+/// Values of both signs over 2^-60 .. 2^60 with exact negations mixed in (cancellation).
+template <class T>
+std::vector<T> exact_input(std::size_t n) {
+  auto g = tally::test::rng(salt_counter++);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::uniform_int_distribution<int> e(-60, 60);
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = static_cast<T>(std::ldexp(m(g), e(g)) * ((g() & 1) ? 1 : -1));
+    if (i > 0 && g() % 4 == 0) v[i] = -v[g() % i];
+  }
+  return v;
+}
+
+template <class T, class Out>
+void check_exact_gang() {
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
+    const std::vector<T> x = exact_input<T>(n);
+    tally::reduce::Workspace cpu_ws(tally::reduce::Backend::cpu);
+    const Out want = tally::reduce::reduce_to_host<tally::reduce::ExactSum, T, Out>(
+        tally::reduce::Backend::cpu, tally::reduce::View<const T>::flat(x.data(), static_cast<std::int64_t>(n)), cpu_ws);
+    DeviceBuffer<T> d{std::span<const T>(x)};
+    DeviceBuffer<Out> out(1);
+    DeviceBuffer<unsigned int> ticket(1);
+    ticket.fill_bytes(0);
+    for (int blocks : {1, 3, 200})
+      for (int threads : {96, 256, 1024})
+        for (int rerun = 0; rerun < 2; ++rerun) {  // the ticket is re-armed by the last block
+          DeviceBuffer<unsigned char> partials(static_cast<std::size_t>(blocks) * sizeof(tally::reduce::exact::Accumulator<T>));
+          out.fill_bytes(0xFF);
+          blk::exact_gang_sum<T, Out>(d.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), blocks, threads);
+          const Out got = out.to_host()[0];
+          INFO("exact_gang_sum of " << n << " elements, " << blocks << " x " << threads << ": " << got << " vs CPU backend " << want);
+          CHECK(std::memcmp(&got, &want, sizeof(Out)) == 0);
+        }
+  }
+}
+}  // namespace
+
+TEST_CASE("exact_gang_sum: the CPU backend's exact sum bit for bit, for any grid and block size", "[blocks][gpu][exact]") {
+  check_exact_gang<float, float>();
+  check_exact_gang<float, double>();
+  check_exact_gang<double, double>();
+}
+
+TEST_CASE("exact dot products of floats on the device: exact::dot's bits for any grid", "[blocks][gpu][exact][dot]") {
+  using tally::reduce::exact::Accumulator;
+  using tally::reduce::exact::FloatProducts;
+  for (std::size_t n : {std::size_t{5}, std::size_t{1} << 20}) {
+    std::vector<float> a = exact_input<float>(n), b = exact_input<float>(n);
+    const double want_d = tally::reduce::exact::dot<double>(a.data(), b.data(), static_cast<std::int64_t>(n));
+    const float want_f = tally::reduce::exact::dot<float>(a.data(), b.data(), static_cast<std::int64_t>(n));
+    DeviceBuffer<float> da{std::span<const float>(a)}, db{std::span<const float>(b)};
+    DeviceBuffer<double> od(1);
+    DeviceBuffer<float> of(1);
+    DeviceBuffer<unsigned int> ticket(1);
+    ticket.fill_bytes(0);
+    for (int blocks : {1, 7, 300}) {
+      DeviceBuffer<unsigned char> partials(static_cast<std::size_t>(blocks) * sizeof(Accumulator<FloatProducts>));
+      blk::exact_dot<double>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), od.data(), blocks, 256);
+      blk::exact_dot<float>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), of.data(), blocks, 128);
+      const double gd = od.to_host()[0];
+      const float gf = of.to_host()[0];
+      INFO("exact dot of " << n << " elements on " << blocks << " blocks");
+      CHECK(std::memcmp(&gd, &want_d, sizeof gd) == 0);
+      CHECK(std::memcmp(&gf, &want_f, sizeof gf) == 0);
+    }
   }
 }
 

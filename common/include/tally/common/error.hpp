@@ -1,6 +1,7 @@
 #pragma once
 // Exceptions shared by the library and the apps, and the exit codes the apps use for them.
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,6 +32,16 @@ class CudaError : public Error {
  private:
   int code_;
 };
+
+/// How an app reports an exception: InputError and std::invalid_argument are bad input (exit 2,
+/// "error"), interrupt::Interrupted a stop on SIGINT/SIGTERM (128 + signal, "stopped"), anything else
+/// a failure (exit 1, "failed"). Used by run_app and the rank level's run_ranks.
+struct ExceptionReport {
+  int exit_code;
+  const char* kind;  ///< "error" or "failed": the app prints "<name>: <kind>: <message>"
+  std::string message;
+};
+[[nodiscard]] ExceptionReport classify(std::exception_ptr e);
 
 /// Prints "tally: fatal: <msg>" to stderr and aborts (for errors after which nothing can be trusted).
 [[noreturn]] void fatal(std::string_view msg);

@@ -50,6 +50,8 @@ class Location : public Object {
   [[nodiscard]] Location group(std::string_view name);
   [[nodiscard]] Location open_group(std::string_view name) const;
   [[nodiscard]] bool has(std::string_view name) const;  ///< a link (group or dataset) of that name
+  /// An existing dataset, for its attributes (attr, read_attr, has_attr).
+  [[nodiscard]] Location open_dataset(std::string_view name) const;
 
   // ---- writing ----
   template <class T>  // int32, int64, uint8, uint32, uint64, float, double
@@ -68,6 +70,11 @@ class Location : public Object {
   // ---- reading ----
   template <class T>
   [[nodiscard]] std::vector<T> read(std::string_view name, dims_t* dims = nullptr) const;
+  /// A block of the dataset (a hyperslab): `count[d]` elements from `offset[d]` in each dimension,
+  /// row-major, e.g. one rank's slab of columns. Throws InputError naming the dataset when the block
+  /// does not lie inside it (or has the wrong number of dimensions).
+  template <class T>
+  [[nodiscard]] std::vector<T> read(std::string_view name, const dims_t& offset, const dims_t& count) const;
   [[nodiscard]] dims_t dataset_dims(std::string_view name) const;
   /// Whether the dataset is stored chunked with the deflate filter.
   [[nodiscard]] bool is_compressed(std::string_view name) const;

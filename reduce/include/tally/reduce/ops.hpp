@@ -89,6 +89,15 @@ struct Min {
   }
 };
 
+/// The exact sum: reduce<ExactSum, T, Out> sums float or double inputs exactly and rounds the result
+/// once, to nearest even, to Out (float -> float, float -> double, double -> double). Bitwise the
+/// same on every backend, level set, thread count and launch shape (see exact.hpp). Not a
+/// Kokkos-style join: the backends route it to their exact kernels; identity() is an empty sum.
+struct ExactSum {
+  static constexpr const char* name = "exact_sum";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+};
+
 // OpenACC's remaining reduction operators, for integer types only.
 struct BitAnd {
   static constexpr const char* name = "band";
@@ -125,6 +134,8 @@ inline constexpr bool is_bitwise_op = std::is_same_v<Op, BitAnd> || std::is_same
 /// The (Op, input, accumulator) combinations the compiled backends provide.
 template <class Op, class T, class Acc>
 inline constexpr bool is_supported =
+    std::is_same_v<Op, ExactSum> ? (std::is_same_v<T, float> && (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>)) ||
+                                       (std::is_same_v<T, double> && std::is_same_v<Acc, double>) :
     (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
      std::is_same_v<T, double>) &&
     (std::is_same_v<Acc, T> || (std::is_same_v<T, std::int32_t> && std::is_same_v<Acc, std::int64_t>) ||

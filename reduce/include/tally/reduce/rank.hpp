@@ -35,6 +35,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tally/reduce/reduce.hpp"
@@ -112,6 +113,9 @@ class Comm {
 
   // ---- host collectives the apps need ---------------------------------------------------------------
   void barrier() const;  ///< collective
+  /// Collective: a barrier whose waiting ranks poll with short sleeps instead of spinning, leaving
+  /// their cores to a rank that computes meanwhile (a single-rank reference measurement).
+  void idle_barrier() const;
   /// Collective: root's values replace everyone's.
   template <class T>
   void broadcast(std::span<T> data, int root = 0) const;
@@ -213,6 +217,8 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
 template <class Op, class T, class Acc = T>
 void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
             stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, ExactSum>,
+                "ExactSum across ranks must carry the accumulator, not a rounded partial: not available yet");
   reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
   if (levels.contains(Level::gang) && comm.size() > 1)
     comm.allreduce<Op, Acc>(std::span<const Acc>(out.data(), out.size()), out,
@@ -222,6 +228,8 @@ void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, 
 /// All four levels to a scalar on the host of every rank (waits for `stream`).
 template <class Op, class T, class Acc = T>
 Acc reduce_to_host(const Comm& comm, Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, ExactSum>,
+                "ExactSum across ranks must carry the accumulator, not a rounded partial: not available yet");
   Acc r = reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
   if (comm.size() > 1) comm.allreduce<Op, Acc>(std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), Memory::host);
   return r;

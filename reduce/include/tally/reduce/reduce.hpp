@@ -20,12 +20,19 @@
 //
 // Empty inputs give the identity of Op for every output element. Max and Min propagate NaN.
 //
+// Exact sum: reduce<ExactSum, T, Out> with (T, Out) = (float, float), (float, double) or (double,
+// double) returns for every output the exact sum of its elements rounded once, to nearest even, to
+// Out: bitwise the same on both backends and for any level set reaching the same elements, thread
+// count, block count or tuning. NaN, or +Inf with -Inf, gives NaN; an Inf otherwise wins; an exact
+// result beyond Out's range rounds to Inf; an exact zero is +0 unless every element was -0. See exact.hpp.
+//
 // Bad arguments (output of the wrong size, an empty level set, a null pointer with a non-zero size,
 // a stride smaller than the row, a negative extent, a workspace of the other backend) throw
 // std::invalid_argument naming the argument.
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "tally/reduce/backend.hpp"
 #include "tally/reduce/config.hpp"
@@ -52,6 +59,10 @@ template <class Op, class T, class Acc>
 void reduce_cpu(const Problem& p, Acc* out);
 template <class Op, class T, class Acc>
 void reduce_cuda(const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
+template <class T, class Out>
+void exact_cpu(const Problem& p, Out* out);  // ExactSum (exact.hpp)
+template <class T, class Out>
+void exact_cuda(const Problem& p, Out* d_out, Workspace& ws, stream_t stream);
 template <class Op, class T, class Acc>
 void reduce_cuda_ladder(Strategy s, const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
 template <class Acc>
@@ -66,14 +77,20 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());
   detail::check_workspace(ws, backend);
-  if (backend == Backend::cpu) detail::reduce_cpu<Op, T, Acc>(p, out.data());
-  else detail::reduce_cuda<Op, T, Acc>(p, out.data(), ws, stream);
+  if constexpr (std::is_same_v<Op, ExactSum>) {
+    if (backend == Backend::cpu) detail::exact_cpu<T, Acc>(p, out.data());
+    else detail::exact_cuda<T, Acc>(p, out.data(), ws, stream);
+  } else {
+    if (backend == Backend::cpu) detail::reduce_cpu<Op, T, Acc>(p, out.data());
+    else detail::reduce_cuda<Op, T, Acc>(p, out.data(), ws, stream);
+  }
 }
 
 /// A full reduction through one of the ladder's strategies (CUDA only; Strategy::production is the
 /// same as reduce()). Strategies other than production need a contiguous input (std::invalid_argument otherwise).
 template <class Op, class T, class Acc = T>
 void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, ExactSum>, "reduce_with: the ladder has no exact sum (use reduce())");
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());

@@ -1,0 +1,72 @@
+#pragma once
+// The matmul driver's parts shared by driver.cpp (options, one case, the single run) and bench.cpp
+// (--bench). Internal to the app.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "matmul.hpp"
+#include "tally/common/cli.hpp"
+#include "tally/common/h5.hpp"
+#include "tally/common/ranks_report.hpp"
+#include "tally/common/timing.hpp"
+#include "tally/reduce/backend.hpp"
+
+namespace tally::matmul::detail {
+
+using reduce::Backend;
+
+struct Options {
+  cli::CommonOptions common;
+  std::int64_t m = 256, n = 256, k = 256, size = 0;
+  std::vector<std::string> levels{"all"};
+  std::string a_path, b_path;
+  bool write_c = false, bench = false, no_eigen = false;
+  int repeats = 5, warmup = 1;
+  std::int64_t split_k = 0;
+};
+
+struct Measured {  // one level, cuBLAS or Eigen on one case
+  std::string name;
+  double time_s = std::numeric_limits<double>::quiet_NaN();
+  double gflops = 0, gbps = 0, pct_vendor = std::numeric_limits<double>::quiet_NaN(), rel_error = 0, tolerance = 0;
+  /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
+  double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
+  bool passed = false;
+};
+
+struct Case {
+  Shape shape;
+  std::string precision;
+  std::vector<Measured> levels;
+  std::optional<Measured> vendor, eigen;
+  std::optional<double> bandwidth_gbs;
+  Timings timings;  ///< this rank's
+  int ranks = 1;
+  [[nodiscard]] bool passed() const {
+    bool ok = std::all_of(levels.begin(), levels.end(), [](const Measured& x) { return x.passed; });
+    if (vendor) ok = ok && vendor->passed;
+    if (eigen) ok = ok && eigen->passed;
+    return ok;
+  }
+};
+
+/// Runs one case (inputs, reference, each level, the vendor library, Eigen) on the ranks of `comm`,
+/// K split across them. Collective. Instantiated for float and double.
+template <class T>
+Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
+              const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth);
+/// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
+RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
+/// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).
+void write_ranks(h5::Location& where, const RanksReport& rr, Shape s);
+void write_case(h5::Location& where, const Case& cs);
+std::string fmt(const char* f, double x);
+/// --bench (bench.cpp). Collective.
+int run_bench(const reduce::Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app);
+
+}  // namespace tally::matmul::detail

@@ -1,0 +1,299 @@
+#pragma once
+// Exact summation: the sum of float or double inputs computed exactly and rounded once, to nearest
+// even, to the output type. Host and device (no CUDA headers): the CPU backend, the CUDA kernels and
+// the device building blocks (device/exact.cuh) share this code, so they agree bit for bit.
+//
+//   reduce<ExactSum, float, float>(...), reduce<ExactSum, float, double>(...), reduce<ExactSum, double, double>(...)
+//
+// The third type is the OUTPUT type the exact sum is rounded to; the accumulator is internal.
+//
+// Algorithm (Collange, Defour, Graillat, Iakymchuk, "Full-speed deterministic bit-accurate parallel
+// floating-point summation", ExBLAS; Neal's xsum): every thread (CPU lane, GPU thread) runs a
+// floating-point expansion filter of two doubles (hi, lo): x is added to hi and then the error to lo
+// with TwoSum, both error-free, so hi + lo + (what was flushed) is always the exact sum. Only when
+// lo cannot hold the second error either is that residual flushed into a superaccumulator: a
+// fixed-point number of 32-bit chunks kept in 64-bit integer limbs (31 bits of carry headroom)
+// covering the whole range of the input type (float: 2^-149 .. 2^235; double: 2^-1074 .. 2^1070).
+// Adding and merging limbs are integer additions: exact, associative, commutative, so the result
+// cannot depend on the order, the threads, the blocks or the ranks. At the end the limbs are
+// normalised (carries propagated) and rounded once to nearest even (subnormal results and overflow
+// to infinity as IEEE would round the exact value). Inf and NaN are counted aside: any NaN, or +Inf
+// together with -Inf, gives NaN; otherwise an Inf wins. An exact zero is +0 unless every input was -0.
+//
+// Accumulator<T> is a plain array of Accumulator<T>::words int64 (limbs, then five counters): two
+// accumulators are merged by adding them word by word, so ranks can combine theirs with an integer
+// MPI_SUM / ncclSum. After normalize() every limb but the top one is in [0, 2^32), so up to 2^31
+// normalised accumulators can be added word-wise without overflow.
+//
+// Bounds: fewer than 2^31 flushes into one accumulator between normalize() calls (the backends
+// normalise well before that), and fewer than 2^50 terms per output (lo must not overflow).
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tally/reduce/ops.hpp"
+
+#if !defined(__CUDACC__)
+#include <cmath>
+#endif
+
+// The rounding runs once per output: out of line on the device, so that the kernels' hot loops do
+// not share registers with its copy of the limbs.
+#if defined(__CUDACC__)
+#define TALLY_EXACT_COLD __host__ __device__ __noinline__
+#else
+#define TALLY_EXACT_COLD
+#endif
+
+namespace tally::reduce {
+
+namespace exact {
+
+/// The superaccumulator's span for inputs of type T: limb k holds bits [32k, 32k + 32) above 2^emin.
+template <class T> struct Range;
+template <> struct Range<float> { static constexpr int emin = -149, limbs = 12; };    // 2^-149 .. 2^235
+template <> struct Range<double> { static constexpr int emin = -1074, limbs = 67; };  // 2^-1074 .. 2^1070
+/// Products of two floats (the exact dot product): each is exact in a double (48 significant bits).
+struct FloatProducts {};
+template <> struct Range<FloatProducts> { static constexpr int emin = -298, limbs = 21; };  // 2^-298 .. 2^374
+
+inline constexpr int limb_bits = 32;
+/// |hi| must stay below this (2^1021) so that no intermediate of TwoSum can overflow.
+inline constexpr double kBig = 2.2471164185778949e307;
+
+TALLY_HD double abs(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::fabs(x);
+#else
+  return __builtin_fabs(x);
+#endif
+}
+
+TALLY_HD std::uint64_t bits_of(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+/// The three 32-bit chunks of a finite double x that is a multiple of 2^emin, and the index of the
+/// lowest: x = sign * (c0 + c1 2^32 + c2 2^64) 2^(emin + 32 i). Returns false for x == 0.
+template <int emin>
+TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg) {
+  const std::uint64_t u = bits_of(x);
+  neg = (u >> 63) != 0;
+  int e = static_cast<int>((u >> 52) & 0x7ff);
+  std::uint64_t m = u & ((std::uint64_t{1} << 52) - 1);
+  if (e == 0) {
+    if (m == 0) return false;
+    e = 1;
+  } else {
+    m |= std::uint64_t{1} << 52;
+  }
+  int p = e - 1075 - emin;  // x = m 2^(e - 1075): m's lowest bit sits p bits above 2^emin
+  if constexpr (emin > -1074) {
+    if (p < 0) m >>= -p, p = 0;  // only zero bits go: x is a multiple of 2^emin
+  }
+  i = p >> 5;
+  const int s = p & 31;
+  const std::uint64_t t = m >> (32 - s);  // s == 0: m >> 32
+  c[0] = (m << s) & 0xffffffffu;
+  c[1] = t & 0xffffffffu;
+  c[2] = t >> 32;
+  return true;
+}
+
+template <class T>
+struct Accumulator {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, FloatProducts>,
+                "exact::Accumulator: float or double inputs, or products of floats");
+  static constexpr int limbs = Range<T>::limbs, emin = Range<T>::emin;
+  static constexpr int nan_word = limbs, pos_inf_word = limbs + 1, neg_inf_word = limbs + 2, nonneg_word = limbs + 3,
+                       seen_word = limbs + 4;
+  static constexpr int words = limbs + 5;
+  /// limbs, then counts of NaN, +Inf, -Inf inputs, of contributors that saw anything but -0, and of
+  /// contributors that saw any input at all (an empty sum is +0, a sum of -0s is -0).
+  std::int64_t w[words];
+
+  TALLY_HD void clear() {
+    for (int k = 0; k < words; ++k) w[k] = 0;
+  }
+  /// Adds a finite double that is a multiple of 2^emin (every input, every TwoSum error is).
+  TALLY_HD void add(double x) {
+    int i;
+    std::uint64_t c[3];
+    bool neg;
+    if (!split<emin>(x, i, c, neg)) return;
+    for (int k = 0; k < 3; ++k) {
+      const auto v = static_cast<std::int64_t>(c[k]);
+      w[i + k] += neg ? -v : v;
+    }
+  }
+  /// An input the filter cannot take: NaN, +-Inf, or a finite value too large for it (added here).
+  TALLY_HD void special(double x) {
+    if (x != x) ++w[nan_word];
+    else if (x > 1.7976931348623157e308) ++w[pos_inf_word];
+    else if (x < -1.7976931348623157e308) ++w[neg_inf_word];
+    else add(x);
+    ++w[nonneg_word];
+  }
+  TALLY_HD void merge(const Accumulator& o) {
+    for (int k = 0; k < words; ++k) w[k] += o.w[k];
+  }
+  /// Propagates the carries: limbs 0 .. limbs-2 in [0, 2^32), the top limb signed. Same value.
+  TALLY_HD void normalize() {
+    for (int k = 0; k + 1 < limbs; ++k) {
+      const std::int64_t carry = w[k] >> limb_bits;  // arithmetic: floor division
+      w[k] -= carry * (std::int64_t{1} << limb_bits);
+      w[k + 1] += carry;
+    }
+  }
+
+  /// The exact sum rounded to nearest even in Out (float or double). Leaves *this unchanged.
+  template <class Out>
+  [[nodiscard]] TALLY_EXACT_COLD Out round() const;
+};
+
+/// The per-thread expansion filter: hi + lo (+ what it flushed) is the exact sum of what it took.
+/// hi starts at -0 so that it stays -0 exactly when every input was -0 (IEEE's sign of a zero sum).
+struct Filter {
+  double hi = -0.0, lo = 0.0;
+
+  /// Adds x; calls sink.add(r) with the residual that hi and lo cannot hold, sink.special(x) for NaN,
+  /// Inf or a value that would take hi out of TwoSum's safe range.
+  template <class T, class Sink>
+  TALLY_HD void add(T x, Sink& sink) {
+    const double v = static_cast<double>(x);
+    const double s = hi + v;
+    if (!(abs(s) < kBig)) {  // NaN, Inf, or too large: the accumulator takes it whole
+      sink.special(v);
+      return;
+    }
+    const double b1 = s - hi;
+    const double e1 = (hi - (s - b1)) + (v - b1);
+    hi = s;
+    // Float inputs into a double hi mostly leave no error at all: the second TwoSum is then skipped
+    // (a branch a warp rarely takes, at about half the floating-point work per element).
+    if (e1 == 0) return;
+    const double t = lo + e1;
+    const double b2 = t - lo;
+    const double e2 = (lo - (t - b2)) + (e1 - b2);
+    lo = t;
+    if (e2 != 0) sink.add(e2);
+  }
+  /// Whether every input so far was -0 (and none was special).
+  [[nodiscard]] TALLY_HD bool all_negative_zero() const { return hi == 0 && bits_of(hi) != 0 && lo == 0; }
+  /// Moves hi and lo into the accumulator (and the zero-sign record; `seen`: whether the filter took
+  /// any input), leaving the filter empty.
+  template <class Acc>
+  TALLY_HD void flush_into(Acc& acc, bool seen = true) {
+    if (seen) ++acc.w[Acc::seen_word];
+    if (!all_negative_zero()) ++acc.w[Acc::nonneg_word];
+    acc.add(hi);
+    acc.add(lo);
+    hi = -0.0, lo = 0.0;
+  }
+};
+
+template <class T>
+template <class Out>
+TALLY_EXACT_COLD Out Accumulator<T>::round() const {
+  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, double>, "exact: rounds to float or double");
+  using lim = detail::numeric_limits<Out>;
+  if (w[nan_word] > 0 || (w[pos_inf_word] > 0 && w[neg_inf_word] > 0)) return lim::quiet_NaN();
+  if (w[pos_inf_word] > 0) return lim::infinity();
+  if (w[neg_inf_word] > 0) return -lim::infinity();
+  Accumulator a = *this;
+  a.normalize();
+  const bool neg = a.w[limbs - 1] < 0;
+  if (neg) {
+    for (int k = 0; k < limbs; ++k) a.w[k] = -a.w[k];
+    a.normalize();  // the magnitude, canonical: every limb non-negative
+  }
+  // The magnitude as 32-bit digits (the top limb may hold more than 32 bits: it spills into d[limbs]).
+  std::uint32_t d[limbs + 3];  // two zero digits above: the window below may read them
+  for (int k = 0; k < limbs; ++k) d[k] = static_cast<std::uint32_t>(a.w[k]);
+  d[limbs] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a.w[limbs - 1]) >> 32);
+  d[limbs + 1] = d[limbs + 2] = 0;
+  int h = limbs;
+  while (h >= 0 && d[h] == 0) --h;
+  if (h < 0) return a.w[nonneg_word] == 0 && a.w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  int msb = 31;
+  while (((d[h] >> msb) & 1u) == 0) --msb;
+  const int b = 32 * h + msb;  // the highest set bit: the sum is in [2^(b + emin), 2^(b + emin + 1))
+  constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
+  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
+  const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;  // exponent of the last kept bit
+  const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
+  // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
+  const int i0 = k0 >> 5, s0 = k0 & 31;
+  const std::uint64_t lo64 = static_cast<std::uint64_t>(d[i0]) | (static_cast<std::uint64_t>(d[i0 + 1]) << 32);
+  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d[i0 + 2]) << (64 - s0) : 0);
+  kept &= (std::uint64_t{1} << (b - k0 + 1)) - 1;
+  if (k0 > 0) {
+    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
+    if (((d[ir] >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
+      bool sticky = (d[ir] & ((std::uint32_t{1} << sr) - 1)) != 0;
+      for (int k = 0; k < ir && !sticky; ++k) sticky = d[k] != 0;
+      if (sticky || (kept & 1u) != 0) ++kept;
+    }
+  }
+  // kept 2^(k0 + emin) has at most prec + 1 bits at exponents >= qmin: exact in double (float
+  // exponents fit too), and representable in Out unless it is beyond Out's range, where the
+  // conversion gives Inf as IEEE rounding of the exact sum would.
+#if defined(__CUDACC__)
+  const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
+#else
+  const double r = std::ldexp(static_cast<double>(kept), k0 + emin);
+#endif
+  const Out o = static_cast<Out>(r);
+  return neg ? -o : o;
+}
+
+/// The result of a filter that took at least one input and its accumulator. When the filter never flushed (`flushed` false; the
+/// common case for short segments) one rounding of hi + lo is already correct and the accumulator
+/// is not touched; otherwise the filter is flushed into `acc` and `acc` is rounded.
+template <class T, class Out>
+TALLY_HD Out finish(Filter& f, Accumulator<T>& acc, bool flushed) {
+  if (!flushed) {
+    if (f.hi == 0 && f.lo == 0) return f.all_negative_zero() ? Out(-0.0) : Out(0.0);
+    const double r = f.hi + f.lo;
+    if constexpr (std::is_same_v<Out, double>) {
+      return r;  // one rounding of the exact hi + lo
+    } else {
+      // (float) r rounds twice; that differs from one rounding only where r is a float midpoint,
+      // which needs a non-zero tail (hi + lo != r) and r not a float. Then the accumulator decides.
+      const double b = r - f.hi;
+      const double tail = (f.hi - (r - b)) + (f.lo - b);  // TwoSum: exact
+      if (tail == 0 || static_cast<double>(static_cast<float>(r)) == r) return static_cast<float>(r);
+      acc.clear();
+    }
+  }
+  f.flush_into(acc);
+  return acc.template round<Out>();
+}
+
+/// The exact dot product of the float vectors a and b (n elements, host memory), rounded once to Out
+/// (float or double): every product is exact in a double and goes through the same filter. The
+/// sequential form of the building block; kernels use device::ExactThread<FloatProducts>::add_product.
+template <class Out>
+Out dot(const float* a, const float* b, std::int64_t n) {
+  struct Sink {
+    Accumulator<FloatProducts> acc;
+    bool used = false;
+    std::int64_t adds = 0;
+    void touch() {
+      if (!used) acc.clear(), used = true;
+      if (++adds == (std::int64_t{1} << 30)) acc.normalize(), adds = 0;
+    }
+    void add(double r) { touch(), acc.add(r); }
+    void special(double x) { touch(), acc.special(x); }
+  } sink;
+  if (n <= 0) return Out(0);  // the empty sum
+  Filter f;
+  for (std::int64_t i = 0; i < n; ++i) f.add(static_cast<double>(a[i]) * static_cast<double>(b[i]), sink);
+  return finish<FloatProducts, Out>(f, sink.acc, sink.used);
+}
+
+}  // namespace exact
+}  // namespace tally::reduce

@@ -1,0 +1,177 @@
+// CUDA backend of the exact sum (ExactSum; tally/reduce/exact.hpp, device/exact.cuh). Three kernels
+// over the plan (../plan.hpp), all on the device blocks of exact.cuh, so every path gives the exact
+// sum correctly rounded, the same bits as the CPU backend whatever the grid:
+//   * exact_flat_kernel: the full reduction of a contiguous array: a grid-stride loop of 16-byte
+//     loads into each thread's filter, then exact_gang_sum over the blocks (one launch).
+//   * exact_segment_kernel: any other plan with long outputs: a block per (output, chunk), the
+//     elements of a chunk addressed through the plan; chunks of one output joined by their ticket.
+//   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
+//     residuals in a superaccumulator of its own (local memory, only touched when needed).
+#include "instantiate.hpp"
+#include "kernels.cuh"
+#include "tally/reduce/device/exact.cuh"
+
+namespace tally::reduce::detail {
+
+namespace cuda {
+
+template <class T>
+using ExactAcc = exact::Accumulator<T>;
+
+/// A block takes at most this many inputs: its shared limbs gain less than 2^32 per input.
+inline constexpr std::int64_t kExactMaxPerBlock = std::int64_t{1} << 29;
+
+template <class T, class Out, int V>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, ExactAcc<T>* __restrict__ partials,
+                      unsigned int* __restrict__ ticket) {
+  enter_after_predecessor();
+  __shared__ device::ExactStorage<T> s;
+  device::ExactThread<T> t(s);
+  const std::int64_t nv = n / V * V;  // whole vectors; the rest is block 0's tail
+  const std::int64_t step = std::int64_t{gridDim.x} * kBlock * V;
+  std::int64_t i = (std::int64_t{blockIdx.x} * kBlock + threadIdx.x) * V;
+  for (; i + (kUnroll - 1) * step < nv; i += kUnroll * step) {
+    device::Vec<T, V> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < V; ++k) t.add(v[u].v[k]);
+  }
+  for (; i < nv; i += step) {
+    const auto v = device::load_vec<V>(in + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) t.add(v.v[k]);
+  }
+  if (blockIdx.x == 0 && nv + threadIdx.x < n) t.add(in[nv + threadIdx.x]);
+  Out r;
+  if (device::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
+}
+
+template <class T, class Out>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    exact_segment_kernel(Plan p, std::int64_t S, std::int64_t chunk, const T* __restrict__ in, Out* __restrict__ out,
+                         ExactAcc<T>* __restrict__ partials, unsigned int* __restrict__ tickets) {
+  enter_after_predecessor();
+  __shared__ device::ExactStorage<T> s;
+  const std::int64_t per = p.per_output();
+  for (std::int64_t item = blockIdx.x; item < p.n_out * S; item += gridDim.x) {
+    const std::int64_t o = item / S, c = item % S;
+    const std::int64_t e1 = (c + 1) * chunk < per ? (c + 1) * chunk : per;
+    device::ExactThread<T> t(s);
+    if (p.kind == Plan::Kind::inner) {
+      // Element e = q * n + i: (q, i) advanced without a division per element.
+      const T* base = in + out_offset(p, o);
+      const std::int64_t e0 = c * chunk + threadIdx.x, dq = kBlock / p.n, di = kBlock % p.n;
+      std::int64_t q = e0 / p.n, i = e0 % p.n;
+      for (std::int64_t e = e0; e < e1; e += kBlock) {
+        t.add(base[row_offset(p, q) + i]);
+        q += dq, i += di;
+        if (i >= p.n) i -= p.n, ++q;
+      }
+    } else {
+      const T* base = in + (o / p.nc) * p.sb + o % p.nc;
+      for (std::int64_t e = c * chunk + threadIdx.x; e < e1; e += kBlock) t.add(base[row_offset(p, e)]);
+    }
+    Out r;
+    const bool split = S > 1;  // otherwise there are no partials and no tickets
+    if (device::exact_gang_sum(t, split ? partials + o * S : nullptr, split ? tickets + o : nullptr, r, s, S, c) && threadIdx.x == 0)
+      out[o] = r;
+    __syncthreads();  // s is cleared for the next item
+  }
+}
+
+/// A superaccumulator in the thread's own (local) memory, cleared on first use.
+template <class T>
+struct LocalSink {
+  ExactAcc<T> acc;
+  bool used = false;
+  __device__ void touch() {
+    if (!used) acc.clear(), used = true;
+  }
+  __device__ void add(double r) { touch(), acc.add(r); }
+  __device__ void special(double x) { touch(), acc.special(x); }
+};
+
+template <class T, class Out>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    exact_thread_kernel(Plan p, const T* __restrict__ in, Out* __restrict__ out) {
+  enter_after_predecessor();
+  for (std::int64_t o = device::global_thread_id(); o < p.n_out; o += device::grid_stride()) {
+    exact::Filter f;
+    LocalSink<T> sink;
+    if (p.kind == Plan::Kind::inner) {
+      const T* base = in + out_offset(p, o);
+      for (std::int64_t q = 0; q < p.rows; ++q) {
+        const T* row = base + row_offset(p, q);
+        for (std::int64_t i = 0; i < p.n; ++i) f.add(row[i], sink);
+      }
+    } else {
+      const T* base = in + (o / p.nc) * p.sb + o % p.nc;
+      for (std::int64_t q = 0; q < p.rows; ++q) f.add(base[row_offset(p, q)], sink);
+    }
+    out[o] = exact::finish<T, Out>(f, sink.acc, sink.used);
+  }
+}
+
+template <class T, class Out>
+void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t stream) {
+  const Plan p = make_plan(prob);
+  const Tuning& tune = ws.tuning();
+  if (p.n_out == 0) return;
+  if (p.empty) {
+    launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune, stream, d_out, p.n_out);
+    return;
+  }
+  const T* in = static_cast<const T*>(prob.data);
+  const std::int64_t per = p.per_output(), resident = fill_blocks(tune);
+  if (p.kind == Plan::Kind::inner && p.n_out == 1 && p.rows == 1) {
+    constexpr int V = device::vec16<T>;
+    const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
+    std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{kBlock} * V * kUnroll), 1, wave);
+    grid = std::max(grid, ceil_div(p.n, kExactMaxPerBlock));
+    ExactAcc<T>* partials = nullptr;
+    if (grid > 1) {
+      ws.reserve(device::exact_partials_bytes<T>(grid), 1, stream);
+      partials = static_cast<ExactAcc<T>*>(ws.scratch());
+    }
+    if (aligned_to(in, sizeof(T) * V))
+      launch(exact_flat_kernel<T, Out, V>, grid, kBlock, tune, stream, in, p.n, d_out, partials, ws.ticket_array());
+    else
+      launch(exact_flat_kernel<T, Out, 1>, grid, kBlock, tune, stream, in, p.n, d_out, partials, ws.ticket_array());
+    return;
+  }
+  if (per <= 64 || p.n_out >= resident * kBlock / 4) {
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, resident * 8);
+    launch(exact_thread_kernel<T, Out>, grid, kBlock, tune, stream, p, in, d_out);
+    return;
+  }
+  // Blocks per output: enough chunks to fill the device once, none shorter than 16 loads a thread.
+  std::int64_t S = std::clamp<std::int64_t>(resident / p.n_out, 1, std::max<std::int64_t>(1, per / (kBlock * 16)));
+  S = std::max(S, ceil_div(per, kExactMaxPerBlock));
+  const std::int64_t chunk = ceil_div(per, S);
+  S = ceil_div(per, chunk);
+  ExactAcc<T>* partials = nullptr;
+  unsigned int* tickets = nullptr;
+  if (S > 1) {
+    ws.reserve(device::exact_partials_bytes<T>(p.n_out * S), static_cast<std::size_t>(p.n_out), stream);
+    partials = static_cast<ExactAcc<T>*>(ws.scratch());
+    tickets = ws.ticket_array();
+  }
+  const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * S, 1, resident * 8);
+  launch(exact_segment_kernel<T, Out>, grid, kBlock, tune, stream, p, S, chunk, in, d_out, partials, tickets);
+}
+
+}  // namespace cuda
+
+template <class T, class Out>
+void exact_cuda(const Problem& prob, Out* d_out, Workspace& ws, stream_t stream) {
+  cuda::exact_cuda_impl<T, Out>(prob, d_out, ws, stream);
+}
+
+#define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out) template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t);
+TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CUDA)
+
+}  // namespace tally::reduce::detail
