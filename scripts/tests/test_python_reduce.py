@@ -289,3 +289,27 @@ def test_raw_entry_of_pytorch_and_cupy(tally, rng):
         raw(xp, 3, -1, (4,), (12,), op_, 3, -1, (), (), True, 0, 1, 0)
     with pytest.raises(TypeError, match=r"^x: unsupported dtype"):
         raw(xp, 7, -1, (4,), (1,), op_, 3, -1, (), (), False, 0, 1, 0)
+
+
+def test_exact_sum(tally, rng):
+    # Against an exact reference: math.fsum of each slice (exact, rounded once) in float64; float32
+    # outputs are the float64-exact value rounded once more, which equals rounding the exact sum
+    # except in double-rounding ties; compare float32 within half an ulp of fsum's float32 instead.
+    import math
+    x = rng.standard_normal((6, 7, 300)) * np.exp2(rng.integers(-30, 30, (6, 7, 300)))
+    for axis in axis_sets(3):
+        got = tally.reduce(x, "exact_sum", axis=axis)
+        axes = tuple(range(3)) if axis is None else axis
+        moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
+        flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
+        want = np.array([math.fsum(r) for r in flat.reshape(-1, flat.shape[-1])]).reshape(flat.shape[:-1])
+        assert got.tobytes() == want.tobytes(), axis
+    x32 = x.astype(np.float32)
+    a = tally.reduce(x32, "exact_sum", axis=2)
+    b = tally.reduce(np.ascontiguousarray(x32[:, ::-1].transpose(1, 0, 2)), "exact_sum", axis=2)
+    assert a.dtype == np.float32 and a.tobytes() == np.ascontiguousarray(b[::-1].transpose(1, 0)).tobytes()
+    wide = tally.reduce(x32, "exact_sum", axis=2, acc_dtype="float64")
+    want = np.array([math.fsum(r) for r in x32.astype(np.float64).reshape(-1, 300)]).reshape(6, 7)
+    assert wide.tobytes() == want.tobytes()
+    with pytest.raises(TypeError, match=r"^x: op='exact_sum' needs a float32 or float64"):
+        tally.reduce(np.ones(3, np.int32), "exact_sum")

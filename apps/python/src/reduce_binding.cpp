@@ -35,8 +35,8 @@ namespace {
 enum DType : int { i32 = 0, i64 = 1, f32 = 2, f64 = 3 };
 constexpr const char* dtype_names[] = {"int32", "int64", "float32", "float64"};
 constexpr std::int64_t dtype_sizes[] = {4, 8, 4, 8};
-enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, n_ops };
-constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor"};
+enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, exact_sum, n_ops };
+constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "exact_sum"};
 
 constexpr int max_ndim = 64;
 
@@ -278,6 +278,7 @@ void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stre
     case bxor: return dispatch_types<tr::BitXor>(xx, m, out, stream, op);
     case land: return dispatch_types<tr::LogicalAnd>(xx, m, out, stream, op);
     case lor: return dispatch_types<tr::LogicalOr>(xx, m, out, stream, op);
+    case exact_sum: return dispatch_types<tr::ExactSum>(xx, m, out, stream, op);
     default: break;
   }
 }

@@ -23,6 +23,8 @@ _WIDER = {0: 1, 2: 3}
 
 
 def _accumulators_of(op, code):
+    if op == "exact_sum":  # floats only: float32 -> float32 or float64, float64 -> float64
+        return (code, _WIDER[code]) if code == 2 else (code,)
     if op in ("sum", "prod") and code == 0:
         return (1, 0)
     return (code, _WIDER[code]) if code in _WIDER and op not in _INTEGER_ONLY else (code,)
@@ -265,8 +267,9 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
        float32 or float64, on the CPU or a CUDA device, with any non-negative strides the library's
        strided view takes (an axis with stride 1 innermost, or a strided innermost axis; up to three
        groups of mergeable axes). Another layout raises LayoutError (a ValueError) unless copy=True.
-    op: "sum", "prod", "max", "min" (NaN propagates), and for integers "band", "bor", "bxor",
-       "land", "lor".
+    op: "sum", "prod", "max", "min" (NaN propagates), "exact_sum" (floats: the exact sum rounded
+       once to the result dtype, the same bits on every backend and layout), and for integers
+       "band", "bor", "bxor", "land", "lor".
     axis: None (all), an int or a tuple of ints (NumPy semantics, keepdims=False).
     out: an array of x's family, on x's device, C-contiguous, of the result's shape and of the
        accumulator dtype; nothing is written into it when an argument is rejected.
@@ -294,6 +297,8 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
         raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(OPS)})")
     if op in _INTEGER_ONLY and code >= 2:
         raise TypeError(f"x: op={op!r} needs an integer dtype, got {_DTYPES[code]}")
+    if op == "exact_sum" and code < 2:
+        raise TypeError(f"x: op='exact_sum' needs a float32 or float64 dtype, got {_DTYPES[code]}")
     accs = _ACCS[op, code]
     if out is not None:
         if _adapter_for(out) is not ad:
