@@ -4,7 +4,8 @@
 #     then uses CMake's Makefile generator);
 #   libraries by what CMake finds (a throw-away project runs the build's find_package calls): OpenMP,
 #     Eigen3, HDF5 (C), CLI11, Catch2, and MPI (C++ and mpiexec) for the rank level;
-#   Python modules by import: h5py numpy matplotlib pytest.
+#   Python modules by import: h5py numpy matplotlib pytest, and nanobind + scikit_build_core for the
+#     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports).
 # Tools and libraries installed from anywhere (Kitware, pip, conda, Spack, modules) count. What is
 # missing is installed through apt-get only where apt-get exists and we are root; otherwise the one
 # command to run is printed. Exit status 1 only when something the build needs is missing; MPI is
@@ -17,7 +18,7 @@ if [[ -n ${TALLY_SKIP_SETUP:-} && ${TALLY_SKIP_SETUP} != 0 ]]; then
 fi
 
 python=${PYTHON:-python3}
-python_modules=(h5py numpy matplotlib pytest)
+python_modules=(h5py numpy matplotlib pytest nanobind scikit_build_core)
 cmake_min=3.25
 
 need=()       # what is missing and needed, in words

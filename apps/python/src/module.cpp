@@ -1,0 +1,21 @@
+// _tally: the compiled half of the `tally` Python package (apps/python/tally).
+#include "bindings.hpp"
+
+#include "tally/common/error.hpp"
+
+namespace nb = nanobind;
+
+NB_MODULE(_tally, m) {
+  m.doc() = "tally's reductions and apps (the compiled part of the tally package; use `import tally`)";
+  nb::exception<tally::python::LayoutError>(m, "LayoutError", PyExc_ValueError);
+  // Bad input to an app raises ValueError with the executable's message; other failures RuntimeError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tally::InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  tally::python::bind_reduce(m);
+  tally::python::bind_solvers(m);
+}

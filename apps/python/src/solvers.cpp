@@ -1,0 +1,311 @@
+// The three apps' solvers for Python: the solver-level functions the executables call (heat2d's
+// run_problem, matmul's Engine per level, mcpi's run_cpu/run_cuda) on one rank, with the executables'
+// option checks in the same order, so that bad input raises ValueError with the executable's message
+// (tally::InputError -> ValueError in module.cpp; std::invalid_argument -> ValueError by nanobind).
+// Results come back as dicts of Python numbers and NumPy arrays; the Python wrappers
+// (tally/heat2d.py, matmul.py, mcpi.py) give them names and documentation.
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.hpp"
+#include "driver.hpp"  // heat2d
+#include "heat2d.hpp"
+#include "matmul.hpp"
+#include "mcpi.hpp"
+#include "tally/common/error.hpp"
+#include "tally/common/timing.hpp"
+#include "tally/reduce/backend.hpp"
+
+namespace nb = nanobind;
+
+namespace tally::python {
+namespace {
+
+/// A NumPy array that owns `v` (moved in), of the given shape.
+template <class T>
+nb::object to_numpy(std::vector<T>&& v, std::initializer_list<std::size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(heap->data(), shape, owner).cast();
+}
+template <class T>
+nb::object to_numpy(std::vector<T>&& v) {
+  const std::size_t n = v.size();
+  return to_numpy(std::move(v), {n});
+}
+
+nb::dict timings_dict(const Timings& t) {
+  nb::dict d;
+  for (const auto& [name, s] : t.entries()) d[name.c_str()] = s;
+  return d;
+}
+
+reduce::Backend backend_of(const std::string& request, bool& fell_back) {
+  return reduce::resolve_backend(request, &fell_back);  // std::invalid_argument -> ValueError
+}
+
+void check_precision(const std::string& precision) {
+  if (precision != "float" && precision != "double")
+    throw InputError("--precision: '" + precision + "' is not one of float, double");
+}
+
+// ---- heat2d -------------------------------------------------------------------------------------------
+template <class T>
+nb::dict heat2d_report(const heat2d::Problem& p, const heat2d::StopRule& rule, const heat2d::RunOptions& ro) {
+  heat2d::Report<T> rep;
+  {
+    nb::gil_scoped_release unlocked;
+    rep = heat2d::run_problem<T>(p, rule, ro);
+  }
+  nb::dict d;
+  const heat2d::SolveResult& r = rep.result;
+  d["status"] = heat2d::to_string(r.status);
+  d["iterations"] = r.iterations;
+  d["final_residual"] = r.final_residual;
+  d["residual_iteration"] = to_numpy(std::vector<std::int64_t>(r.check_iteration));
+  d["residual_value"] = to_numpy(std::vector<double>(r.check_residual));
+  d["solve_s"] = r.solve_s;
+  d["field"] = to_numpy(std::move(rep.field), {static_cast<std::size_t>(p.ny), static_cast<std::size_t>(p.nx)});
+  d["sim_time"] = rep.sim_time;
+  if (rep.analytic) {
+    nb::dict a;
+    a["max"] = rep.analytic->max;
+    a["l2"] = rep.analytic->l2;
+    d["analytic_error"] = a;
+  } else {
+    d["analytic_error"] = nb::none();
+  }
+  d["eigen_max_abs_diff"] = rep.eigen_max_abs_diff ? nb::cast(*rep.eigen_max_abs_diff) : nb::none();
+  d["eigen_tolerance"] = rep.eigen_tolerance;
+  d["validation_passed"] = rep.validation_passed;
+  d["timings"] = timings_dict(rep.timings);
+  d["dt"] = p.dt;
+  d["r"] = p.r();
+  return d;
+}
+
+nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std::string& mode, double tol,
+                      std::int64_t max_iter, std::int64_t check_every, double alpha, double dt, double t_end,
+                      const std::string& bc_top, const std::string& bc_bottom, const std::string& bc_left,
+                      const std::string& bc_right, const std::string& init, const std::string& precision,
+                      const std::string& backend, int device, const std::string& cuda_kernel, bool validate) {
+  using namespace heat2d;
+  // As heat2d's main(): everything is checked before anything is computed.
+  if (mode != "steady" && mode != "transient") throw InputError("--mode: '" + mode + "' is not one of steady, transient");
+  if (cuda_kernel != "async" && cuda_kernel != "registers")
+    throw InputError("--cuda-kernel: '" + cuda_kernel + "' is not one of async, registers");
+  check_precision(precision);
+  Problem p;
+  p.nx = nx;
+  p.ny = ny ? *ny : nx;
+  p.mode = mode == "transient" ? Mode::transient : Mode::steady;
+  p.alpha = alpha;
+  p.dt = dt;
+  p.t_end = t_end;
+  p.top = parse_spec(bc_top, "--bc-top");
+  p.bottom = parse_spec(bc_bottom, "--bc-bottom");
+  p.left = parse_spec(bc_left, "--bc-left");
+  p.right = parse_spec(bc_right, "--bc-right");
+  p.init = parse_spec(init, "--init");
+  finalize(p);
+  const StopRule rule = make_stop_rule(p, tol, max_iter, check_every);
+  RunOptions ro;
+  bool fell_back = false;
+  ro.backend = backend_of(backend, fell_back);
+  ro.device = device;
+  ro.cuda_kernel = cuda_kernel;
+  ro.validate = validate;
+  ro.progress = false;
+  nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro) : heat2d_report<double>(p, rule, ro);
+  d["backend"] = reduce::to_string(ro.backend);
+  d["fell_back"] = fell_back;
+  d["precision"] = precision;
+  return d;
+}
+
+// ---- mcpi ---------------------------------------------------------------------------------------------
+nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const std::string& api,
+                       const std::string& offset, std::uint64_t seed, const std::string& batch, const std::string& backend,
+                       int device) {
+  using namespace mcpi;
+  Params p;  // as mcpi's main()
+  p.n = parse_count(n, "--n");
+  p.batch = parse_count(batch, "--batch");
+  p.offset = parse_count(offset, "--offset");
+  p.seed = seed;
+  p.generator = parse_generator(generator);
+  p.api = parse_api(api);
+  validate(p);
+  bool fell_back = false;
+  const reduce::Backend b = backend_of(backend, fell_back);
+  if (b == reduce::Backend::cpu) {
+    std::string why;
+    if (!cpu_supports(p.generator, p.api, &why)) throw InputError(why);
+  }
+  Result r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = b == reduce::Backend::cuda ? run_cuda(p, device) : run_cpu(p);
+  }
+  nb::dict d;
+  const double estimate = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
+  d["estimate"] = estimate;
+  d["hits"] = r.hits;
+  d["n"] = p.n;
+  d["std_error"] = std_error(p.n);
+  d["abs_error"] = std::fabs(estimate - pi);
+  d["passed"] = std::fabs(estimate - pi) <= 5.0 * std_error(p.n);  // the executable's 5-sigma check
+  d["batch_n"] = to_numpy(std::move(r.batch_n));
+  d["batch_hits"] = to_numpy(std::move(r.batch_hits));
+  d["setup_s"] = r.setup_s;
+  d["generate_count_s"] = r.generate_count_s;
+  d["generator"] = to_string(p.generator);
+  d["api"] = to_string(p.api);
+  d["offset"] = p.offset;
+  d["seed"] = p.seed;
+  d["backend"] = reduce::to_string(b);
+  d["fell_back"] = fell_back;
+  return d;
+}
+
+// ---- matmul -------------------------------------------------------------------------------------------
+template <class T>
+nb::dict measured(const std::string& name, double t, std::span<const T> c, const matmul::Reference& ref,
+                  const matmul::Shape& s) {
+  nb::dict d;
+  const double err = matmul::relative_error<T>(c, ref), tol = matmul::tolerance<T>(s.k);
+  d["name"] = name;
+  d["time_s"] = t;
+  d["gflops"] = s.flops() / t / 1e9;
+  d["rel_error"] = err;
+  d["tolerance"] = tol;
+  d["passed"] = err <= tol;
+  return d;
+}
+
+template <class T>
+std::vector<T> host_matrix(const nb::ndarray<>& a, const char* opt, std::int64_t rows, std::int64_t cols) {
+  if (a.ndim() != 2 || static_cast<std::int64_t>(a.shape(0)) != rows || static_cast<std::int64_t>(a.shape(1)) != cols)
+    throw InputError(std::string(opt) + ": expected a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix");
+  if (a.dtype() != nb::dtype<T>() || a.device_type() != nb::device::cpu::value)
+    throw InputError(std::string(opt) + ": expected host " + (sizeof(T) == 4 ? "float32" : "float64") + " data (--precision)");
+  if (a.stride(0) != cols || a.stride(1) != 1) throw InputError(std::string(opt) + ": expected a C-contiguous matrix");
+  const T* p = static_cast<const T*>(a.data());
+  return std::vector<T>(p, p + rows * cols);
+}
+
+template <class T>
+nb::dict matmul_case(reduce::Backend b, int device, matmul::Shape s, const std::vector<matmul::Level>& levels,
+                     std::uint64_t seed, int warmup, int repeats, std::int64_t split_k, bool eigen,
+                     const std::optional<nb::ndarray<>>& a_in, const std::optional<nb::ndarray<>>& b_in, bool return_c) {
+  using namespace matmul;
+  std::vector<T> a, bm;
+  if (a_in || b_in) {  // as the executable's --a/--b: a missing one is generated
+    a = a_in ? host_matrix<T>(*a_in, "--a", s.m, s.k) : std::vector<T>(static_cast<std::size_t>(s.m * s.k));
+    bm = b_in ? host_matrix<T>(*b_in, "--b", s.k, s.n) : std::vector<T>(static_cast<std::size_t>(s.k * s.n));
+    if (!a_in) generate_host<T>(seed, 0, a);
+    if (!b_in) generate_host<T>(seed, 1, bm);
+  }
+  nb::dict d;
+  nb::list rows;
+  std::optional<double> vendor_t;
+  std::vector<T> c_last, c_vendor;
+  Timings timings;
+  nb::object vendor = nb::none(), eig = nb::none();
+  {
+    nb::gil_scoped_release unlocked;
+    auto engine = b == reduce::Backend::cuda ? make_cuda_engine<T>(s, device) : make_cpu_engine<T>(s);
+    engine->set_split_k(split_k);
+    {
+      ScopedTimer t(timings, "inputs_s");
+      if (a.empty()) engine->generate(seed);
+      else engine->set_inputs(a, bm);
+    }
+    Reference ref;
+    {
+      ScopedTimer t(timings, "reference_s");
+      ref = engine->reference();
+    }
+    vendor_t = engine->run_vendor(warmup, repeats);
+    if (vendor_t) c_vendor = engine->c();
+    std::vector<std::pair<double, std::vector<T>>> runs;
+    for (Level l : levels) {
+      const double t = engine->run(l, warmup, repeats);
+      runs.emplace_back(t, engine->c());
+    }
+    std::optional<std::pair<double, std::vector<T>>> eig_run;
+    if (eigen) {
+      const auto ha = engine->a(), hb = engine->b();
+      std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
+      const double t = eigen_multiply<T>(ha, hb, c, s, repeats > 1 ? 1 : 0, repeats);
+      eig_run.emplace(t, std::move(c));
+    }
+    nb::gil_scoped_acquire locked;
+    if (vendor_t) vendor = measured<T>("cublas", *vendor_t, c_vendor, ref, s);
+    if (eig_run) eig = measured<T>("eigen", eig_run->first, eig_run->second, ref, s);
+    for (std::size_t i = 0; i < levels.size(); ++i) rows.append(measured<T>(to_string(levels[i]), runs[i].first, runs[i].second, ref, s));
+    if (!runs.empty()) c_last = std::move(runs.back().second);
+  }
+  d["levels"] = rows;
+  d["vendor"] = vendor;
+  d["eigen"] = eig;
+  d["timings"] = timings_dict(timings);
+  d["c"] = return_c && !c_last.empty() ? to_numpy(std::move(c_last), {static_cast<std::size_t>(s.m), static_cast<std::size_t>(s.n)})
+                                       : nb::none();
+  return d;
+}
+
+nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& precision,
+                    const std::vector<std::string>& level_names, const std::string& backend, int device, std::uint64_t seed,
+                    int warmup, int repeats, std::int64_t split_k, bool eigen, std::optional<nb::ndarray<>> a,
+                    std::optional<nb::ndarray<>> b, bool return_c) {
+  using namespace matmul;
+  check_precision(precision);
+  for (auto [opt, v] : {std::pair{"--m", m}, std::pair{"--n", n}, std::pair{"--k", k}})
+    if (v <= 0) throw InputError(std::string(opt) + ": must be positive (got " + std::to_string(v) + ")");
+  if (repeats < 1) throw InputError("--repeats: must be at least 1");
+  if (warmup < 0) throw InputError("--warmup: must not be negative");
+  if (split_k < 0) throw InputError("--split-k: must not be negative");
+  std::vector<Level> levels;
+  for (const std::string& name : level_names) {
+    if (name == "all") levels.insert(levels.end(), all_levels.begin(), all_levels.end());
+    else levels.push_back(parse_level(name));  // InputError naming --level
+  }
+  if (levels.empty()) throw InputError("--level: no level given");
+  bool fell_back = false;
+  const reduce::Backend be = backend_of(backend, fell_back);
+  const Shape s{m, n, k};
+  nb::dict d = precision == "float"
+                   ? matmul_case<float>(be, device, s, levels, seed, warmup, repeats, split_k, eigen, a, b, return_c)
+                   : matmul_case<double>(be, device, s, levels, seed, warmup, repeats, split_k, eigen, a, b, return_c);
+  d["shape"] = nb::make_tuple(m, n, k);
+  d["precision"] = precision;
+  d["backend"] = reduce::to_string(be);
+  d["fell_back"] = fell_back;
+  return d;
+}
+
+}  // namespace
+
+void bind_solvers(nb::module_& m) {
+  using nb::arg;
+  m.def("heat2d_solve", &heat2d_solve, arg("nx"), arg("ny").none(), arg("mode"), arg("tol"), arg("max_iter"),
+        arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
+        arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"));
+  m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"), arg("batch"),
+        arg("backend"), arg("device"));
+  m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
+        arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
+        arg("b").none(), arg("return_c"));
+}
+
+}  // namespace tally::python

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""tally.reduce from PyTorch on the GPU: the per-call overhead over the C++ API, and a speed table of
+every axis set against torch.sum / torch.amax. Run on the GPU machine:
+
+    TALLY_BUILD_DIR=build/default python3 scripts/python_bench.py [--quick] [--json results/python_bench.json]
+
+Overhead: N back-to-back calls on 2^16 floats (a launch-bound size), host time per call with one
+synchronisation at the end, for (a) tally.reduce, (b) the same library call from one C++ loop
+(_tally._reduce_view, repeats=N: no Python in between), (c) torch.sum. Table: median of CUDA-event
+timed repeats after a warm-up; GB/s = bytes read / time.
+"""
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+build = Path(os.environ.get("TALLY_BUILD_DIR", ROOT / "build" / "default"))
+if (build / "python" / "tally").is_dir():
+    sys.path.insert(0, str(build / "python"))
+
+import torch  # noqa: E402
+
+import tally  # noqa: E402
+
+SHAPES = [(64, 1024, 4096), (4096, 4096, 16), (16, 4096, 4096), (1024, 1024, 256)]
+AXES = [(0,), (1,), (2,), (0, 1), (1, 2), (0, 2), (0, 1, 2)]
+
+
+def host_per_call(fn, n):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n
+
+
+def overhead(n_calls):
+    x = torch.randn(1 << 16, device="cuda")
+    out = torch.empty((), device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    reps = []
+    for _ in range(5):
+        py_new = host_per_call(lambda: tally.reduce(x), n_calls)
+        py_out = host_per_call(lambda: tally.reduce(x, out=out), n_calls)
+        for _ in range(3):
+            tally._tally._reduce_view(x.data_ptr(), 2, 0, 1, 1, x.numel(), x.numel(), x.numel(), 7, out.data_ptr(), 2, 1, 0,
+                                      stream, 20)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        tally._tally._reduce_view(x.data_ptr(), 2, 0, 1, 1, x.numel(), x.numel(), x.numel(), 7, out.data_ptr(), 2, 1, 0,
+                                  stream, n_calls)
+        torch.cuda.synchronize()
+        cxx = (time.perf_counter() - t0) / n_calls
+        ts = host_per_call(lambda: torch.sum(x), n_calls)
+        reps.append((py_new, py_out, cxx, ts))
+    med = [statistics.median(r[i] for r in reps) for i in range(4)]
+    return dict(zip(("tally_reduce_s", "tally_reduce_out_s", "cxx_call_s", "torch_sum_s"), med))
+
+
+def gpu_time(fn, repeats):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(times)
+
+
+def table(repeats, shapes):
+    rows = []
+    for shape in shapes:
+        x = torch.randn(shape, device="cuda")
+        nbytes = x.numel() * x.element_size()
+        for axis, (op, ref) in itertools.product(AXES, (("sum", torch.sum), ("max", torch.amax))):
+            out = tally.reduce(x, op, axis=axis)
+            want = ref(x, dim=axis)
+            if op == "max":
+                assert torch.equal(out, want), (shape, axis)
+            t_tally = gpu_time(lambda: tally.reduce(x, op, axis=axis, out=out), repeats)
+            t_torch = gpu_time(lambda: ref(x, dim=axis), repeats)
+            rows.append(dict(shape="x".join(map(str, shape)), axis=",".join(map(str, axis)), op=op,
+                             tally_us=t_tally * 1e6, torch_us=t_torch * 1e6, tally_gbs=nbytes / t_tally * 1e-9,
+                             torch_gbs=nbytes / t_torch * 1e-9, speedup=t_torch / t_tally))
+        del x
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer calls and repeats, one shape")
+    ap.add_argument("--json", type=Path, help="also write the numbers here")
+    a = ap.parse_args()
+    dev = torch.cuda.get_device_name()
+    print(f"device: {dev}; torch {torch.__version__}; tally CUDA backend: {tally.cuda_built()}")
+    ov = overhead(2000 if a.quick else 20000)
+    print("\nper-call host time, 2^16 float32, full sum (median of 5 x N calls, one sync at the end):")
+    for k, v in ov.items():
+        print(f"  {k:20s} {v * 1e6:8.2f} us")
+    print(f"  python overhead over the C++ call: {(ov['tally_reduce_s'] - ov['cxx_call_s']) * 1e6:.2f} us "
+          f"(with out=: {(ov['tally_reduce_out_s'] - ov['cxx_call_s']) * 1e6:.2f} us)")
+    rows = table(5 if a.quick else 20, SHAPES[1:2] if a.quick else SHAPES)
+    print("\n| shape | axes | op | tally us | torch us | tally GB/s | torch GB/s | speed-up |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['shape']} | {r['axis']} | {r['op']} | {r['tally_us']:.1f} | {r['torch_us']:.1f} | "
+              f"{r['tally_gbs']:.0f} | {r['torch_gbs']:.0f} | {r['speedup']:.2f}x |")
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps({"device": dev, "overhead": ov, "table": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

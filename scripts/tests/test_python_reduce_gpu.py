@@ -1,0 +1,186 @@
+"""tally.reduce on the GPU from PyTorch and CuPy: zero copy, stream semantics, the same bits as the
+C++ API, results against the frameworks. Skipped (with the reason) without a GPU or a CUDA build."""
+import os
+
+import numpy as np
+import pytest
+
+SEED = int(os.environ.get("TALLY_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
+AXES3 = (None, 0, 1, 2, (0, 1), (1, 2), (0, 2))
+LEVEL_BITS = {0: 1, 1: 2, 2: 4, (0, 1): 3, (1, 2): 6, (0, 2): 5, None: 7}
+
+
+@pytest.fixture(scope="module")
+def torch(tally):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not tally.cuda_built():
+        pytest.skip("tally was built without the CUDA backend")
+    if not torch.cuda.is_available() or tally.cuda_device_count() == 0:
+        pytest.skip("no CUDA device")
+    print(f"seed {SEED} (TALLY_TEST_SEED={SEED} reproduces)")
+    torch.manual_seed(SEED)
+    return torch
+
+
+@pytest.fixture(scope="module")
+def cupy(tally):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if not tally.cuda_built() or tally.cuda_device_count() == 0:
+        pytest.skip("no CUDA device or no CUDA backend in this build")
+    return cupy
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_torch_every_axis_set(tally, torch, dtype):
+    dt = getattr(torch, dtype)
+    x = (torch.randn(5, 70, 300, device="cuda") * 100).to(dt)
+    for axis in AXES3:
+        dims = tuple(range(3)) if axis is None else axis
+        got = tally.reduce(x, "sum", axis=axis)
+        assert got.device == x.device and isinstance(got, torch.Tensor)
+        want = x.double().sum(dim=dims)
+        n = x.numel() // max(got.numel(), 1)
+        bound = 2 * n * torch.finfo(got.dtype if got.dtype.is_floating_point else torch.float64).eps * x.double().abs().sum(dim=dims)
+        assert ((got.double() - want).abs() <= bound).all(), axis
+        assert torch.equal(tally.reduce(x, "max", axis=axis), torch.amax(x, dim=dims))
+        assert torch.equal(tally.reduce(x, "min", axis=axis), torch.amin(x, dim=dims))
+
+
+def test_torch_nan_rule(tally, torch):
+    x = torch.randn(4, 8, 64, device="cuda")
+    x[2, 3, 7] = float("nan")
+    for axis in AXES3:
+        dims = tuple(range(3)) if axis is None else axis
+        for op in ("max", "min", "sum"):
+            got = tally.reduce(x, op, axis=axis)
+            assert torch.equal(torch.isnan(got), torch.isnan(x.sum(dim=dims))), (op, axis)
+
+
+def test_torch_zero_copy(tally, torch):
+    base = torch.randn(16, 64, 1024, device="cuda")
+    x = base[2:, ::2, 8:1000]  # a strided view: reduced in place
+    out = torch.empty(14, 32, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    tally.reduce(x, "sum", axis=2, out=out)
+    torch.cuda.synchronize()
+    assert tally._tally._last_input_pointer() == x.data_ptr()
+    assert torch.cuda.max_memory_allocated() == before  # no copy through PyTorch's allocator
+    assert torch.allclose(out, x.sum(dim=2), rtol=1e-5, atol=1e-4)
+
+
+def test_torch_current_stream_is_used_without_a_device_sync(tally, torch):
+    x = torch.ones(1 << 22, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        tally.reduce(x, "sum")  # the workspace of (device, side) is allocated once, here, not below
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time ahead of the write on this stream
+        x.fill_(2.0)
+        r = tally.reduce(x, "sum")      # the current stream (side) by default: after the fill
+        pending = not side.query()      # the call returned with the work still queued: no sync
+    side.synchronize()
+    assert pending
+    assert r.item() == 2.0 * x.numel()
+
+
+def test_torch_explicit_stream(tally, torch):
+    x = torch.ones(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        x.fill_(3.0)
+    r = tally.reduce(x, "sum", stream=side)  # ordered after the fill although side is not current
+    side.synchronize()
+    assert r.item() == 3.0 * x.numel()
+    r2 = tally.reduce(x, "max", stream=side.cuda_stream)  # a raw handle works as well
+    side.synchronize()
+    assert r2.item() == 3.0
+
+
+def test_torch_same_bits_as_the_cxx_api(tally, torch):
+    x = torch.randn(33, 257, 1031, device="cuda")
+    ng, nw, nv = x.shape
+    for axis, bits in LEVEL_BITS.items():
+        got = tally.reduce(x, "sum", axis=axis)
+        ref = torch.empty(got.numel(), device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        tally._tally._reduce_view(x.data_ptr(), 2, x.get_device(), ng, nw, nv, nv, nw * nv, bits, ref.data_ptr(), 2,
+                                  ref.numel(), 0, stream)
+        assert torch.equal(got.flatten().view(torch.int32), ref.view(torch.int32)), axis
+    # And run to run.
+    assert torch.equal(tally.reduce(x, "sum", axis=1).view(torch.int32), tally.reduce(x, "sum", axis=1).view(torch.int32))
+
+
+def test_torch_bad_input(tally, torch):
+    x = torch.randn(4, 5, device="cuda")
+    with pytest.raises(TypeError, match="^x: unsupported dtype"):
+        tally.reduce(x.half())
+    with pytest.raises(TypeError, match="^x: unsupported dtype"):
+        tally.reduce(torch.randn(4, dtype=torch.complex64, device="cuda"))
+    out = torch.full((4,), 7.0)  # on the CPU, x on the GPU
+    with pytest.raises(ValueError, match="^out: on cpu, x on cuda:0"):
+        tally.reduce(x, axis=1, out=out)
+    assert (out == 7).all()
+    out = torch.full((5,), 7.0, device="cuda")
+    with pytest.raises(ValueError, match="^out: has shape"):
+        tally.reduce(x, axis=1, out=out)
+    assert (out == 7).all()
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(ValueError, match="^stream: belongs to cuda:1"):
+            tally.reduce(x, stream=torch.cuda.Stream(device=1))
+
+
+def test_torch_cpu_tensors(tally, torch):
+    x = torch.randn(6, 7, 8, dtype=torch.float64)
+    for axis in AXES3:
+        dims = tuple(range(3)) if axis is None else axis
+        got = tally.reduce(x, "sum", axis=axis)
+        assert isinstance(got, torch.Tensor) and got.device.type == "cpu"
+        assert torch.allclose(got, x.sum(dim=dims), rtol=1e-12, atol=1e-12)
+
+
+def test_cupy_every_axis_set_zero_copy_and_stream(tally, cupy):
+    rng = cupy.random.default_rng(SEED)
+    x = rng.standard_normal((6, 50, 400), dtype=cupy.float32)
+    for axis in AXES3:
+        got = tally.reduce(x, "max", axis=axis)
+        assert isinstance(got, cupy.ndarray)
+        assert bool((got == x.max(axis=axis)).all())
+        assert tally._tally._last_input_pointer() == x.data.ptr
+    v = x[1:, ::2, 3:]
+    tally.reduce(v, "sum", axis=2)
+    assert tally._tally._last_input_pointer() == v.data.ptr
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        y = cupy.ones(1 << 20, dtype=cupy.float64)
+        y *= 5
+        r = tally.reduce(y, "sum")  # CuPy's current stream: after the multiply
+    s.synchronize()
+    assert float(r) == 5.0 * y.size
+
+
+def test_cupy_same_bits_as_torch(tally, torch, cupy):
+    x = torch.randn(9, 100, 1000, device="cuda")
+    c = cupy.from_dlpack(x)
+    for axis in AXES3:
+        a = tally.reduce(x, "sum", axis=axis)
+        b = tally.reduce(c, "sum", axis=axis)
+        torch.cuda.synchronize()
+        assert a.cpu().numpy().tobytes() == cupy.asnumpy(b).tobytes(), axis
+
+
+def test_jax_through_dlpack(tally, torch):
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    import jax.numpy as jnp
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX has no GPU backend")
+    x = jax.device_put(jnp.arange(4 * 1000, dtype=jnp.float32).reshape(4, 1000), gpu)
+    got = tally.reduce(x, "max", axis=1)
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x).max(axis=1))
