@@ -9,15 +9,24 @@ import pytest
 from conftest import require_app
 
 
+def catches(pid, sig):
+    """Whether process pid has a handler installed for sig (the SigCgt mask of /proc/<pid>/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    return bool(mask >> (sig - 1) & 1)
+
+
 def start_and_signal(cmd, out_dir, signals, gap=0.0):
-    """Starts cmd, waits until its temporary HDF5 file exists (the run is under way), sends the signals."""
+    """Starts cmd, waits until it handles SIGINT and SIGTERM (the apps install their handlers first
+    thing; the output file itself is only created when the result is complete), lets it get into
+    the computation, then sends the signals."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while not any(out_dir.iterdir()):
+    while not (catches(p.pid, signal.SIGINT) and catches(p.pid, signal.SIGTERM)):
         assert p.poll() is None, f"{cmd[0]} ended before it was signalled: {p.communicate()}"
-        assert time.monotonic() < deadline, "no temporary file appeared"
-        time.sleep(0.05)
-    time.sleep(0.3)  # inside the computation
+        assert time.monotonic() < deadline, "the signal handlers were never installed"
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside the computation
     for s in signals:
         p.send_signal(s)
         time.sleep(gap)
