@@ -152,6 +152,22 @@ if [[ $build_status == ok* && $bench_list != none ]]; then
     fi
   done
 fi
+# ---- Python: the module's GPU tests (PyTorch, CuPy) and its speed table ----------------------------
+python_status="not built (no nanobind or Python headers)"
+if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
+  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/scripts/tests/test_python_reduce_gpu.py" >"$out/python.log" 2>&1
+  rc=$?
+  line=$(grep -E "[0-9]+ (passed|failed)" "$out/python.log" | tail -1)
+  python_status="${line:-no summary (exit $rc)}"
+  # Any skip on a GPU machine means a framework or the GPU was missing: as for ctest, a failure.
+  if ((rc != 0)) || [[ $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
+  if [[ $bench_list != none ]]; then
+    echo "==== python" >>"$out/bench.log"
+    TALLY_BUILD_DIR=$build python3 "$root/scripts/python_bench.py" --json "$results/python_bench.json" >>"$out/bench.log" 2>&1 ||
+      python_status="FAILED: python_bench.py (see bench.log)"
+  fi
+fi
+
 # ---- multi-GPU mode: the benchmarks across ranks -----------------------------------------------------
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
 ranks=${TALLY_GPU_RANKS:-$((gpus >= 2 ? gpus : 0))}
@@ -187,6 +203,7 @@ echo "== tally GPU check: $(head -2 "$out/device.txt" | tail -1)"
 row "build" "$build_status"
 row "tests" "$test_status"
 row "memcheck (compute-sanitizer)" "$memcheck_status"
+row "python (GPU tests)" "$python_status"
 for b in $bench_list; do
   [[ $bench_list == none ]] && break
   row "bench $b" "${bench_status[$b]:-not run}"
@@ -196,5 +213,5 @@ for b in $rank_list; do
 done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
 grep -E "^\| " "$out/bench.log" | tail -60
-[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* ]] &&
+[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* && $python_status != FAILED* ]] &&
   [[ ! " ${bench_status[*]:-} ${rank_status[*]:-} " =~ FAILED ]]
