@@ -2,10 +2,13 @@
 // rank or several (mpiexec): every rank checks the same options and sets up, agreeing on failures,
 // solves its row block, and rank 0 alone writes.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "driver.hpp"
@@ -14,6 +17,7 @@
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
+#include "tally/common/interrupt.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
@@ -33,9 +37,85 @@ struct Options {
   double tol = 1e-10;
   std::int64_t max_iter = 1'000'000, check_every = 1;
   std::string cuda_kernel = "registers";
-  bool validate = false, xdmf = false, bench = false;
+  bool validate = false, xdmf = false, bench = false, keep_partial = false;
   std::vector<std::int64_t> bench_sizes;
+  std::string restart;  // a heat2d output to continue from
 };
+
+/// What --restart takes from its file besides the field: the sweeps done and the residual history.
+struct Restart {
+  std::int64_t iterations = 0;
+  std::vector<std::int64_t> check_iteration;
+  std::vector<double> check_residual;
+};
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+std::string num17(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+/// Opens the --restart file and checks that it is a heat2d solve of the same problem (grid,
+/// precision, mode, edges, initial condition, alpha, dt): a mismatch names the option and both
+/// values. Sets rule.first and returns the history to continue, keeping the checks on this run's
+/// schedule: the file's final check is dropped when it was only its --max-iter's last sweep, which
+/// an uninterrupted run would not have checked.
+Restart read_restart(const Options& o, StopRule& rule) {
+  const std::string& path = o.restart;
+  const std::string what = "--restart " + path;
+  if (!std::filesystem::is_regular_file(path)) throw InputError(what + ": no such file");
+  const h5::File f = h5::File::open(path);
+  if (!f.has_attr("app") || f.read_attr_string("app") != "heat2d")
+    throw InputError(what + ": not a heat2d output (its 'app' attribute is " +
+                     (f.has_attr("app") ? "'" + f.read_attr_string("app") + "'" : "missing") + ")");
+  for (const char* a : {"status", "iterations", "nx", "ny", "precision", "mode", "alpha", "dt", "bc_top", "bc_bottom",
+                        "bc_left", "bc_right", "init"})
+    if (!f.has_attr(a)) throw InputError(what + ": not a heat2d solve output (no '" + std::string(a) + "' attribute)");
+  if (f.read_attr_string("status") == "bench") throw InputError(what + ": a --bench table, not a solve output");
+  for (const char* d : {"field", "residual/iteration", "residual/value"})
+    if (!f.has(d)) throw InputError(what + ": not a heat2d solve output (no /" + std::string(d) + ")");
+  const Problem& p = o.p;
+  auto mismatch = [&](const std::string& option, const std::string& file_v, const std::string& ours) {
+    if (file_v != ours)
+      throw InputError(option + " " + ours + " differs from " + what + "'s " + file_v + " (a restart continues the same problem)");
+  };
+  mismatch("--nx", std::to_string(f.read_attr<std::int64_t>("nx")), std::to_string(p.nx));
+  mismatch("--ny", std::to_string(f.read_attr<std::int64_t>("ny")), std::to_string(p.ny));
+  mismatch("--precision", f.read_attr_string("precision"), o.common.precision);
+  mismatch("--mode", f.read_attr_string("mode"), to_string(p.mode));
+  for (auto [option, attr, ours] : {std::tuple{"--bc-top", "bc_top", &p.top}, {"--bc-bottom", "bc_bottom", &p.bottom},
+                                    {"--bc-left", "bc_left", &p.left}, {"--bc-right", "bc_right", &p.right},
+                                    {"--init", "init", &p.init}}) {
+    const Spec theirs = parse_spec(f.read_attr_string(attr), option);
+    if (theirs.is_sin != ours->is_sin || (!ours->is_sin && !same_bits(theirs.value, ours->value)))
+      mismatch(option, theirs.text, ours->text);
+  }
+  if (p.mode == Mode::transient) {
+    const double alpha = f.read_attr<double>("alpha"), dt = f.read_attr<double>("dt");
+    if (!same_bits(alpha, p.alpha)) mismatch("--alpha", num17(alpha), num17(p.alpha));
+    if (!same_bits(dt, p.dt)) mismatch("--dt (after fitting --t-end)", num17(dt), num17(p.dt));
+  }
+  const auto dims = f.dataset_dims("field");
+  if (dims.size() != 2 || dims[0] != static_cast<std::uint64_t>(p.ny) || dims[1] != static_cast<std::uint64_t>(p.nx))
+    throw InputError(what + ": its /field is not " + std::to_string(p.ny) + " x " + std::to_string(p.nx));
+  Restart r;
+  r.iterations = f.read_attr<std::int64_t>("iterations");
+  if (r.iterations < 0) throw InputError(what + ": iterations " + std::to_string(r.iterations) + " is negative");
+  if (r.iterations >= rule.last)
+    throw InputError(what + " has " + std::to_string(r.iterations) + " sweeps already, this run ends at sweep " +
+                     std::to_string(rule.last) + " (--max-iter counts all sweeps, --t-end the whole time)");
+  const auto its = f.read<std::int64_t>("residual/iteration");
+  const auto vals = f.read<double>("residual/value");
+  if (its.size() != vals.size()) throw InputError(what + ": /residual/iteration and /residual/value differ in length");
+  for (std::size_t i = 0; i < its.size(); ++i) {
+    if (its[i] > r.iterations || (its[i] == r.iterations && r.iterations % rule.check_every != 0)) break;
+    r.check_iteration.push_back(its[i]);
+    r.check_residual.push_back(vals[i]);
+  }
+  rule.first = r.iterations;
+  return r;
+}
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -129,9 +209,27 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
 
 template <class T>
 int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, const Comm& comm, HostTimer& total,
-                    const std::string& cmdline) {
+                    const std::string& cmdline, const Restart& restart) {
   const Problem& p = o.p;
-  Report<T> rep = run_problem<T>(p, rule, ro);
+  std::vector<T> start;  // --restart: this rank's block of the file's field
+  if (!o.restart.empty()) {
+    std::exception_ptr failed;
+    try {
+      const Block b = local_block(p, comm.size(), comm.rank());
+      start = h5::File::open(o.restart).read<T>("field", {static_cast<std::uint64_t>(b.row0), 0},
+                                                {static_cast<std::uint64_t>(b.rows), static_cast<std::uint64_t>(p.nx)});
+    } catch (...) {
+      if (comm.size() == 1) throw;
+      failed = std::current_exception();
+    }
+    comm.agree(failed);
+  }
+  Report<T> rep = run_problem<T>(p, rule, ro, std::span<const T>(start));
+  if (!o.restart.empty()) {  // the history continues the file's
+    auto& r = rep.result;
+    r.check_iteration.insert(r.check_iteration.begin(), restart.check_iteration.begin(), restart.check_iteration.end());
+    r.check_residual.insert(r.check_residual.begin(), restart.check_residual.begin(), restart.check_residual.end());
+  }
   const SolveResult& res = rep.result;
   const reduce::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
   if (!comm.is_root()) {
@@ -140,7 +238,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   }
   rep.rank_timings.emplace_back("total", total_s);  // to the write
   const bool converged = res.status == Status::converged;
-  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations, 1));
+  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations - rule.first, 1));
   const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
   const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
 
@@ -150,6 +248,11 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   auto file = h5::File::create(o.common.out);
   write_parameters(file, o, rule, ro);
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
+  file.attr("keep_partial", o.keep_partial);
+  if (!o.restart.empty()) {
+    file.attr("restart_from", o.restart);
+    file.attr("restart_iterations", static_cast<std::int64_t>(rule.first));
+  }
   file.attr("sim_time", rep.sim_time);
   file.attr("status", to_string(res.status));
   file.attr("converged", converged);
@@ -207,14 +310,23 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
       case Status::t_end: check = "reached t = " + fmt("%.4g", rep.sim_time) + ", residual " + fmt("%.2e", res.final_residual); break;
       case Status::max_iter: check = "NOT converged: --max-iter reached, residual " + fmt("%.2e", res.final_residual); break;
       case Status::diverged: check = "DIVERGED, residual " + fmt("%g", res.final_residual); break;
+      case Status::interrupted: check = "INTERRUPTED, residual " + fmt("%.2e", res.final_residual); break;
     }
     if (rep.analytic)
       check += "; analytic error max " + fmt("%.2e", rep.analytic->max) + ", L2 " + fmt("%.2e", rep.analytic->l2);
     if (rep.eigen_max_abs_diff)
       check += std::string("; Eigen ") + (rep.validation_passed ? "agrees" : "DISAGREES") + ", max diff " +
                fmt("%.1e", *rep.eigen_max_abs_diff) + " (tol " + fmt("%.1e", rep.eigen_tolerance) + ")";
+    if (!o.restart.empty()) check += "; restarted at sweep " + std::to_string(rule.first);
     std::printf("heat2d: %s: %lld sweeps, %s; %.3g s, %.3g points/s, %.3g GB/s\n", what.c_str(),
                 static_cast<long long>(res.iterations), check.c_str(), res.solve_s, points_per_s, gb_per_s);
+  }
+  if (const int sig = interrupt::requested(); sig != 0) {  // --keep-partial (one rank): written, now stop
+    std::fflush(stdout);
+    const std::string at = res.status == Status::interrupted ? "at sweep " + std::to_string(res.iterations)
+                                                             : "after the last sweep (" + std::to_string(res.iterations) + ")";
+    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " " + at + "; the field so far was written to " +
+                                          o.common.out + " (status " + to_string(res.status) + ", --restart continues it)");
   }
   if (res.status == Status::diverged) {
     std::fprintf(stderr, "heat2d: diverged at sweep %lld (residual %g); the field was written to %s\n",
@@ -358,6 +470,10 @@ int run(int argc, char** argv, Comm& comm) {
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
+  app.add_flag("--keep-partial", o.keep_partial,
+               "On SIGINT/SIGTERM (one process), write the field reached (status interrupted) before exiting 130/143");
+  app.add_option("--restart", o.restart,
+                 "Continue from a heat2d output of the same problem (its field and sweep count; --max-iter counts all sweeps)");
   app.add_option("--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)")
       ->delimiter(',');
   {
@@ -385,6 +501,7 @@ int run(int argc, char** argv, Comm& comm) {
   // rank stops every rank with rank 0 naming it.
   Problem& p = o.p;
   StopRule rule;
+  Restart restart;
   RunOptions ro;
   bool fell_back = false;
   std::exception_ptr failed;
@@ -404,6 +521,10 @@ int run(int argc, char** argv, Comm& comm) {
       (void)bench_sizes(o, reduce::Backend::cpu, comm.size());
     }
     rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
+    if (!o.restart.empty()) {
+      if (o.bench) throw InputError("--restart: not with --bench");
+      restart = read_restart(o, rule);
+    }
     ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
     if (comm.is_root()) {
       // Probe --out now (create, then drop the empty temporary): a bad path fails before the run.
@@ -435,12 +556,13 @@ int run(int argc, char** argv, Comm& comm) {
   ro.cuda_kernel = o.cuda_kernel;
   ro.validate = o.validate;
   ro.progress = !o.common.quiet && !o.common.json;
+  ro.keep_partial = o.keep_partial;
   ro.comm = &comm;
 
   const std::string cmdline = cli::command_line(argc, argv);
   if (o.bench) return bench(o, ro, comm, cmdline);
-  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, comm, total, cmdline);
-  return solve_and_write<double>(o, rule, ro, comm, total, cmdline);
+  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, comm, total, cmdline, restart);
+  return solve_and_write<double>(o, rule, ro, comm, total, cmdline, restart);
 }
 
 }  // namespace
