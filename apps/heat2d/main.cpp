@@ -65,14 +65,20 @@ Restart read_restart(const Options& o, StopRule& rule) {
   const std::string& path = o.restart;
   const std::string what = "--restart " + path;
   if (!std::filesystem::is_regular_file(path)) throw InputError(what + ": no such file");
-  const h5::File f = h5::File::open(path);
+  const h5::File f = [&] {
+    try {
+      return h5::File::open(path);
+    } catch (const InputError& e) {
+      throw InputError(what + ": " + e.what());
+    }
+  }();
   if (!f.has_attr("app") || f.read_attr_string("app") != "heat2d")
     throw InputError(what + ": not a heat2d output (its 'app' attribute is " +
                      (f.has_attr("app") ? "'" + f.read_attr_string("app") + "'" : "missing") + ")");
+  if (f.has_attr("status") && f.read_attr_string("status") == "bench") throw InputError(what + ": a --bench table, not a solve output");
   for (const char* a : {"status", "iterations", "nx", "ny", "precision", "mode", "alpha", "dt", "bc_top", "bc_bottom",
                         "bc_left", "bc_right", "init"})
     if (!f.has_attr(a)) throw InputError(what + ": not a heat2d solve output (no '" + std::string(a) + "' attribute)");
-  if (f.read_attr_string("status") == "bench") throw InputError(what + ": a --bench table, not a solve output");
   for (const char* d : {"field", "residual/iteration", "residual/value"})
     if (!f.has(d)) throw InputError(what + ": not a heat2d solve output (no /" + std::string(d) + ")");
   const Problem& p = o.p;
