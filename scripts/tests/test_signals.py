@@ -15,7 +15,7 @@ from conftest import require_app
 
 def start_and_signal(cmd, out_dir, signals, gap=0.0, after=None):
     """Starts cmd, waits until its temporary HDF5 file exists (the run is under way) or, with `after`,
-    that many seconds (heat2d creates its file only once the solve is done), sends the signals."""
+    that many seconds (the apps now create their file only once the work is done), sends the signals."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -49,7 +49,7 @@ def test_heat2d_stops_at_a_checked_sweep(build_dir, tmp_path, sig, code):
 def test_mcpi_stops_after_a_batch_on_sigterm(build_dir, tmp_path):
     exe = require_app(build_dir, "mcpi")
     rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--n", "1e11", "--batch", "1e6", "--quiet",
-                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGTERM])
+                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGTERM], after=1.0)
     assert rc == 143, err
     assert "samples" in err, err
     assert list(tmp_path.iterdir()) == []
@@ -60,7 +60,8 @@ def test_a_second_sigint_ends_at_once(build_dir, tmp_path):
     # One batch of 2^40 samples: no safe point for minutes, so only the second signal can end it.
     t0 = time.monotonic()
     rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--n", "2^40", "--batch", "2^40", "--quiet",
-                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGINT, signal.SIGINT], gap=0.2)
+                                   "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGINT, signal.SIGINT], gap=0.2,
+                                  after=1.0)
     assert rc == 130, err
     assert "stopping now" in err, err
     assert time.monotonic() - t0 < 20
