@@ -43,7 +43,7 @@ template std::vector<float> gather_field<float>(const reduce::Comm&, const Probl
 template std::vector<double> gather_field<double>(const reduce::Comm&, const Problem&, std::span<const double>, std::int64_t);
 
 template <class T>
-Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o) {
+Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOptions& o, std::span<const T> start) {
   const reduce::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
   Report<T> rep;
   HostTimer t;
@@ -57,7 +57,15 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
     failed = std::current_exception();
   }
   if (comm) comm->agree(failed);  // a rank that cannot hold its block stops every rank
-  const std::vector<T> u0 = initial_field<T>(p, rep.block.row0, rep.block.rows);
+  const std::vector<T> u0 = start.empty() ? initial_field<T>(p, rep.block.row0, rep.block.rows)
+                                          : std::vector<T>(start.begin(), start.end());
+  if (u0.size() != static_cast<std::size_t>(rep.block.rows * p.nx))
+    throw Error("heat2d: the start field holds " + std::to_string(u0.size()) + " values, the block " +
+                std::to_string(rep.block.rows * p.nx));
+  StopRule rule = rule_in;
+  // One rank: a first signal stops the solver at its next checked sweep (several ranks: the signal
+  // has already ended the job, see interrupt::set_immediate).
+  rule.stop_requested = [] { return interrupt::requested() != 0; };
   rep.timings.set("setup", t.seconds());
 
   t.restart();
@@ -67,16 +75,22 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
   Progress progress(!o.progress || (comm && !comm->is_root()));
   char line[160];
   rep.result = solver->solve(rule, [&](std::int64_t k, double r, double s) {
-    interrupt::check("at sweep " + std::to_string(k));  // a safe point: each checked sweep
     if (!progress.due()) return;
     std::snprintf(line, sizeof line, "heat2d: sweep %lld  residual %.3e  %.3g sweeps/s", static_cast<long long>(k), r,
-                  s > 0 ? static_cast<double>(k) / s : 0.0);
+                  s > 0 ? static_cast<double>(k - rule.first) / s : 0.0);
     progress.update(line);
   });
   progress.finish();
   const auto& res = rep.result;
+  const bool interrupted = res.status == Status::interrupted;
+  // Also a signal after the last check: the run stops here unless its result is to be written.
+  if (const int sig = comm ? 0 : interrupt::requested(); sig != 0 && !o.keep_partial) {
+    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " at sweep " +
+                                          std::to_string(res.iterations) + " (nothing written; --keep-partial writes the field)");
+  }
   rep.timings.set("solve", res.solve_s);
-  rep.timings.set("per_sweep", res.solve_s / static_cast<double>(std::max<std::int64_t>(res.iterations, 1)));
+  const std::int64_t swept = res.iterations - rule.first;
+  rep.timings.set("per_sweep", res.solve_s / static_cast<double>(std::max<std::int64_t>(swept, 1)));
 
   t.restart();
   std::vector<T> block(u0.size());
@@ -89,14 +103,19 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
   rep.timings.set("d2h", t.seconds());
 
   rep.sim_time = static_cast<double>(res.iterations) * p.dt;
+  // --validate repeats the sweeps of this run from its start (an interrupted run skips it: the
+  // user asked to stop).
+  const bool validate = o.validate && !interrupted;
+  std::vector<T> whole;  // the whole start field on rank 0
+  if (validate) whole = !comm ? u0 : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
+                                                   : gather_field<T>(*comm, p, u0);
   if (!rep.field.empty()) {  // rank 0
     if (has_analytic(p) && res.status != Status::diverged)
       rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
-    if (o.validate) {
-      const std::vector<T> whole = comm ? initial_field<T>(p) : u0;
-      const std::vector<T> ref = eigen_sweeps<T>(p, whole, res.iterations);
+    if (validate) {
+      const std::vector<T> ref = eigen_sweeps<T>(p, whole, swept);
       rep.eigen_max_abs_diff = max_abs_diff<T>(rep.field, ref);
-      rep.eigen_tolerance = rounding_tolerance<T>(res.iterations, max_abs<T>(whole));
+      rep.eigen_tolerance = rounding_tolerance<T>(swept, max_abs<T>(whole));
       rep.validation_passed = *rep.eigen_max_abs_diff <= rep.eigen_tolerance;
     }
   }
@@ -109,8 +128,8 @@ Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& 
     for (const auto& [name, s] : rep.timings.entries()) rep.rank_timings.emplace_back(name, o.comm->stats(s));
   return rep;
 }
-template Report<float> run_problem<float>(const Problem&, const StopRule&, const RunOptions&);
-template Report<double> run_problem<double>(const Problem&, const StopRule&, const RunOptions&);
+template Report<float> run_problem<float>(const Problem&, const StopRule&, const RunOptions&, std::span<const float>);
+template Report<double> run_problem<double>(const Problem&, const StopRule&, const RunOptions&, std::span<const double>);
 
 namespace {
 

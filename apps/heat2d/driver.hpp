@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct RunOptions {
   std::string cuda_kernel = "registers";
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal
+  /// On one rank a signal (tally/common/interrupt.hpp) stops the solve at the next checked sweep
+  /// (status interrupted). Then run_problem throws interrupt::Interrupted unless keep_partial, which
+  /// returns the report of the sweeps done (the caller writes it and exits 128 + signal).
+  bool keep_partial = false;
   /// The ranks the grid is split over (nullptr: one). With several, run_problem is collective and,
   /// on CUDA, Comm::use_device(device) must have been called.
   const reduce::Comm* comm = nullptr;
@@ -48,12 +53,13 @@ template <class T>
 std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block,
                             std::int64_t round_bytes = std::int64_t{1} << 30);
 
-/// Solves one problem. Several ranks: each builds its block of the initial field, the solver is
+/// Solves one problem from `start` (this rank's block, halo rows included: a restart's field at
+/// sweep rule.first) or, when empty, from initial_field. Several ranks: each builds its block of the initial field, the solver is
 /// created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field
 /// is gathered to rank 0, which alone computes the analytic error and --validate (on the whole
 /// field); validation_passed is rank 0's verdict on every rank.
 template <class T>
-Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o);
+Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o, std::span<const T> start = {});
 
 struct BenchRow {
   std::string kernel;  ///< cuda: async / registers; cpu: cpu

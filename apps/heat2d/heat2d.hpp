@@ -54,16 +54,24 @@ double max_stable_dt(const Problem& p);
 /// a whole number of steps reaches t_end. Throws tally::InputError with a message naming the option.
 void finalize(Problem& p);
 
-enum class Status { converged, diverged, max_iter, t_end };
-std::string to_string(Status s);  ///< "converged", "diverged", "max-iter", "t-end"
+/// interrupted: a signal stopped the run at a checked sweep before `last` (RunOptions::keep_partial).
+enum class Status { converged, diverged, max_iter, t_end, interrupted };
+std::string to_string(Status s);  ///< "converged", "diverged", "max-iter", "t-end", "interrupted"
 std::string to_string(Mode m);
 
-/// When to check and stop. Sweep k (1-based) is checked when k % check_every == 0 or k == last.
+/// When to check and stop. Sweep k (1-based, counted from the very first sweep of the run, also
+/// across a restart) is checked when k % check_every == 0 or k == last.
 struct StopRule {
   double tol = 1e-9;
   std::int64_t check_every = 1;
+  std::int64_t first = 0;             ///< sweeps already done (a restart): solve() runs first+1..last
   std::int64_t last = 1;              ///< the last sweep to run (min(max_iter, steps))
   Status at_last = Status::max_iter;  ///< the status when `last` is reached without stopping
+  /// Polled by the solver (one rank only) at checked sweeps, or before enqueueing each sweep on the
+  /// GPU: true asks it to stop at the next checked sweep, as on convergence but with status
+  /// interrupted (nullptr: never). Across ranks it is not polled (a signal ends the job there).
+  bool (*stop_requested)() = nullptr;
+  [[nodiscard]] bool wants_stop() const { return stop_requested && stop_requested(); }
   [[nodiscard]] bool is_check(std::int64_t k) const { return k % check_every == 0 || k == last; }
   /// converged (r <= tol), diverged (NaN or Inf), or nothing yet (returns false).
   [[nodiscard]] bool judge(double residual, Status& s) const;

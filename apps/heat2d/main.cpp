@@ -2,6 +2,7 @@
 // rank or several (mpiexec): every rank checks the same options and sets up, agreeing on failures,
 // solves its row block, and rank 0 alone writes.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,11 +10,13 @@
 #include <vector>
 
 #include "driver.hpp"
+#include "restart.hpp"
 #include "tally/common/app.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
+#include "tally/common/interrupt.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
@@ -33,8 +36,9 @@ struct Options {
   double tol = 1e-10;
   std::int64_t max_iter = 1'000'000, check_every = 1;
   std::string cuda_kernel = "registers";
-  bool validate = false, xdmf = false, bench = false;
+  bool validate = false, xdmf = false, bench = false, keep_partial = false;
   std::vector<std::int64_t> bench_sizes;
+  std::string restart;  // a heat2d output to continue from
 };
 
 std::string fmt(const char* f, double v) {
@@ -129,9 +133,27 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
 
 template <class T>
 int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, const Comm& comm, HostTimer& total,
-                    const std::string& cmdline) {
+                    const std::string& cmdline, const Restart& restart) {
   const Problem& p = o.p;
-  Report<T> rep = run_problem<T>(p, rule, ro);
+  std::vector<T> start;  // --restart: this rank's block of the file's field
+  if (!o.restart.empty()) {
+    std::exception_ptr failed;
+    try {
+      const Block b = local_block(p, comm.size(), comm.rank());
+      start = h5::File::open(o.restart).read<T>("field", {static_cast<std::uint64_t>(b.row0), 0},
+                                                {static_cast<std::uint64_t>(b.rows), static_cast<std::uint64_t>(p.nx)});
+    } catch (...) {
+      if (comm.size() == 1) throw;
+      failed = std::current_exception();
+    }
+    comm.agree(failed);
+  }
+  Report<T> rep = run_problem<T>(p, rule, ro, std::span<const T>(start));
+  if (!o.restart.empty()) {  // the history continues the file's
+    auto& r = rep.result;
+    r.check_iteration.insert(r.check_iteration.begin(), restart.check_iteration.begin(), restart.check_iteration.end());
+    r.check_residual.insert(r.check_residual.begin(), restart.check_residual.begin(), restart.check_residual.end());
+  }
   const SolveResult& res = rep.result;
   const reduce::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
   if (!comm.is_root()) {
@@ -140,7 +162,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   }
   rep.rank_timings.emplace_back("total", total_s);  // to the write
   const bool converged = res.status == Status::converged;
-  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations, 1));
+  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations - rule.first, 1));
   const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
   const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
 
@@ -150,6 +172,11 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   auto file = h5::File::create(o.common.out);
   write_parameters(file, o, rule, ro);
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
+  file.attr("keep_partial", o.keep_partial);
+  if (!o.restart.empty()) {
+    file.attr("restart_from", o.restart);
+    file.attr("restart_iterations", static_cast<std::int64_t>(rule.first));
+  }
   file.attr("sim_time", rep.sim_time);
   file.attr("status", to_string(res.status));
   file.attr("converged", converged);
@@ -207,14 +234,23 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
       case Status::t_end: check = "reached t = " + fmt("%.4g", rep.sim_time) + ", residual " + fmt("%.2e", res.final_residual); break;
       case Status::max_iter: check = "NOT converged: --max-iter reached, residual " + fmt("%.2e", res.final_residual); break;
       case Status::diverged: check = "DIVERGED, residual " + fmt("%g", res.final_residual); break;
+      case Status::interrupted: check = "INTERRUPTED, residual " + fmt("%.2e", res.final_residual); break;
     }
     if (rep.analytic)
       check += "; analytic error max " + fmt("%.2e", rep.analytic->max) + ", L2 " + fmt("%.2e", rep.analytic->l2);
     if (rep.eigen_max_abs_diff)
       check += std::string("; Eigen ") + (rep.validation_passed ? "agrees" : "DISAGREES") + ", max diff " +
                fmt("%.1e", *rep.eigen_max_abs_diff) + " (tol " + fmt("%.1e", rep.eigen_tolerance) + ")";
+    if (!o.restart.empty()) check += "; restarted at sweep " + std::to_string(rule.first);
     std::printf("heat2d: %s: %lld sweeps, %s; %.3g s, %.3g points/s, %.3g GB/s\n", what.c_str(),
                 static_cast<long long>(res.iterations), check.c_str(), res.solve_s, points_per_s, gb_per_s);
+  }
+  if (const int sig = interrupt::requested(); sig != 0) {  // --keep-partial (one rank): written, now stop
+    std::fflush(stdout);
+    const std::string at = res.status == Status::interrupted ? "at sweep " + std::to_string(res.iterations)
+                                                             : "after the last sweep (" + std::to_string(res.iterations) + ")";
+    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " " + at + "; the field so far was written to " +
+                                          o.common.out + " (status " + to_string(res.status) + ", --restart continues it)");
   }
   if (res.status == Status::diverged) {
     std::fprintf(stderr, "heat2d: diverged at sweep %lld (residual %g); the field was written to %s\n",
@@ -358,6 +394,10 @@ int run(int argc, char** argv, Comm& comm) {
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
+  app.add_flag("--keep-partial", o.keep_partial,
+               "On SIGINT/SIGTERM (one process), write the field reached (status interrupted) before exiting 130/143");
+  app.add_option("--restart", o.restart,
+                 "Continue from a heat2d output of the same problem (its field and sweep count; --max-iter counts all sweeps)");
   cli::add_number(app, "--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)", cli::at_least(3))
       ->delimiter(',');
   {
@@ -372,19 +412,16 @@ int run(int argc, char** argv, Comm& comm) {
     if (rc) return *rc;
   }
   // All options, defaults and config files included, must be the same on every rank (one line, so
-  // that the message quotes the difference in place). require_same throws on every rank alike.
+  // that the message quotes the difference in place). An agreed input error when they differ.
   std::string config = app.config_to_str(true, false);
   std::replace(config.begin(), config.end(), '\n', ' ');
-  try {
-    comm.require_same(config, "the configuration (all options)");
-  } catch (const InputError& e) {
-    throw reduce::AgreedError(e.what(), true);
-  }
+  comm.require_same(config, "the configuration (all options)");
 
   // Everything the user gave is checked before anything is computed or written; a failure on any
   // rank stops every rank with rank 0 naming it.
   Problem& p = o.p;
   StopRule rule;
+  Restart restart;
   RunOptions ro;
   bool fell_back = false;
   std::exception_ptr failed;
@@ -404,6 +441,10 @@ int run(int argc, char** argv, Comm& comm) {
       (void)bench_sizes(o, reduce::Backend::cpu, comm.size());
     }
     rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
+    if (!o.restart.empty()) {
+      if (o.bench) throw InputError("--restart: not with --bench");
+      restart = read_restart(o.restart, p, o.common.precision, rule);
+    }
     ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
     if (comm.is_root()) {
       // Probe --out now (create, then drop the empty temporary): a bad path fails before the run.
@@ -435,12 +476,13 @@ int run(int argc, char** argv, Comm& comm) {
   ro.cuda_kernel = o.cuda_kernel;
   ro.validate = o.validate;
   ro.progress = !o.common.quiet && !o.common.json;
+  ro.keep_partial = o.keep_partial;
   ro.comm = &comm;
 
   const std::string cmdline = cli::command_line(argc, argv);
   if (o.bench) return bench(o, ro, comm, cmdline);
-  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, comm, total, cmdline);
-  return solve_and_write<double>(o, rule, ro, comm, total, cmdline);
+  if (o.common.precision == "float") return solve_and_write<float>(o, rule, ro, comm, total, cmdline, restart);
+  return solve_and_write<double>(o, rule, ro, comm, total, cmdline, restart);
 }
 
 }  // namespace

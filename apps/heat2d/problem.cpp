@@ -80,6 +80,7 @@ std::string to_string(Status s) {
     case Status::diverged: return "diverged";
     case Status::max_iter: return "max-iter";
     case Status::t_end: return "t-end";
+    case Status::interrupted: return "interrupted";
   }
   return "?";
 }

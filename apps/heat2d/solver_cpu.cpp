@@ -66,8 +66,9 @@ class CpuSolver final : public Solver<T> {
 
   SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
     SolveResult r;
+    r.iterations = rule.first;
     HostTimer clock;
-    for (std::int64_t k = 1; k <= rule.last; ++k) {
+    for (std::int64_t k = rule.first + 1; k <= rule.last; ++k) {
       if (rule.is_check(k)) {
         double res = static_cast<double>(step<true>());
         // The same bits on every rank (Max is exact): every rank judges alike and stops together.
@@ -78,6 +79,11 @@ class CpuSolver final : public Solver<T> {
         r.final_residual = res;
         if (progress) progress(k, res, clock.seconds());
         if (rule.judge(res, r.status)) {
+          r.solve_s = clock.seconds();
+          return r;
+        }
+        if (!comm_ && k < rule.last && rule.wants_stop()) {  // the field is the state after sweep k
+          r.status = Status::interrupted;
           r.solve_s = clock.seconds();
           return r;
         }

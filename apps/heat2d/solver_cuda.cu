@@ -183,8 +183,13 @@ class CudaSolver final : public Solver<T> {
     long long checks = 0;
     Pending last_check{0, 0}, prev_check{0, 0};  // several ranks: the two latest checks
     long long gated = 0;                         // the latest check the main stream waits for
-    for (long long k = 1; k <= rule.last && !stopped; ++k) {
-      const int src = cur_ ^ static_cast<int>((k - 1) & 1);
+    // One rank: a stop request (a signal) ends the enqueueing after the next checked sweep not yet
+    // enqueued; the sweeps before it are already queued, so the field is exactly that sweep's.
+    long long end = rule.last;
+    for (long long k = rule.first + 1; k <= end && !stopped; ++k) {
+      if (!ranks_ && end == rule.last && rule.wants_stop())
+        end = std::min<long long>(rule.last, (k + rule.check_every - 1) / rule.check_every * rule.check_every);
+      const int src = cur_ ^ static_cast<int>((k - rule.first - 1) & 1);
       SweepArgs<T> a{pitch_, p_.nx, rows_, 0, rows_, -1, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
       const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
       if (ranks_) {
@@ -249,11 +254,14 @@ class CudaSolver final : public Solver<T> {
     DeviceState st{};
     TALLY_CUDA_TRY(cudaMemcpy(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost));
     r.iterations = st.stop_at > 0 ? st.stop_at : st.done;  // across ranks one sweep may run past the stop
-    r.status = st.stop == stop_diverged ? Status::diverged : st.stop == stop_converged ? Status::converged : rule.at_last;
+    r.status = st.stop == stop_diverged    ? Status::diverged
+               : st.stop == stop_converged ? Status::converged
+               : end < rule.last           ? Status::interrupted
+                                           : rule.at_last;
     if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
       throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
                   " but its last check seen was another");
-    cur_ ^= static_cast<int>(r.iterations & 1);
+    cur_ ^= static_cast<int>((r.iterations - rule.first) & 1);
     return r;
   }
 

@@ -1,6 +1,7 @@
 // heat2d on the CPU backend: against the Eigen iteration, the analytic solutions (order of accuracy),
 // the exact discrete decay of the sine mode, the expected table, divergence and bad input.
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "heat2d_test_support.hpp"
@@ -236,4 +237,56 @@ TEST_CASE("transient dt is fitted to t_end and never exceeds the stable limit", 
   const StopRule rule = make_stop_rule(p, 1e-9, 1'000'000, 1);
   CHECK(rule.last == p.steps());
   CHECK(rule.at_last == Status::t_end);
+}
+
+namespace {
+int stop_polls = 0;  // stop_requested is a plain function pointer: its counter lives here
+int stop_after_polls = 0;
+bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
+}  // namespace
+
+TEMPLATE_TEST_CASE("a stop request ends at a checked sweep, and the run continues from it bit for bit",
+                   "[heat2d][interrupt]", float, double) {
+  using T = TestType;
+  auto g = tally::test::rng(31);
+  for (Mode m : {Mode::steady, Mode::transient}) {
+    Problem p;
+    p.nx = 20 + static_cast<std::int64_t>(g() % 30);
+    p.ny = 20 + static_cast<std::int64_t>(g() % 30);
+    p.mode = m;
+    finalize(p);
+    const auto u0 = random_field<T>(p, 310 + static_cast<std::uint64_t>(m));
+    const std::int64_t ce = 1 + static_cast<std::int64_t>(g() % 9), total = 300;
+    stop_polls = 0;
+    stop_after_polls = 2 + static_cast<int>(g() % 10);
+    INFO(p.nx << "x" << p.ny << " " << to_string(m) << ", check every " << ce << ", stop at poll " << stop_after_polls + 1);
+    StopRule rule = fixed_sweeps(total, ce);
+    rule.stop_requested = stop_after_some_polls;
+    std::vector<T> partial;
+    const SolveResult ri = run_sweeps<T>(p, u0, rule, partial);
+    // Polled at each checked sweep: the request seen at the (stop_after_polls + 1)-th check stops there.
+    CHECK(ri.status == Status::interrupted);
+    CHECK(ri.iterations == (stop_after_polls + 1) * ce);
+    CHECK(ri.check_iteration.back() == ri.iterations);
+    // The field is exactly the state after that sweep.
+    std::vector<T> ref;
+    const SolveResult rr = run_sweeps<T>(p, u0, fixed_sweeps(ri.iterations, ce), ref);
+    CHECK(max_abs_diff<T>(partial, ref) == 0.0);
+    CHECK(rr.check_residual == ri.check_residual);
+    // Continued from there to `total` (global sweep numbers: the same checks) = one run of `total`.
+    StopRule rest = fixed_sweeps(total, ce);
+    rest.first = ri.iterations;
+    std::vector<T> continued, whole;
+    const SolveResult rc = run_sweeps<T>(p, partial, rest, continued);
+    const SolveResult rw = run_sweeps<T>(p, u0, fixed_sweeps(total, ce), whole);
+    CHECK(rc.iterations == total);
+    CHECK(rc.status == Status::max_iter);
+    CHECK(std::memcmp(continued.data(), whole.data(), whole.size() * sizeof(T)) == 0);
+    std::vector<std::int64_t> its = ri.check_iteration;
+    std::vector<double> res = ri.check_residual;
+    its.insert(its.end(), rc.check_iteration.begin(), rc.check_iteration.end());
+    res.insert(res.end(), rc.check_residual.begin(), rc.check_residual.end());
+    CHECK(its == rw.check_iteration);
+    CHECK(res == rw.check_residual);
+  }
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "heat2d_test_support.hpp"
@@ -143,4 +144,64 @@ TEST_CASE("a grid larger than the device memory exits 2 and writes nothing", "[h
   CHECK(text.find("device memory") != std::string::npos);
   CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
+}
+
+namespace {
+int stop_polls = 0;  // stop_requested is a plain function pointer: its counter lives here
+int stop_after_polls = 0;
+bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
+}  // namespace
+
+TEMPLATE_TEST_CASE("cuda: a stop request ends at the next checked sweep queued; a restart continues bit for bit",
+                   "[heat2d][gpu][interrupt]", float, double) {
+  using T = TestType;
+  auto g = tally::test::rng(32);
+  for (const char* kernel : {"async", "registers"})
+    for (Mode m : {Mode::steady, Mode::transient}) {
+      Problem p;
+      p.nx = 30 + static_cast<std::int64_t>(g() % 200);
+      p.ny = 30 + static_cast<std::int64_t>(g() % 200);
+      p.mode = m;
+      finalize(p);
+      const auto u0 = random_field<T>(p, 320 + static_cast<std::uint64_t>(m));
+      const std::int64_t ce = 1 + static_cast<std::int64_t>(g() % 9), total = 300;
+      stop_polls = 0;
+      stop_after_polls = 5 + static_cast<int>(g() % 100);
+      INFO(kernel << " " << p.nx << "x" << p.ny << " " << to_string(m) << ", check every " << ce << ", stop at poll "
+                  << stop_after_polls + 1);
+      StopRule rule;
+      rule.tol = -1.0;
+      rule.check_every = ce;
+      rule.last = total;
+      rule.stop_requested = stop_after_some_polls;
+      std::vector<T> partial;
+      const SolveResult ri = run_on<T>(Backend::cuda, p, u0, rule, partial, kernel);
+      // Polled before each sweep is queued: the request seen before sweep k ends at the first check >= k.
+      const std::int64_t k = stop_after_polls + 1;
+      CHECK(ri.status == Status::interrupted);
+      CHECK(ri.iterations == (k + ce - 1) / ce * ce);
+      // The field is the state after that sweep: the cpu's, as in the tests above.
+      StopRule upto = rule;
+      upto.stop_requested = nullptr;
+      upto.last = ri.iterations;
+      std::vector<T> ref;
+      const SolveResult rr = run_on<T>(Backend::cpu, p, u0, upto, ref);
+      SolveResult ri_as_ref = ri;  // compared but for the status
+      ri_as_ref.status = rr.status;
+      compare_results<T>(p, u0, upto, rr, ref, ri_as_ref, partial, kernel);
+      // Continued on the GPU to `total` = one GPU run of `total`, bitwise (the same kernels).
+      StopRule rest = upto;
+      rest.first = ri.iterations;
+      rest.last = total;
+      std::vector<T> continued, whole;
+      const SolveResult rc = run_on<T>(Backend::cuda, p, partial, rest, continued, kernel);
+      upto.last = total;
+      const SolveResult rw = run_on<T>(Backend::cuda, p, u0, upto, whole, kernel);
+      CHECK(rc.iterations == total);
+      CHECK(rc.status == Status::max_iter);
+      CHECK(std::memcmp(continued.data(), whole.data(), whole.size() * sizeof(T)) == 0);
+      std::vector<std::int64_t> its = ri.check_iteration;
+      its.insert(its.end(), rc.check_iteration.begin(), rc.check_iteration.end());
+      CHECK(its == rw.check_iteration);
+    }
 }
