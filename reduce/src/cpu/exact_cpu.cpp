@@ -53,6 +53,29 @@ struct Sink {
   void special(double x) { touch(), acc->special(x); }
 };
 
+/// An output: the exact sum rounded to Out (float, double), or, for Out = Accumulator<T> (the rank
+/// level's cross-rank step), the accumulator itself, normalised so that ranks can add theirs.
+template <class Out, class T>
+Out result_of(Accumulator<T>& a) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    a.normalize();
+    return a;
+  } else {
+    return a.template round<Out>();
+  }
+}
+/// The same from a filter that took at least one input and its accumulator (`used`: ever touched).
+template <class Out, class T>
+Out result_of(Filter& f, Accumulator<T>& acc, bool used) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    if (!used) acc.clear();
+    f.flush_into(acc);
+    return result_of<Out>(acc);
+  } else {
+    return exact::finish<T, Out>(f, acc, used);
+  }
+}
+
 /// W consecutive values, value l into filter l (W <= lanes; a compile-time W for the vectoriser,
 /// 0: the runtime w). All lanes' TwoSums at once; when one of them meets a special value, the block
 /// is redone lane by lane with the scalar filter (the same arithmetic, so the same result).
@@ -199,12 +222,12 @@ Out inner_output(const Plan& p, const T* base, Accumulator<T>& acc) {
       for (std::int64_t i = 0; i < p.n; ++i) f.add(row[i], sink);
     }
     if (sink.used) sink.acc->normalize();
-    return exact::finish<T, Out>(f, acc, sink.used);
+    return result_of<Out>(f, acc, sink.used);
   }
   LaneFilters<T> f;
   inner_range<T>(p, base, 0, per, f, sink);
   f.drain(sink);
-  return acc.template round<Out>();
+  return result_of<Out>(acc);
 }
 
 template <class T, class Out>
@@ -237,7 +260,7 @@ void exact_inner(const Plan& p, const T* in, Out* out) {
   for (std::int64_t o = 0; o < p.n_out; ++o) {
     Accumulator<T>& a = part[static_cast<std::size_t>(o * nchunks)];
     for (std::int64_t c = 1; c < nchunks; ++c) a.merge(part[static_cast<std::size_t>(o * nchunks + c)]);
-    out[o] = a.template round<Out>();
+    out[o] = result_of<Out>(a);
   }
 }
 
@@ -268,7 +291,7 @@ struct ColumnTask {
   Out result(int c) {
     Filter f{hi[c], lo[c]};
     if (sink[c].used) acc[c].normalize();
-    return exact::finish<T, Out>(f, acc[c], sink[c].used);
+    return result_of<Out>(f, acc[c], sink[c].used);
   }
   /// Column c's whole sum in its accumulator.
   Accumulator<T>& drained(int c) {
@@ -316,7 +339,7 @@ void exact_outer(const Plan& p, const T* in, Out* out) {
     for (int c = 0; c < w; ++c) {
       Accumulator<T>& a = part[static_cast<std::size_t>((u * nrb) * cw + c)];
       for (std::int64_t rb = 1; rb < nrb; ++rb) a.merge(part[static_cast<std::size_t>((u * nrb + rb) * cw + c)]);
-      out[b * p.nc + c0 + c] = a.template round<Out>();
+      out[b * p.nc + c0 + c] = result_of<Out>(a);
     }
   }
 }
@@ -327,7 +350,10 @@ template <class T, class Out>
 void exact_cpu_isa(const Problem& prob, Out* out) {
   const Plan p = make_plan(prob);
   const T* in = static_cast<const T*>(prob.data);
-  if (p.empty) std::fill(out, out + p.n_out, Out(0));
+  if (p.empty) {
+    if constexpr (std::is_same_v<Out, Accumulator<T>>) std::for_each(out, out + p.n_out, [](Out& a) { a.clear(); });
+    else std::fill(out, out + p.n_out, Out(0));
+  }
   else if (p.kind == Plan::Kind::inner) exact_inner<T, Out>(p, in, out);
   else exact_outer<T, Out>(p, in, out);
 }
@@ -335,5 +361,7 @@ void exact_cpu_isa(const Problem& prob, Out* out) {
 template void exact_cpu_isa<float, float>(const Problem&, float*);
 template void exact_cpu_isa<float, double>(const Problem&, double*);
 template void exact_cpu_isa<double, double>(const Problem&, double*);
+template void exact_cpu_isa<float, Accumulator<float>>(const Problem&, Accumulator<float>*);
+template void exact_cpu_isa<double, Accumulator<double>>(const Problem&, Accumulator<double>*);
 
 }  // namespace tally::reduce::detail::TALLY_CPU_ISA
