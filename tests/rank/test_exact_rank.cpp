@@ -1,11 +1,10 @@
 // ExactSum across ranks (reduce(comm, ...), reduce_to_host(comm, ...)): the ranks add their unrounded
 // accumulators, so with gang in the level set every rank holds the single-process exact sum of the
 // whole array bit for bit, for 1, 2 and 3 ranks; without gang each rank's output is its own slab's.
-// The inputs span 2^-40 .. 2^40 with a cancelling pair of 2^60 in different slabs: a rounded partial
+// (The CUDA backend: test_rank_cuda.cpp.) The inputs span 2^-40 .. 2^40 with a cancelling pair of 2^60 in different slabs: a rounded partial
 // per rank would lose the small terms; the exact result does not.
 #include <cmath>
 #include <span>
-#include <stdexcept>
 
 #include "catch.hpp"
 #include "rank_checks.hpp"
@@ -61,15 +60,4 @@ TEST_CASE("reduce(comm) with ExactSum: the same bits for every rank count, the s
     check_exact4<float, double>(ng, 3, 5, salt++);
     check_exact4<double, double>(ng, 3, 5, salt++);
   }
-}
-
-TEST_CASE("reduce(comm) with ExactSum on the CUDA backend across ranks is refused by name") {
-  const Comm& c = world();
-  if (c.size() == 1) return;  // one rank: the ordinary single-process path
-  const std::vector<float> x(6, 1.0f);
-  Workspace ws(Backend::cpu);
-  std::vector<float> out(1);
-  CHECK_THROWS_AS((reduce<ExactSum, float, float>(c, Backend::cuda, View<const float>::contiguous(x.data(), 2, 1, 3), Levels::all(),
-                                                  std::span<float>(out), ws)),
-                  std::invalid_argument);
 }

@@ -28,6 +28,7 @@ namespace {
 
 using exact::Accumulator;
 using exact::Filter;
+using exact::result_of;
 
 constexpr std::int64_t grain = std::int64_t{1} << 14;        // elements: least work worth a task of its own
 constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
@@ -52,29 +53,6 @@ struct Sink {
   void add(double r) { touch(), acc->add(r); }
   void special(double x) { touch(), acc->special(x); }
 };
-
-/// An output: the exact sum rounded to Out (float, double), or, for Out = Accumulator<T> (the rank
-/// level's cross-rank step), the accumulator itself, normalised so that ranks can add theirs.
-template <class Out, class T>
-Out result_of(Accumulator<T>& a) {
-  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
-    a.normalize();
-    return a;
-  } else {
-    return a.template round<Out>();
-  }
-}
-/// The same from a filter that took at least one input and its accumulator (`used`: ever touched).
-template <class Out, class T>
-Out result_of(Filter& f, Accumulator<T>& acc, bool used) {
-  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
-    if (!used) acc.clear();
-    f.flush_into(acc);
-    return result_of<Out>(acc);
-  } else {
-    return exact::finish<T, Out>(f, acc, used);
-  }
-}
 
 /// W consecutive values, value l into filter l (W <= lanes; a compile-time W for the vectoriser,
 /// 0: the runtime w). All lanes' TwoSums at once; when one of them meets a special value, the block

@@ -307,6 +307,29 @@ TALLY_HD Out finish(Filter& f, Accumulator<T>& acc, bool flushed) {
   return acc.template round<Out>();
 }
 
+/// An output: the exact sum rounded to Out (float, double), or, for Out = Accumulator<T> (the rank
+/// level's cross-rank step), the accumulator itself, normalised so that ranks can add theirs.
+template <class Out, class T>
+TALLY_HD Out result_of(Accumulator<T>& a) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    a.normalize();
+    return a;
+  } else {
+    return a.template round<Out>();
+  }
+}
+/// The same from a filter that took at least one input and its accumulator (`used`: ever touched).
+template <class Out, class T>
+TALLY_HD Out result_of(Filter& f, Accumulator<T>& acc, bool used) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    if (!used) acc.clear();
+    f.flush_into(acc);
+    return result_of<Out>(acc);
+  } else {
+    return finish<T, Out>(f, acc, used);
+  }
+}
+
 /// The exact dot product of the float vectors a and b (n elements, host memory), rounded once to Out
 /// (float or double): every product is exact in a double and goes through the same filter. The
 /// sequential form of the building block; kernels use device::ExactThread<FloatProducts>::add_product.

@@ -18,7 +18,7 @@
 // exact in any order, may use the transport's own reduction). Max, Min and every integer operator
 // are therefore bitwise identical for every rank count; a floating-point Sum depends on the rank
 // count (and on where the gang axis was split), not on anything else; ExactSum does not (the ranks
-// add their unrounded accumulators as integers, CPU backend only for now). Max and Min propagate NaN,
+// add their unrounded accumulators as integers and round once). Max and Min propagate NaN,
 // as everywhere in the library (NCCL's and MPI's own max/min are never used on floating point).
 //
 // Collectives: every call named "collective" must be made by every rank of the communicator, in
@@ -39,7 +39,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "tally/reduce/exact.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce {
@@ -212,26 +211,12 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
 // ---- the four-level reduction ----------------------------------------------------------------------
 
 namespace detail {
-/// ExactSum over several ranks (levels with gang): each rank's unrounded accumulators (exact.hpp),
-/// added across ranks as integers (exact, any order), rounded once: the same bits for every rank
-/// count, equal to the single-process exact sum. Host memory (`out` too): the CPU backend only.
+/// ExactSum over several ranks (levels with gang): each rank's unrounded, normalised accumulators
+/// (exact.hpp), added across ranks as integers (exact, any order), rounded once: the same bits for
+/// every rank count, equal to the single-process exact sum. Both backends (src/rank/exact_ranks.cpp).
 template <class T, class Out>
 void exact_across_ranks(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Out> out,
-                        Workspace& ws) {
-  static_assert(is_supported<ExactSum, T, Out>, "this (input type, output type) has no exact sum");
-  if (backend != Backend::cpu)
-    throw std::invalid_argument("backend: ExactSum across ranks runs on the CPU backend (the CUDA accumulator path is not built yet)");
-  using A = exact::Accumulator<T>;
-  static_assert(sizeof(A) == sizeof(std::int64_t) * A::words, "exact::Accumulator: a plain array of int64");
-  const Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
-  validate(p, out.data());
-  check_workspace(ws, backend);
-  std::vector<A> acc(out.size());
-  exact_cpu<T, A>(p, acc.data());
-  const std::span<std::int64_t> words(acc.empty() ? nullptr : acc.data()->w, acc.size() * A::words);
-  comm.allreduce<Sum, std::int64_t>(std::span<const std::int64_t>(words.data(), words.size()), words, Memory::host);
-  for (std::size_t o = 0; o < out.size(); ++o) out[o] = acc[o].template round<Out>();
-}
+                        Workspace& ws, stream_t stream);
 }  // namespace detail
 
 /// Collective when `levels` contains gang. Each rank holds a slab of the gang axis (its own ng; nw,
@@ -244,7 +229,7 @@ template <class Op, class T, class Acc = T>
 void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
             stream_t stream = nullptr) {
   if constexpr (std::is_same_v<Op, ExactSum>) {
-    if (levels.contains(Level::gang) && comm.size() > 1) detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws);
+    if (levels.contains(Level::gang) && comm.size() > 1) detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws, stream);
     else reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
   } else {
     reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
@@ -259,9 +244,14 @@ template <class Op, class T, class Acc = T>
 Acc reduce_to_host(const Comm& comm, Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
   if constexpr (std::is_same_v<Op, ExactSum>) {
     if (comm.size() == 1) return reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
-    Acc r{};
-    detail::exact_across_ranks<T, Acc>(comm, backend, in, Levels::all(), std::span<Acc>(&r, 1), ws);
-    return r;
+    if (backend == Backend::cpu) {
+      Acc r{};
+      detail::exact_across_ranks<T, Acc>(comm, backend, in, Levels::all(), std::span<Acc>(&r, 1), ws, stream);
+      return r;
+    }
+    Acc* d_r = static_cast<Acc*>(ws.result_slot());
+    detail::exact_across_ranks<T, Acc>(comm, backend, in, Levels::all(), std::span<Acc>(d_r, 1), ws, stream);
+    return detail::copy_scalar_to_host(d_r, stream);
   } else {
     Acc r = reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
     if (comm.size() > 1) comm.allreduce<Op, Acc>(std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), Memory::host);

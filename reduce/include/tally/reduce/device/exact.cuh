@@ -134,12 +134,12 @@ __device__ __forceinline__ void exact_block_carry(exact::Accumulator<T>& acc) {
   __syncthreads();
 }
 
-/// The block's exact sum rounded to Out, in thread 0 (all threads call). Needs block_size() >= limbs.
+/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= limbs.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
   exact_block_flush(t);
   Out r{};
-  if (block_thread_rank() == 0) r = s.acc.template round<Out>();
+  if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
   return r;
 }
 
@@ -153,7 +153,7 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   constexpr int W = exact::Accumulator<T>::words;
   exact_block_flush(t);
   if (nblocks == 1) {
-    if (block_thread_rank() == 0) result = s.acc.template round<Out>();
+    if (block_thread_rank() == 0) result = exact::result_of<Out>(s.acc);
     return true;
   }
   exact_block_carry(s.acc);
@@ -172,7 +172,7 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
     if (sum != 0) t.sink.word_add(k % W, sum);
   }
   __syncthreads();
-  if (k == 0) result = s.acc.template round<Out>();
+  if (k == 0) result = exact::result_of<Out>(s.acc);
   return true;
 }
 
