@@ -106,6 +106,41 @@ TEST_CASE("reduce(comm) with Backend::cuda: every rank holds the rank-ordered fo
   }
 }
 
+TEST_CASE("reduce(comm) with ExactSum on Backend::cuda: the single-process exact sum on the CPU, bitwise, any rank count") {
+  // The ranks add their accumulators (never rounded partials): every rank holds the exact sum of the
+  // whole array, equal to the CPU backend's single-process result. Wide exponents and a cancelling
+  // pair of 2^60 in different slabs, so that rounded partials would differ.
+  const Comm& c = world();
+  const std::int64_t ng = 7, nw = 33, nv = 65, row = nw * nv;
+  std::vector<double> global = rank_input<Sum, double>(static_cast<std::size_t>(ng * row), 0, 910);
+  for (std::size_t i = 0; i < global.size(); ++i) global[i] = std::ldexp(global[i], static_cast<int>((i * 37) % 81) - 40);
+  global.front() = std::ldexp(1.0, 60), global.back() = -std::ldexp(1.0, 60);
+  const std::vector<float> globalf(global.begin(), global.end());
+  DeviceBuffer<double> d(std::span<const double>(global), stream());
+  DeviceBuffer<float> df(std::span<const float>(globalf), stream());
+  Workspace ws(Backend::cuda), wcpu(Backend::cpu);
+  const auto run = [&](const auto* dev, const auto& host, auto out_tag, Levels levels) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(dev)>>;
+    using Out = decltype(out_tag);
+    INFO("exact " << type_name<T>() << "->" << type_name<Out>() << ", levels " << levels.to_string() << ", rank " << c.rank()
+                  << " of " << c.size());
+    const Range g = split_range(ng, c.size(), c.rank());
+    const View<const T> mine = View<const T>::contiguous(dev + g.begin * row, g.size(), nw, nv);
+    const std::size_t n = static_cast<std::size_t>(output_shape(View<const T>::contiguous(dev, ng, nw, nv).ext, levels).size());
+    DeviceBuffer<Out> out(n);
+    reduce<ExactSum, T, Out>(c, Backend::cuda, mine, levels, out.span(), ws, stream());
+    std::vector<Out> expect(n);
+    reduce<ExactSum, T, Out>(Backend::cpu, View<const T>::contiguous(host.data(), ng, nw, nv), levels, std::span<Out>(expect), wcpu);
+    CHECK(first_difference(out.to_host(stream()), expect) == -1);
+    if (levels == Levels::all()) CHECK(same_bits(reduce_to_host<ExactSum, T, Out>(c, Backend::cuda, mine, ws, stream()), expect[0]));
+  };
+  for (Levels levels : {Levels::all(), Levels(Level::gang), Level::gang | Level::vector, Level::gang | Level::worker}) {
+    run(df.data(), globalf, float{}, levels);
+    run(df.data(), globalf, double{}, levels);
+    run(d.data(), global, double{}, levels);
+  }
+}
+
 TEST_CASE("exchange on device memory: the neighbours' values arrive, the ends are left alone") {
   const Comm& c = world();
   const int r = c.rank();

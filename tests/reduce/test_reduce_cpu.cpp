@@ -138,6 +138,44 @@ TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancell
 
 namespace tally::test::exact_checks {
 
+TEST_CASE("exact::Accumulator rounds sparse, wide and cancelling limb patterns correctly", "[reduce][exact][round]") {
+  // round() normalises only the window of non-zero limbs: values anywhere in the range (the top and
+  // bottom limbs included), of either sign, cancelling pairs and carries across empty limbs.
+  auto g = tally::test::rng(9601);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::uniform_int_distribution<int> count(1, 12);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const bool as_float = trial % 2 == 1;
+    const int lo_e = as_float ? -149 : -1074, hi_e = as_float ? 100 : 1000;
+    std::uniform_int_distribution<int> ex(lo_e, hi_e);
+    const int base = ex(g), spread = trial % 3 == 0 ? hi_e - lo_e : 70;  // clustered or anywhere
+    std::vector<double> x;
+    for (int i = count(g); i > 0; --i) {
+      const int e = std::clamp(base + static_cast<int>(g() % (spread + 1)) - spread / 2, lo_e, hi_e);
+      double v = std::ldexp(m(g), e) * ((g() & 1) ? 1 : -1);
+      if (as_float) v = static_cast<float>(v);  // a float: a multiple of 2^-149
+      else v = std::ldexp(v, std::max(e, -1022) - e);  // normal: 53 bits, a multiple of 2^-1074
+      if (v != 0) x.push_back(v);
+      // -v/2 twice cancels v exactly (carries across limbs) where v/2 is still a multiple of 2^emin.
+      if (g() % 4 == 0 && std::fabs(v) >= std::ldexp(1.0, as_float ? -125 : -1021)) x.push_back(-v * 0.5), x.push_back(-v * 0.5);
+    }
+    INFO("trial " << trial << " (" << (as_float ? "float" : "double") << " accumulator), " << x.size() << " terms");
+    if (as_float) {
+      exact::Accumulator<float> a;
+      a.clear();
+      for (double v : x) a.add(v);
+      CHECK(bits_of(a.round<float>()) == bits_of(exact_reference<float>(x)));
+      CHECK(bits_of(a.round<double>()) == bits_of(exact_reference<double>(x)));
+    } else {
+      exact::Accumulator<double> a;
+      a.clear();
+      for (double v : x) a.add(v);
+      CHECK(bits_of(a.round<double>()) == bits_of(exact_reference<double>(x)));
+      CHECK(bits_of(a.round<float>()) == bits_of(exact_reference<float>(x)));
+    }
+  }
+}
+
 TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounded", "[reduce][exact][dot]") {
   auto g = tally::test::rng(9600);
   std::uniform_real_distribution<double> m(1.0, 2.0);

@@ -28,6 +28,7 @@ namespace {
 
 using exact::Accumulator;
 using exact::Filter;
+using exact::result_of;
 
 constexpr std::int64_t grain = std::int64_t{1} << 14;        // elements: least work worth a task of its own
 constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
@@ -199,12 +200,12 @@ Out inner_output(const Plan& p, const T* base, Accumulator<T>& acc) {
       for (std::int64_t i = 0; i < p.n; ++i) f.add(row[i], sink);
     }
     if (sink.used) sink.acc->normalize();
-    return exact::finish<T, Out>(f, acc, sink.used);
+    return result_of<Out>(f, acc, sink.used);
   }
   LaneFilters<T> f;
   inner_range<T>(p, base, 0, per, f, sink);
   f.drain(sink);
-  return acc.template round<Out>();
+  return result_of<Out>(acc);
 }
 
 template <class T, class Out>
@@ -237,7 +238,7 @@ void exact_inner(const Plan& p, const T* in, Out* out) {
   for (std::int64_t o = 0; o < p.n_out; ++o) {
     Accumulator<T>& a = part[static_cast<std::size_t>(o * nchunks)];
     for (std::int64_t c = 1; c < nchunks; ++c) a.merge(part[static_cast<std::size_t>(o * nchunks + c)]);
-    out[o] = a.template round<Out>();
+    out[o] = result_of<Out>(a);
   }
 }
 
@@ -268,7 +269,7 @@ struct ColumnTask {
   Out result(int c) {
     Filter f{hi[c], lo[c]};
     if (sink[c].used) acc[c].normalize();
-    return exact::finish<T, Out>(f, acc[c], sink[c].used);
+    return result_of<Out>(f, acc[c], sink[c].used);
   }
   /// Column c's whole sum in its accumulator.
   Accumulator<T>& drained(int c) {
@@ -316,7 +317,7 @@ void exact_outer(const Plan& p, const T* in, Out* out) {
     for (int c = 0; c < w; ++c) {
       Accumulator<T>& a = part[static_cast<std::size_t>((u * nrb) * cw + c)];
       for (std::int64_t rb = 1; rb < nrb; ++rb) a.merge(part[static_cast<std::size_t>((u * nrb + rb) * cw + c)]);
-      out[b * p.nc + c0 + c] = a.template round<Out>();
+      out[b * p.nc + c0 + c] = result_of<Out>(a);
     }
   }
 }
@@ -327,7 +328,10 @@ template <class T, class Out>
 void exact_cpu_isa(const Problem& prob, Out* out) {
   const Plan p = make_plan(prob);
   const T* in = static_cast<const T*>(prob.data);
-  if (p.empty) std::fill(out, out + p.n_out, Out(0));
+  if (p.empty) {
+    if constexpr (std::is_same_v<Out, Accumulator<T>>) std::for_each(out, out + p.n_out, [](Out& a) { a.clear(); });
+    else std::fill(out, out + p.n_out, Out(0));
+  }
   else if (p.kind == Plan::Kind::inner) exact_inner<T, Out>(p, in, out);
   else exact_outer<T, Out>(p, in, out);
 }
@@ -335,5 +339,7 @@ void exact_cpu_isa(const Problem& prob, Out* out) {
 template void exact_cpu_isa<float, float>(const Problem&, float*);
 template void exact_cpu_isa<float, double>(const Problem&, double*);
 template void exact_cpu_isa<double, double>(const Problem&, double*);
+template void exact_cpu_isa<float, Accumulator<float>>(const Problem&, Accumulator<float>*);
+template void exact_cpu_isa<double, Accumulator<double>>(const Problem&, Accumulator<double>*);
 
 }  // namespace tally::reduce::detail::TALLY_CPU_ISA

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "instantiate.hpp"
+#include "tally/reduce/exact.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce::detail {
@@ -20,13 +21,19 @@ template <class Acc>
 Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
 template <class T, class Out>
 void exact_cuda(const Problem&, Out*, Workspace&, stream_t) { no_cuda(); }
+template <class T, class Out>
+void exact_round_cuda(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t) { no_cuda(); }
 
 #define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
   template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
   template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
-#define TALLY_INSTANTIATE_NO_CUDA_EXACT(Op, T, Out) template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t);
+#define TALLY_INSTANTIATE_NO_CUDA_EXACT(Op, T, Out)                              \
+  template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t); \
+  template void exact_round_cuda<T, Out>(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_NO_CUDA_EXACT)
+template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&, stream_t);
+template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&, stream_t);
 template std::int32_t copy_scalar_to_host<std::int32_t>(const std::int32_t*, stream_t);
 template std::int64_t copy_scalar_to_host<std::int64_t>(const std::int64_t*, stream_t);
 template float copy_scalar_to_host<float>(const float*, stream_t);

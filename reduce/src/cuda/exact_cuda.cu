@@ -8,6 +8,7 @@
 //   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
 //     residuals in a superaccumulator of its own (local memory, only touched when needed).
 #include "instantiate.hpp"
+#include "tally/common/cuda_check.cuh"
 #include "kernels.cuh"
 #include "tally/reduce/device/exact.cuh"
 
@@ -112,8 +113,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       const T* base = in + (o / p.nc) * p.sb + o % p.nc;
       for (std::int64_t q = 0; q < p.rows; ++q) f.add(base[row_offset(p, q)], sink);
     }
-    out[o] = exact::finish<T, Out>(f, sink.acc, sink.used);
+    out[o] = exact::result_of<Out>(f, sink.acc, sink.used);
   }
+}
+
+/// out[o] = acc[o] rounded once (the rank level's last step, after the ranks added their accumulators).
+template <class T, class Out>
+__global__ void __launch_bounds__(kBlock) exact_round_kernel(const ExactAcc<T>* __restrict__ acc, Out* __restrict__ out, std::int64_t n) {
+  enter_after_predecessor();
+  for (std::int64_t o = device::global_thread_id(); o < n; o += device::grid_stride()) out[o] = acc[o].template round<Out>();
 }
 
 template <class T, class Out>
@@ -122,7 +130,10 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
   const Tuning& tune = ws.tuning();
   if (p.n_out == 0) return;
   if (p.empty) {
-    launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune, stream, d_out, p.n_out);
+    if constexpr (std::is_same_v<Out, ExactAcc<T>>)  // cleared accumulators
+      TALLY_CUDA_TRY(cudaMemsetAsync(d_out, 0, static_cast<std::size_t>(p.n_out) * sizeof(Out), stream));
+    else
+      launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune, stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
@@ -171,7 +182,19 @@ void exact_cuda(const Problem& prob, Out* d_out, Workspace& ws, stream_t stream)
   cuda::exact_cuda_impl<T, Out>(prob, d_out, ws, stream);
 }
 
-#define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out) template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t);
+template <class T, class Out>
+void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64_t n, Workspace& ws, stream_t stream) {
+  if (n > 0)
+    cuda::launch(cuda::exact_round_kernel<T, Out>, std::clamp<std::int64_t>(cuda::ceil_div(n, cuda::kBlock), 1, 4096), cuda::kBlock,
+                 ws.tuning(), stream, d_acc, d_out, n);
+}
+
+#define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out)                                    \
+  template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t); \
+  template void exact_round_cuda<T, Out>(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CUDA)
+// The unrounded accumulators, for the rank level's cross-rank step (rank.hpp).
+template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&, stream_t);
+template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&, stream_t);
 
 }  // namespace tally::reduce::detail

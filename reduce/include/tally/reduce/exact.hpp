@@ -70,6 +70,14 @@ TALLY_HD double abs(double x) {
 #endif
 }
 
+TALLY_HD float abs(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::fabsf(x);
+#else
+  return __builtin_fabsf(x);
+#endif
+}
+
 TALLY_HD std::uint64_t bits_of(double x) {
   std::uint64_t u;
   std::memcpy(&u, &x, sizeof u);
@@ -165,19 +173,28 @@ struct Filter {
   TALLY_HD void add(T x, Sink& sink) {
     const double v = static_cast<double>(x);
     const double s = hi + v;
-    if (!(abs(s) < kBig)) {  // NaN, Inf, or too large: the accumulator takes it whole
+    if constexpr (std::is_same_v<T, float>) {
+      // A float filter's |hi| stays below 2^178 (< 2^50 terms of at most 2^128), far under kBig: only
+      // a non-finite input is special, and that test runs on the float (not the FP64 pipe).
+      if (!(abs(x) <= 3.40282347e38f)) {
+        sink.special(v);
+        return;
+      }
+    } else if (!(abs(s) < kBig)) {  // NaN, Inf, or too large: the accumulator takes it whole
       sink.special(v);
       return;
     }
-    const double b1 = s - hi;
-    const double e1 = (hi - (s - b1)) + (v - b1);
+    // Fast2Sum on the operands ordered by magnitude (selects, not branches): the same exact error as
+    // TwoSum in three floating-point operations instead of six.
+    const bool hi_big = abs(hi) >= abs(v);
+    const double e1 = (hi_big ? v : hi) - (s - (hi_big ? hi : v));
     hi = s;
-    // Float inputs into a double hi mostly leave no error at all: the second TwoSum is then skipped
+    // Float inputs into a double hi mostly leave no error at all: the second sum is then skipped
     // (a branch a warp rarely takes, at about half the floating-point work per element).
     if (e1 == 0) return;
     const double t = lo + e1;
-    const double b2 = t - lo;
-    const double e2 = (lo - (t - b2)) + (e1 - b2);
+    const bool lo_big = abs(lo) >= abs(e1);
+    const double e2 = (lo_big ? e1 : lo) - (t - (lo_big ? lo : e1));
     lo = t;
     if (e2 != 0) sink.add(e2);
   }
@@ -203,23 +220,40 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   if (w[nan_word] > 0 || (w[pos_inf_word] > 0 && w[neg_inf_word] > 0)) return lim::quiet_NaN();
   if (w[pos_inf_word] > 0) return lim::infinity();
   if (w[neg_inf_word] > 0) return -lim::infinity();
-  Accumulator a = *this;
-  a.normalize();
-  const bool neg = a.w[limbs - 1] < 0;
+  // Only the window [lo, top] of limbs can be non-zero (top: one limb above the highest non-zero
+  // one, which takes its carries): normalising and reading it instead of every limb is the same
+  // value and digits at a fraction of the cost (a double accumulator's 67 limbs are mostly zero).
+  int lo = -1, hi = -1;
+  for (int k = 0; k < limbs; ++k)
+    if (w[k] != 0) hi = k, lo = lo < 0 ? k : lo;
+  if (hi < 0) return w[nonneg_word] == 0 && w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  const int top = hi + 1 < limbs ? hi + 1 : hi;
+  std::int64_t a[limbs] = {};
+  for (int k = lo; k <= top; ++k) a[k] = w[k];
+  const auto carry_up = [&] {  // limbs lo .. top-1 into [0, 2^32), a[top] signed: the same value
+    for (int k = lo; k < top; ++k) {
+      const std::int64_t carry = a[k] >> limb_bits;  // arithmetic: floor division
+      a[k] -= carry * (std::int64_t{1} << limb_bits);
+      a[k + 1] += carry;
+    }
+  };
+  carry_up();
+  const bool neg = a[top] < 0;
   if (neg) {
-    for (int k = 0; k < limbs; ++k) a.w[k] = -a.w[k];
-    a.normalize();  // the magnitude, canonical: every limb non-negative
+    for (int k = lo; k <= top; ++k) a[k] = -a[k];
+    carry_up();  // the magnitude, canonical: every limb non-negative
   }
-  // The magnitude as 32-bit digits (the top limb may hold more than 32 bits: it spills into d[limbs]).
-  std::uint32_t d[limbs + 3];  // two zero digits above: the window below may read them
-  for (int k = 0; k < limbs; ++k) d[k] = static_cast<std::uint32_t>(a.w[k]);
-  d[limbs] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a.w[limbs - 1]) >> 32);
-  d[limbs + 1] = d[limbs + 2] = 0;
-  int h = limbs;
-  while (h >= 0 && d[h] == 0) --h;
-  if (h < 0) return a.w[nonneg_word] == 0 && a.w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  // The magnitude as 32-bit digits, zero outside [lo, top + 1] (a[top] may hold more than 32 bits:
+  // it spills into digit top + 1).
+  std::uint32_t dd[limbs + 1];
+  for (int k = lo; k <= top; ++k) dd[k] = static_cast<std::uint32_t>(a[k]);
+  dd[top + 1] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a[top]) >> 32);
+  const auto d = [&](int k) -> std::uint32_t { return k >= lo && k <= top + 1 ? dd[k] : 0u; };
+  int h = top + 1;
+  while (h >= lo && d(h) == 0) --h;
+  if (h < lo) return w[nonneg_word] == 0 && w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
   int msb = 31;
-  while (((d[h] >> msb) & 1u) == 0) --msb;
+  while (((d(h) >> msb) & 1u) == 0) --msb;
   const int b = 32 * h + msb;  // the highest set bit: the sum is in [2^(b + emin), 2^(b + emin + 1))
   constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
   constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
@@ -227,14 +261,14 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
   // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
   const int i0 = k0 >> 5, s0 = k0 & 31;
-  const std::uint64_t lo64 = static_cast<std::uint64_t>(d[i0]) | (static_cast<std::uint64_t>(d[i0 + 1]) << 32);
-  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d[i0 + 2]) << (64 - s0) : 0);
+  const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
+  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
   kept &= (std::uint64_t{1} << (b - k0 + 1)) - 1;
   if (k0 > 0) {
     const int r = k0 - 1, ir = r >> 5, sr = r & 31;
-    if (((d[ir] >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
-      bool sticky = (d[ir] & ((std::uint32_t{1} << sr) - 1)) != 0;
-      for (int k = 0; k < ir && !sticky; ++k) sticky = d[k] != 0;
+    if (((d(ir) >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
+      bool sticky = (d(ir) & ((std::uint32_t{1} << sr) - 1)) != 0;
+      for (int k = lo; k < ir && !sticky; ++k) sticky = d(k) != 0;
       if (sticky || (kept & 1u) != 0) ++kept;
     }
   }
@@ -271,6 +305,29 @@ TALLY_HD Out finish(Filter& f, Accumulator<T>& acc, bool flushed) {
   }
   f.flush_into(acc);
   return acc.template round<Out>();
+}
+
+/// An output: the exact sum rounded to Out (float, double), or, for Out = Accumulator<T> (the rank
+/// level's cross-rank step), the accumulator itself, normalised so that ranks can add theirs.
+template <class Out, class T>
+TALLY_HD Out result_of(Accumulator<T>& a) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    a.normalize();
+    return a;
+  } else {
+    return a.template round<Out>();
+  }
+}
+/// The same from a filter that took at least one input and its accumulator (`used`: ever touched).
+template <class Out, class T>
+TALLY_HD Out result_of(Filter& f, Accumulator<T>& acc, bool used) {
+  if constexpr (std::is_same_v<Out, Accumulator<T>>) {
+    if (!used) acc.clear();
+    f.flush_into(acc);
+    return result_of<Out>(acc);
+  } else {
+    return finish<T, Out>(f, acc, used);
+  }
 }
 
 /// The exact dot product of the float vectors a and b (n elements, host memory), rounded once to Out

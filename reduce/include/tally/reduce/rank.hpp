@@ -17,7 +17,8 @@
 // (floating-point operands are gathered and folded in that order; only integer Sum/Prod/Max/Min,
 // exact in any order, may use the transport's own reduction). Max, Min and every integer operator
 // are therefore bitwise identical for every rank count; a floating-point Sum depends on the rank
-// count (and on where the gang axis was split), not on anything else. Max and Min propagate NaN,
+// count (and on where the gang axis was split), not on anything else; ExactSum does not (the ranks
+// add their unrounded accumulators as integers and round once). Max and Min propagate NaN,
 // as everywhere in the library (NCCL's and MPI's own max/min are never used on floating point).
 //
 // Collectives: every call named "collective" must be made by every rank of the communicator, in
@@ -210,6 +211,15 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
 
 // ---- the four-level reduction ----------------------------------------------------------------------
 
+namespace detail {
+/// ExactSum over several ranks (levels with gang): each rank's unrounded, normalised accumulators
+/// (exact.hpp), added across ranks as integers (exact, any order), rounded once: the same bits for
+/// every rank count, equal to the single-process exact sum. Both backends (src/rank/exact_ranks.cpp).
+template <class T, class Out>
+void exact_across_ranks(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Out> out,
+                        Workspace& ws, stream_t stream);
+}  // namespace detail
+
 /// Collective when `levels` contains gang. Each rank holds a slab of the gang axis (its own ng; nw,
 /// nv and `levels` the same on every rank; a rank may hold an empty slab, ng = 0). With Level::gang
 /// in `levels` the slabs reduce through all four levels: each rank's local result (reduce()) is then
@@ -219,22 +229,35 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
 template <class Op, class T, class Acc = T>
 void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
             stream_t stream = nullptr) {
-  static_assert(!std::is_same_v<Op, ExactSum>,
-                "ExactSum across ranks must carry the accumulator, not a rounded partial: not available yet");
-  reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
-  if (levels.contains(Level::gang) && comm.size() > 1)
-    comm.allreduce<Op, Acc>(std::span<const Acc>(out.data(), out.size()), out,
-                            backend == Backend::cpu ? Memory::host : Memory::device, stream);
+  if constexpr (std::is_same_v<Op, ExactSum>) {
+    if (levels.contains(Level::gang) && comm.size() > 1) detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws, stream);
+    else reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
+  } else {
+    reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
+    if (levels.contains(Level::gang) && comm.size() > 1)
+      comm.allreduce<Op, Acc>(std::span<const Acc>(out.data(), out.size()), out,
+                              backend == Backend::cpu ? Memory::host : Memory::device, stream);
+  }
 }
 
 /// All four levels to a scalar on the host of every rank (waits for `stream`).
 template <class Op, class T, class Acc = T>
 Acc reduce_to_host(const Comm& comm, Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
-  static_assert(!std::is_same_v<Op, ExactSum>,
-                "ExactSum across ranks must carry the accumulator, not a rounded partial: not available yet");
-  Acc r = reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
-  if (comm.size() > 1) comm.allreduce<Op, Acc>(std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), Memory::host);
-  return r;
+  if constexpr (std::is_same_v<Op, ExactSum>) {
+    if (comm.size() == 1) return reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
+    if (backend == Backend::cpu) {
+      Acc r{};
+      detail::exact_across_ranks<T, Acc>(comm, backend, in, Levels::all(), std::span<Acc>(&r, 1), ws, stream);
+      return r;
+    }
+    Acc* d_r = static_cast<Acc*>(ws.result_slot());
+    detail::exact_across_ranks<T, Acc>(comm, backend, in, Levels::all(), std::span<Acc>(d_r, 1), ws, stream);
+    return detail::copy_scalar_to_host(d_r, stream);
+  } else {
+    Acc r = reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
+    if (comm.size() > 1) comm.allreduce<Op, Acc>(std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), Memory::host);
+    return r;
+  }
 }
 
 }  // namespace tally::reduce

@@ -44,6 +44,11 @@
 
 namespace tally::reduce {
 
+namespace exact {
+template <class T>
+struct Accumulator;  // exact.hpp
+}  // namespace exact
+
 namespace detail {
 // The checked, backend-neutral description of a reduction (see src/plan.hpp).
 struct Problem {
@@ -62,7 +67,9 @@ void reduce_cuda(const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
 template <class T, class Out>
 void exact_cpu(const Problem& p, Out* out);  // ExactSum (exact.hpp)
 template <class T, class Out>
-void exact_cuda(const Problem& p, Out* d_out, Workspace& ws, stream_t stream);
+void exact_cuda(const Problem& p, Out* d_out, Workspace& ws, stream_t stream);  // Out: also exact::Accumulator<T>
+template <class T, class Out>
+void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64_t n, Workspace& ws, stream_t stream);
 template <class Op, class T, class Acc>
 void reduce_cuda_ladder(Strategy s, const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
 template <class Acc>

@@ -134,12 +134,12 @@ __device__ __forceinline__ void exact_block_carry(exact::Accumulator<T>& acc) {
   __syncthreads();
 }
 
-/// The block's exact sum rounded to Out, in thread 0 (all threads call). Needs block_size() >= limbs.
+/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= limbs.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
   exact_block_flush(t);
   Out r{};
-  if (block_thread_rank() == 0) r = s.acc.template round<Out>();
+  if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
   return r;
 }
 
@@ -153,21 +153,26 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   constexpr int W = exact::Accumulator<T>::words;
   exact_block_flush(t);
   if (nblocks == 1) {
-    if (block_thread_rank() == 0) result = s.acc.template round<Out>();
+    if (block_thread_rank() == 0) result = exact::result_of<Out>(s.acc);
     return true;
   }
   exact_block_carry(s.acc);
   const int k = block_thread_rank();
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
-  // Word k of every block's accumulator: integer adds, so the order does not matter.
-  if (k < W) {
+  // Every block's accumulator, word by word: integer adds, so the order does not matter. All the
+  // block's threads share the loads (thread k + W g sums word k of blocks g, g + G, ...), their sums
+  // join by shared atomics on s.acc, first cleared (its own words are in d_partials already).
+  if (k < W) s.acc.w[k] = 0;
+  __syncthreads();
+  const int G = block_size() / W;
+  if (k < G * W) {
     std::int64_t sum = 0;
-    for (std::int64_t b = 0; b < nblocks; ++b) sum += load_coherent(&d_partials[b].w[k]);
-    s.acc.w[k] = sum;
+    for (std::int64_t b = k / W; b < nblocks; b += G) sum += load_coherent(&d_partials[b].w[k % W]);
+    if (sum != 0) t.sink.word_add(k % W, sum);
   }
   __syncthreads();
-  if (k == 0) result = s.acc.template round<Out>();
+  if (k == 0) result = exact::result_of<Out>(s.acc);
   return true;
 }
 
