@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <map>
 #include <span>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -55,12 +54,12 @@ struct Desc {
   }
 };
 
+// No iostreams in the module: under PyTorch the process's libstdc++ may be older than the one the
+// module was built against, and a stream's locale facets then crash (seen on the GPU machine).
 std::string shape_str(const std::int64_t* s, int n) {
-  std::ostringstream o;
-  o << '(';
-  for (int a = 0; a < n; ++a) o << (a ? ", " : "") << s[a];
-  o << (n == 1 ? ",)" : ")");
-  return o.str();
+  std::string o = "(";
+  for (int a = 0; a < n; ++a) o += (a ? ", " : "") + std::to_string(s[a]);
+  return o + (n == 1 ? ",)" : ")");
 }
 std::string device_str(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }
 
