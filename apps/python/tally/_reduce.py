@@ -182,9 +182,8 @@ def _foreign(x):
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.generic):  # a NumPy scalar: a 0-d array
         return np.asarray(x), lambda out: out
-    if hasattr(x, "__cuda_array_interface__"):
-        imported = _import_cuda(x, lambda m: m.asarray(x), lambda t: t.as_tensor(x, device="cuda"))
-        return imported, lambda out: out  # no DLPack producer to give back to: the importing family's array
+    # DLPack first: its producer's family gets the result back (a JAX array on the GPU also offers the
+    # CUDA array interface, which would hand back a CuPy array).
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         dev_type = int(x.__dlpack_device__()[0])
         if dev_type == 1:  # kDLCPU
@@ -195,6 +194,9 @@ def _foreign(x):
         else:
             raise TypeError(f"x: a DLPack array on device type {dev_type}; tally reduces host and CUDA memory")
         return imported, _back_to(x)
+    if hasattr(x, "__cuda_array_interface__"):
+        imported = _import_cuda(x, lambda m: m.asarray(x), lambda t: t.as_tensor(x, device="cuda"))
+        return imported, lambda out: out  # no DLPack producer to give back to: the importing family's array
     raise TypeError(
         f"x: expected an array (NumPy, PyTorch, CuPy, or an object with __dlpack__ or "
         f"__cuda_array_interface__), got {type(x).__module__}.{type(x).__qualname__}")

@@ -160,16 +160,13 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   const int k = block_thread_rank();
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
-  // Every block's accumulator, word by word: integer adds, so the order does not matter. All the
-  // block's threads share the loads (thread k + W g sums word k of blocks g, g + G, ...), their sums
-  // join by shared atomics on s.acc, first cleared (its own words are in d_partials already).
-  if (k < W) s.acc.w[k] = 0;
-  __syncthreads();
-  const int G = block_size() / W;
-  if (k < G * W) {
+  // Word k of every block's accumulator: integer adds, so the order does not matter. (Spreading the
+  // loads over the whole block with shared atomics measured slower on an H100: 2^16 floats 7.6 us
+  // against 6.3, 2^20 doubles 37.7 against 18.5.)
+  if (k < W) {
     std::int64_t sum = 0;
-    for (std::int64_t b = k / W; b < nblocks; b += G) sum += load_coherent(&d_partials[b].w[k % W]);
-    if (sum != 0) t.sink.word_add(k % W, sum);
+    for (std::int64_t b = 0; b < nblocks; ++b) sum += load_coherent(&d_partials[b].w[k]);
+    s.acc.w[k] = sum;
   }
   __syncthreads();
   if (k == 0) result = exact::result_of<Out>(s.acc);
