@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -109,6 +111,18 @@ inline int run_command(const std::string& cmd, std::string* out = nullptr) {
   const int status = pclose(pipe);
   if (out) *out = text;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Bitwise equality of two double sequences (residual histories: NaN compares equal to itself).
+inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+/// A random constant in [-1, 1] as an option value (printed with all its digits).
+inline std::string random_value(std::mt19937_64& g) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", std::uniform_real_distribution<double>(-1.0, 1.0)(g));
+  return b;
 }
 
 }  // namespace heat2d_test

@@ -19,7 +19,9 @@
 #include "tally_test_mpiexec.hpp"
 
 namespace fs = std::filesystem;
+using heat2d_test::random_value;
 using heat2d_test::run_command;
+using heat2d_test::same_bits;
 
 namespace {
 
@@ -65,15 +67,7 @@ Output run(const std::string& launcher, const std::string& args, const fs::path&
   return o;
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
 
-std::string random_value(std::mt19937_64& g) {
-  char b[40];
-  std::snprintf(b, sizeof b, "%.17g", std::uniform_real_distribution<double>(-1.0, 1.0)(g));
-  return b;
-}
 
 void check_same(const Output& a, const Output& b) {
   CHECK(a.status == b.status);
