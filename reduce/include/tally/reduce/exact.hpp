@@ -263,7 +263,10 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   const int i0 = k0 >> 5, s0 = k0 & 31;
   const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
   std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
-  kept &= (std::uint64_t{1} << (b - k0 + 1)) - 1;
+  // The kept bits [k0, b]; none when the whole magnitude lies below Out's last bit (b < k0: a sum
+  // under half of Out's smallest subnormal, which rounds to zero).
+  const int width = b - k0 + 1;
+  kept = width > 0 ? kept & ((std::uint64_t{1} << width) - 1) : 0;
   if (k0 > 0) {
     const int r = k0 - 1, ir = r >> 5, sr = r & 31;
     if (((d(ir) >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
