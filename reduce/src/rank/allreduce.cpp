@@ -102,15 +102,7 @@ void Comm::allreduce(std::span<const T> in, std::span<T> out, Memory where, [[ma
     if constexpr (native_exact<Op, T>) {
       rank_detail::nccl_allreduce(c.nccl, in.data(), out.data(), count, dtype_of<T>(), native_op<Op>(), stream);
     } else {
-      const std::size_t need = bytes * static_cast<std::size_t>(c.size);
-      if (c.device_scratch_bytes < need) {
-        // Grown once to the largest call (cudaFree waits for work still reading the old one).
-        rank_detail::device_free(c.device_scratch);
-        c.device_scratch = nullptr;
-        c.device_scratch = rank_detail::device_alloc(need);
-        c.device_scratch_bytes = need;
-      }
-      T* all = static_cast<T*>(c.device_scratch);
+      T* all = static_cast<T*>(c.device_scratch.grow(bytes * static_cast<std::size_t>(c.size)));
       rank_detail::nccl_allgather(c.nccl, in.data(), all, count, dtype_of<T>(), stream);
       rank_detail::fold_ranks_device<Op, T>(all, out.data(), count, c.size, stream);
     }

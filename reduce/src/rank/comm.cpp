@@ -55,11 +55,22 @@ int mpi_count(std::size_t n, const char* what) {
 
 using rank_detail::mpi_count;
 
+void* Comm::Impl::DeviceBuffer::grow(std::size_t need) {
+  if (bytes < need) {
+    rank_detail::device_free(p);  // cudaFree waits for work still using the old buffer
+    p = nullptr;
+    p = rank_detail::device_alloc(need);
+    bytes = need;
+  }
+  return p;
+}
+
 Comm::Impl::~Impl() {
 #ifdef TALLY_HAS_NCCL
   if (nccl) rank_detail::nccl_destroy(nccl);  // before MPI_Finalize (the session destroys the Comm first)
 #endif
-  if (device_scratch) rank_detail::device_free(device_scratch);
+  for (DeviceBuffer* b : {&device_scratch, &device_accumulators})
+    if (b->p) rank_detail::device_free(b->p);
 #ifdef TALLY_HAS_MPI
   int finalized = 0;
   MPI_Finalized(&finalized);

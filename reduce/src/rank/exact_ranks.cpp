@@ -3,7 +3,6 @@
 // Out = exact::Accumulator<T>), an integer allreduce<Sum, int64> adds them word by word (exact in
 // any order: every limb below 2^32 after normalisation, so up to 2^31 ranks), and every rank rounds
 // once: the single-process exact sum, whatever the rank count.
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -30,13 +29,12 @@ void exact_across_ranks(const Comm& comm, Backend backend, View<const T> in, Lev
     for (std::size_t o = 0; o < out.size(); ++o) out[o] = acc[o].template round<Out>();
     return;
   }
-  // Device: the accumulators in a buffer of their own (the kernels use the workspace's scratch).
-  // Freed at the end: cudaFree waits for the device, after the round kernel.
-  const std::unique_ptr<void, void (*)(void*)> buf(words ? rank_detail::device_alloc(words * sizeof(std::int64_t)) : nullptr,
-                                                   rank_detail::device_free);
-  A* d_acc = static_cast<A*>(buf.get());
+  // Device: the accumulators in the communicator's own buffer (the kernels use the workspace's
+  // scratch), grown once, so the hot path neither allocates nor waits for the device.
+  void* buf = comm.impl_->device_accumulators.grow(words * sizeof(std::int64_t));
+  A* d_acc = static_cast<A*>(buf);
   exact_cuda<T, A>(p, d_acc, ws, stream);
-  auto* d_words = static_cast<std::int64_t*>(buf.get());
+  auto* d_words = static_cast<std::int64_t*>(buf);
   comm.allreduce<Sum, std::int64_t>(std::span<const std::int64_t>(d_words, words), std::span<std::int64_t>(d_words, words),
                                     Memory::device, stream);
   exact_round_cuda<T, Out>(d_acc, out.data(), static_cast<std::int64_t>(out.size()), ws, stream);

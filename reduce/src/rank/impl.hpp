@@ -36,10 +36,14 @@ struct Comm::Impl {
   int device = -1;
   bool device_set = false, shares_device = false;
   void* nccl = nullptr;  // ncclComm_t, when device buffers travel by NCCL
-  // Scratch of the rank-ordered fold (every rank's values), grown once to the largest call.
+  // Scratch of the rank-ordered fold (every rank's values) and of the exact sum's accumulators,
+  // each grown once to the largest call: no allocation (and no cudaFree's device wait) per call.
   std::vector<std::byte> host_scratch, host_scratch2;
-  void* device_scratch = nullptr;
-  std::size_t device_scratch_bytes = 0;
+  struct DeviceBuffer {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    void* grow(std::size_t need);  // at least `need` bytes; contents not kept
+  } device_scratch, device_accumulators;
   ~Impl();
 };
 

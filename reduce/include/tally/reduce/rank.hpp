@@ -77,6 +77,13 @@ struct RankStats {
 /// A communicator: the ranks of the job (MPI_COMM_WORLD), or one process alone (the default, and
 /// the only one in a build without MPI). One rank is exactly the single-process program.
 /// Not thread-safe: one thread calls it, one device stream at a time (like a Workspace).
+class Comm;
+namespace detail {
+template <class T, class Out>
+void exact_across_ranks(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Out> out,
+                        Workspace& ws, stream_t stream);
+}  // namespace detail
+
 class Comm {
  public:
   Comm();  ///< a single rank: every call is local
@@ -171,6 +178,8 @@ class Comm {
   struct Impl;  // the MPI/NCCL state (src/rank/)
  private:
   friend class RankSession;
+  template <class T, class Out>  // keeps its accumulators in the communicator's device buffer
+  friend void detail::exact_across_ranks(const Comm&, Backend, View<const T>, Levels, std::span<Out>, Workspace&, stream_t);
   explicit Comm(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
