@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mcpi.hpp"
+#include "mcpi_output.hpp"
 #include "tally/common/app.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
@@ -33,11 +34,6 @@ std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
-}
-
-RankPhase rank_phase(const Comm& comm, std::string name, double seconds) {
-  const reduce::RankStats st = comm.stats(seconds);  // collective
-  return {std::move(name), st.min, st.median, st.max, st.per_rank};
 }
 
 // --bench on several ranks: the fused Philox kernel on rank 0 alone (the others wait at a barrier),
@@ -131,27 +127,22 @@ int run(int argc, char** argv, Comm& comm) {
   comm.require_same(reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
   if (backend == reduce::Backend::cuda) comm.use_device(device);
   const int ranks = comm.size();
-  RanksReport rr;
-  rr.ranks = ranks;
-  rr.transport = comm.transport(Memory::host);
-  rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
   const auto prov = collect_provenance(cli::command_line(argc, argv), dev);
-  const auto open_output = [&] {  // rank 0, the job done
-    file = h5::File::create(common.out);
-    file->attr("app", "mcpi");
-    file->attr("backend", reduce::to_string(backend));
-    file->attr("seed", static_cast<std::uint64_t>(p.seed));
-  };
 
   if (bench) {
     // Rank 0 alone runs the table; then the multi-rank scaling of the fused Philox kernel.
+    RanksReport rr;
+    rr.ranks = ranks;
+    rr.transport = comm.transport(Memory::host);
+    rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
     BenchReport rep;
     if (comm.is_root()) rep = bench_cuda(device, p.seed, repeats);
     comm.idle_barrier();
     std::optional<Scaling> sc;
     if (ranks > 1) sc = bench_ranks(comm, device, p.seed, repeats);
     if (!comm.is_root()) return exit_ok;
-    open_output();
+    file = h5::File::create(common.out);
+    write_header(*file, backend, p.seed);
     auto g = file->group("bench");
     g.attr("copy_bandwidth_gbs", rep.copy_gbs);
     g.attr("repeats", repeats);
@@ -223,86 +214,33 @@ int run(int argc, char** argv, Comm& comm) {
   Result r;  // a rank with no samples (more ranks than samples) counts nothing
   if (mine.n > 0) r = backend == reduce::Backend::cuda ? run_cuda(mine, device, progress) : run_cpu(mine, progress);
   bar.finish();
-  // The job's hits: integer sum, exact in any order.
-  comm.allreduce<reduce::Sum, std::int64_t>(std::span<const std::int64_t>(&r.hits, 1), std::span<std::int64_t>(&r.hits, 1),
-                                            Memory::host);
-  const auto all_batch_n = comm.gather<std::int64_t>(r.batch_n), all_batch_hits = comm.gather<std::int64_t>(r.batch_hits);
-  rr.phases.push_back(rank_phase(comm, "setup", r.setup_s));
-  rr.phases.push_back(rank_phase(comm, "generate_count", r.generate_count_s));
-  const auto my_batches = static_cast<std::int64_t>(r.batch_n.size());
-  const auto batches_per_rank = comm.gather<std::int64_t>(std::span<const std::int64_t>(&my_batches, 1));
-  const double total_s = total.seconds();
-  rr.phases.push_back(rank_phase(comm, "total", total_s));
+  const Job job = gather_job(comm, p, backend, std::move(r), total);  // collective
   if (!comm.is_root()) return exit_ok;  // rank 0 writes and reports
-  open_output();
-  r.batch_n = all_batch_n;
-  r.batch_hits = all_batch_hits;
-  std::vector<std::int64_t> part_begin, part_end;
-  for (int q = 0; q < ranks; ++q) {
-    const reduce::Range pq = reduce::split_range(p.n, ranks, q);
-    part_begin.push_back(p.offset + pq.begin);
-    part_end.push_back(p.offset + pq.end);
-    rr.decomposition += (q ? " | " : "samples ") + std::to_string(part_begin.back()) + "-" + std::to_string(part_end.back() - 1);
-  }
-  // The job runs as fast as its slowest rank: the rate over the slowest rank's generate+count time.
-  const double job_generate_count_s = rr.phases[1].max;
-  r.setup_s = rr.phases[0].max;
-
-  const double estimate = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
-  const double sigma = std_error(p.n), abs_error = std::fabs(estimate - pi);
-  const bool ok = abs_error <= 5.0 * sigma;  // a 5-sigma miss (p ~ 6e-7) means a broken generator or count
-  const double rate = static_cast<double>(p.n) / job_generate_count_s;
-
-  file->attr("n", p.n);
-  file->attr("hits", r.hits);
-  file->attr("estimate", estimate);
-  file->attr("std_error", sigma);
-  file->attr("abs_error", abs_error);
-  file->attr("generator", to_string(p.generator));
-  file->attr("api", to_string(p.api));
-  file->attr("offset", p.offset);
-  file->attr("batch", p.batch);
-  file->attr("batches", static_cast<std::int64_t>(r.batch_n.size()));
-  file->attr("status", ok ? "ok" : "failed");
-  std::vector<double> batch_est;
-  for (std::size_t i = 0; i < r.batch_n.size(); ++i)
-    batch_est.push_back(4.0 * static_cast<double>(r.batch_hits[i]) / static_cast<double>(r.batch_n[i]));
-  auto b = file->group("batches");
-  b.write<std::int64_t>("n", r.batch_n);
-  b.write<std::int64_t>("hits", r.batch_hits);
-  b.write<std::int64_t>("per_rank", batches_per_rank);  // batches of each rank, in rank order
-  b.write<double>("estimate", batch_est);
-  auto t = file->group("timings");
-  t.attr("setup", r.setup_s);
-  t.attr("generate_count", job_generate_count_s);  // the slowest rank's
-  t.attr("total", total_s);
-  file->group("throughput").attr("samples_per_s", rate);
-  write_provenance(*file, prov, dev);
-  write(*file, rr);
-  auto rg = file->open_group("ranks");  // each rank's stretch, machine-readable
-  rg.write<std::int64_t>("part_begin", part_begin);
-  rg.write<std::int64_t>("part_end", part_end);
+  file = h5::File::create(common.out);
+  write_result(*file, job, prov, dev);
   file->commit();
-
+  const Outcome& o = job.outcome;
+  const Result& jr = job.result;
+  const double rate = job.samples_per_s();
   if (common.json) {
     JsonLine j;
     j.add("app", "mcpi").add("backend", reduce::to_string(backend)).add("generator", to_string(p.generator));
-    j.add("api", to_string(p.api)).add("n", p.n).add("offset", p.offset).add("seed", p.seed).add("hits", r.hits);
-    j.add("estimate", estimate).add("std_error", sigma).add("abs_error", abs_error);
-    j.add("batches", static_cast<std::int64_t>(r.batch_n.size())).add("setup_s", r.setup_s);
-    j.add("ranks", ranks).add("transport", rr.transport).add("shares_device", rr.shares_device);
-    j.add("generate_count_s", job_generate_count_s).add("total_s", total_s).add("samples_per_s", rate);
-    j.add("status", ok ? "ok" : "failed").add("out", common.out);
+    j.add("api", to_string(p.api)).add("n", p.n).add("offset", p.offset).add("seed", p.seed).add("hits", jr.hits);
+    j.add("estimate", o.estimate).add("std_error", o.std_error).add("abs_error", o.abs_error);
+    j.add("batches", static_cast<std::int64_t>(jr.batch_n.size())).add("setup_s", jr.setup_s);
+    j.add("ranks", ranks).add("transport", job.ranks.transport).add("shares_device", job.ranks.shares_device);
+    j.add("generate_count_s", jr.generate_count_s).add("total_s", job.total_s).add("samples_per_s", rate);
+    j.add("status", o.ok ? "ok" : "failed").add("out", common.out);
     std::printf("%s\n", j.str().c_str());
   } else if (!common.quiet) {
     std::printf("mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s 5 sigma); "
                 "%.3g s, %.3g Gsamples/s (setup %.3g s)%s\n",
-                estimate, sigma, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
-                reduce::to_string(backend).c_str(), abs_error, abs_error / sigma, ok ? "within" : "NOT within",
-                job_generate_count_s, rate * 1e-9, r.setup_s, ranks_summary(rr).c_str());
+                o.estimate, o.std_error, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
+                reduce::to_string(backend).c_str(), o.abs_error, o.abs_error / o.std_error, o.ok ? "within" : "NOT within",
+                jr.generate_count_s, rate * 1e-9, jr.setup_s, ranks_summary(job.ranks).c_str());
   }
-  if (!ok) std::fprintf(stderr, "mcpi: the estimate is %.1f sigma from pi: failed\n", abs_error / sigma);
-  return ok ? exit_ok : exit_failure;
+  if (!o.ok) std::fprintf(stderr, "mcpi: the estimate is %.1f sigma from pi: failed\n", o.abs_error / o.std_error);
+  return o.ok ? exit_ok : exit_failure;
 }
 
 }  // namespace

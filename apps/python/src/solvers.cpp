@@ -3,7 +3,9 @@
 // option checks in the same order, so that bad input raises ValueError with the executable's message
 // (tally::InputError -> ValueError in module.cpp; std::invalid_argument -> ValueError by nanobind).
 // Results come back as dicts of Python numbers and NumPy arrays; the Python wrappers
-// (tally/heat2d.py, matmul.py, mcpi.py) give them names and documentation.
+// (tally/heat2d.py, matmul.py, mcpi.py) give them names and documentation. With `out`, each writes
+// the executable's HDF5 file through the app's own writer (the same code as the executable's), its
+// provenance recording the Python call (`call`) instead of a command line.
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -21,7 +23,11 @@
 #include "heat2d.hpp"
 #include "matmul.hpp"
 #include "mcpi.hpp"
+#include "mcpi_output.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
+#include "tally/common/h5.hpp"
+#include "tally/common/provenance.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
 
@@ -56,6 +62,44 @@ reduce::Backend backend_of(const std::string& request, bool& fell_back) {
 void check_precision(const std::string& precision) {
   if (precision != "float" && precision != "double")
     throw InputError("--precision: '" + precision + "' is not one of float, double");
+}
+
+// ---- out= --------------------------------------------------------------------------------------------
+// As the executables' --out: a bad path fails before any work, the file is written once the solve is
+// done, under a temporary name, and renamed when complete (h5::File), so that bad input, a failed
+// solve or an interrupt leaves no file.
+void check_out(const std::optional<std::string>& out) {
+  if (!out) return;
+  try {
+    (void)h5::File::create(*out);  // created and removed again
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    if (msg.rfind("--out: ", 0) == 0) msg.erase(0, 7);
+    throw InputError("out: " + msg);
+  }
+}
+
+/// Writes the file with `write(h5::File&)` (without the GIL) and commits it.
+template <class Write>
+void write_out(const std::optional<std::string>& out, Write&& write) {
+  if (!out) return;
+  nb::gil_scoped_release unlocked;
+  auto f = h5::File::create(*out);
+  write(f);
+  f.commit();
+}
+
+std::optional<DeviceInfo> device_of(reduce::Backend b, int device) {
+  if (b != reduce::Backend::cuda) return std::nullopt;
+  return query_device(device);
+}
+
+/// Ctrl-C during a solve: at the solver's safe points (a batch, a checked sweep) the GIL is taken
+/// briefly to run Python's signal handlers; KeyboardInterrupt (or whatever a handler raised) stops the
+/// solve, before any file is written. Called without the GIL.
+void check_python_signals() {
+  nb::gil_scoped_acquire locked;
+  if (PyErr_CheckSignals() != 0) throw nb::python_error();
 }
 
 // ---- heat2d -------------------------------------------------------------------------------------------
@@ -135,7 +179,7 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
 // ---- mcpi ---------------------------------------------------------------------------------------------
 nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const std::string& api,
                        const std::string& offset, std::uint64_t seed, const std::string& batch, const std::string& backend,
-                       int device) {
+                       int device, const std::optional<std::string>& out, const std::string& call) {
   using namespace mcpi;
   Params p;  // as mcpi's main()
   p.n = parse_count(n, "--n");
@@ -151,29 +195,38 @@ nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const
     std::string why;
     if (!cpu_supports(p.generator, p.api, &why)) throw InputError(why);
   }
-  Result r;
+  const std::optional<DeviceInfo> dev = device_of(b, device);
+  check_out(out);
+  Job job;
   {
     nb::gil_scoped_release unlocked;
-    r = b == reduce::Backend::cuda ? run_cuda(p, device) : run_cpu(p);
+    HostTimer total;
+    const ProgressFn progress = [](std::int64_t, std::int64_t) { check_python_signals(); };
+    Result r = b == reduce::Backend::cuda ? run_cuda(p, device, progress) : run_cpu(p, progress);
+    const reduce::Comm one;  // the executable's one-rank job
+    job = gather_job(one, p, b, std::move(r), total);
   }
+  write_out(out, [&](h5::File& f) { write_result(f, job, collect_provenance(call, dev), dev); });
   nb::dict d;
-  const double estimate = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
-  d["estimate"] = estimate;
+  Result& r = job.result;
+  d["estimate"] = job.outcome.estimate;
   d["hits"] = r.hits;
   d["n"] = p.n;
-  d["std_error"] = std_error(p.n);
-  d["abs_error"] = std::fabs(estimate - pi);
-  d["passed"] = std::fabs(estimate - pi) <= 5.0 * std_error(p.n);  // the executable's 5-sigma check
+  d["std_error"] = job.outcome.std_error;
+  d["abs_error"] = job.outcome.abs_error;
+  d["passed"] = job.outcome.ok;  // the executable's 5-sigma check
   d["batch_n"] = to_numpy(std::move(r.batch_n));
   d["batch_hits"] = to_numpy(std::move(r.batch_hits));
   d["setup_s"] = r.setup_s;
   d["generate_count_s"] = r.generate_count_s;
+  d["total_s"] = job.total_s;
   d["generator"] = to_string(p.generator);
   d["api"] = to_string(p.api);
   d["offset"] = p.offset;
   d["seed"] = p.seed;
   d["backend"] = reduce::to_string(b);
   d["fell_back"] = fell_back;
+  d["out"] = out ? nb::cast(*out) : nb::none();
   return d;
 }
 
@@ -302,7 +355,7 @@ void bind_solvers(nb::module_& m) {
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
         arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"));
   m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"), arg("batch"),
-        arg("backend"), arg("device"));
+        arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
         arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
         arg("b").none(), arg("return_c"));

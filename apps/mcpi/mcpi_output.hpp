@@ -1,0 +1,58 @@
+#pragma once
+// mcpi's result file, written by the executable (main.cpp) and the Python module (tally.mcpi) alike:
+// the job's result gathered over the ranks, its verdict, and the HDF5 layout (output.cpp).
+//
+//   /            attributes app, backend, seed, n, hits, estimate, std_error, abs_error, generator,
+//                api, offset, batch, batches, status
+//   batches/     n, hits, per_rank (batches of each rank), estimate
+//   timings      attributes setup, generate_count (the slowest rank's), total
+//   throughput   attribute samples_per_s
+//   provenance/, device/ (tally/common/provenance.hpp); ranks/ (ranks_report.hpp) + part_begin, part_end
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mcpi.hpp"
+#include "tally/common/device_info.hpp"
+#include "tally/common/h5.hpp"
+#include "tally/common/provenance.hpp"
+#include "tally/common/ranks_report.hpp"
+#include "tally/common/timing.hpp"
+#include "tally/reduce/backend.hpp"
+#include "tally/reduce/rank.hpp"
+
+namespace tally::mcpi {
+
+/// The estimate of n samples with `hits` and the executable's check: within 5 standard errors of pi
+/// (a 5-sigma miss, p ~ 6e-7, means a broken generator or count).
+struct Outcome {
+  double estimate = 0, std_error = 0, abs_error = 0;
+  bool ok = false;
+};
+[[nodiscard]] Outcome judge(std::int64_t hits, std::int64_t n);
+
+/// A whole job's result, as rank 0 writes it.
+struct Job {
+  Params params;  ///< the job's (not a rank's stretch)
+  reduce::Backend backend = reduce::Backend::cpu;
+  Result result;  ///< hits of every rank; every rank's batches in rank order; the slowest rank's setup_s, generate_count_s
+  std::vector<std::int64_t> batches_per_rank;
+  double total_s = 0;  ///< rank 0's wall time from `total`'s start to the gathered result
+  Outcome outcome;
+  RanksReport ranks;  ///< each phase on every rank, the decomposition (each rank's stretch of samples)
+  [[nodiscard]] double samples_per_s() const { return static_cast<double>(params.n) / result.generate_count_s; }
+};
+
+/// Collective: combines every rank's `mine` (its stretch reduce::split_range(p.n, size, rank) of the
+/// job `p`) into the Job (complete on rank 0). `total` started before the run.
+[[nodiscard]] Job gather_job(const reduce::Comm& comm, const Params& p, reduce::Backend backend, Result mine,
+                             const HostTimer& total);
+
+/// Attributes app, backend, seed (every mcpi file, the benchmark's too).
+void write_header(h5::Location& f, reduce::Backend backend, std::uint64_t seed);
+/// The whole file of a run (header included), into a file just created; the caller commits it.
+void write_result(h5::Location& f, const Job& job, const Provenance& prov, const std::optional<DeviceInfo>& dev);
+
+}  // namespace tally::mcpi
