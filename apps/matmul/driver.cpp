@@ -16,6 +16,7 @@
 
 #include "driver.hpp"
 #include "matmul.hpp"
+#include "matmul_output.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
@@ -92,16 +93,6 @@ Shape resolve_shape(const Options& o, const CLI::App& app) {
   return s;
 }
 
-std::vector<Level> resolve_levels(const std::vector<std::string>& names) {
-  std::vector<Level> out;
-  for (const auto& n : names) {
-    if (n == "all") return {all_levels.begin(), all_levels.end()};
-    const Level l = parse_level(n);
-    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
-  }
-  return out;
-}
-
 template <class T>
 Measured judge(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s) {
   Measured r;
@@ -117,12 +108,22 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
 
 }  // namespace
 
+std::vector<Level> resolve_levels(const std::vector<std::string>& names) {
+  std::vector<Level> out;
+  for (const auto& n : names) {
+    if (n == "all") return {all_levels.begin(), all_levels.end()};
+    const Level l = parse_level(n);
+    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  }
+  return out;
+}
+
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
 /// holds its K slab (split_range of K): A[:, k0:k1] and B[k0:k1, :], multiplies it, and the partial Cs
 /// are summed in rank order (Comm::allreduce) inside every timed run: every rank ends with the same C.
 template <class T>
 Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels, const Options& o,
-              bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth) {
+              bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth, const HostInputs<T>* given) {
   Case cs;
   cs.shape = s;
   cs.precision = sizeof(T) == 4 ? "float" : "double";
@@ -145,13 +146,21 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     });
   {
     ScopedTimer t(cs.timings, "inputs_s");
-    if (o.a_path.empty() && o.b_path.empty()) {
+    const bool a_given = given && !given->a.empty(), b_given = given && !given->b.empty();
+    const bool a_generated = !a_given && o.a_path.empty(), b_generated = !b_given && o.b_path.empty();
+    if (a_generated && b_generated) {
       engine->generate(o.common.seed, KSlab{part.begin, s.k});
-    } else {  // one or both from files (each rank reads its slab); a missing one is generated
-      std::vector<T> a = o.a_path.empty() ? std::vector<T>(mu * kr) : read_block<T>("--a", o.a_path, {0, k0}, {mu, kr});
-      std::vector<T> b = o.b_path.empty() ? std::vector<T>(kr * nu) : read_block<T>("--b", o.b_path, {k0, 0}, {kr, nu});
-      if (o.a_path.empty()) generate_block_host<T>(o.common.seed, 0, a, local.k, 0, part.begin, s.k);
-      if (o.b_path.empty()) generate_block_host<T>(o.common.seed, 1, b, s.n, part.begin, 0, s.n);
+    } else {  // one or both given or from files (each rank its slab); a missing one is generated
+      std::vector<T> a(mu * kr), b(kr * nu);
+      if (a_given)
+        for (std::uint64_t i = 0; i < mu; ++i)
+          std::copy_n(given->a.begin() + static_cast<std::ptrdiff_t>(i * static_cast<std::uint64_t>(s.k) + k0), kr,
+                      a.begin() + static_cast<std::ptrdiff_t>(i * kr));
+      else if (!a_generated) a = read_block<T>("--a", o.a_path, {0, k0}, {mu, kr});
+      else generate_block_host<T>(o.common.seed, 0, a, local.k, 0, part.begin, s.k);
+      if (b_given) std::copy_n(given->b.begin() + static_cast<std::ptrdiff_t>(k0 * nu), kr * nu, b.begin());
+      else if (!b_generated) b = read_block<T>("--b", o.b_path, {k0, 0}, {kr, nu});
+      else generate_block_host<T>(o.common.seed, 1, b, s.n, part.begin, 0, s.n);
       engine->set_inputs(a, b);
     }
   }
@@ -241,9 +250,9 @@ void write_ranks(h5::Location& where, const RanksReport& rr, Shape s) {
 }
 
 template Case run_case<float>(const Comm&, Backend, int, Shape, const std::vector<Level>&, const Options&, bool, int,
-                              std::vector<float>*, bool);
+                              std::vector<float>*, bool, const HostInputs<float>*);
 template Case run_case<double>(const Comm&, Backend, int, Shape, const std::vector<Level>&, const Options&, bool, int,
-                               std::vector<double>*, bool);
+                               std::vector<double>*, bool, const HostInputs<double>*);
 
 static void write_measured(h5::Location g, const Measured& m, bool full) {
   g.attr("time_s", m.time_s);
@@ -288,31 +297,11 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
   const RanksReport rr = ranks_report(comm, backend, cs);  // collective
   if (!comm.is_root()) return ok ? exit_ok : exit_failure;  // rank 0 writes and reports
 
-  auto f = h5::File::create(o.common.out);  // now: a job aborted mid-run leaves no file
-  f.attr("app", "matmul");
-  f.attr("m", s.m);
-  f.attr("n", s.n);
-  f.attr("k", s.k);
-  f.attr("precision", cs.precision);
-  f.attr("backend", reduce::to_string(backend));
-  f.attr("levels", level_list);
-  f.attr("status", ok ? "ok" : "failed");
-  f.attr("seed", o.common.seed);
-  f.attr("repeats", o.repeats);
-  f.attr("warmup", o.warmup);
-  f.attr("a", o.a_path.empty() ? std::string("generated") : o.a_path);
-  f.attr("b", o.b_path.empty() ? std::string("generated") : o.b_path);
-  f.attr("tolerance", tolerance<T>(s.k));
-  f.attr("split_k", o.split_k);
-  if (cs.bandwidth_gbs) f.attr("copy_bandwidth_gbs", *cs.bandwidth_gbs);
-  write_case(f, cs);
-  if (o.write_c) f.write<T>("C", c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});
-  auto tg = f.group("timings");  // rank 0's; every rank's under /ranks/timings
-  for (const auto& [name, v] : cs.timings.entries()) tg.attr(name, v);
-  write_ranks(f, rr, s);
   std::optional<DeviceInfo> dev;
   if (cuda) dev = query_device(device);
-  write_provenance(f, collect_provenance(command, dev), dev);
+  auto f = h5::File::create(o.common.out);  // now: a job aborted mid-run leaves no file
+  write_result<T>(f, cs, o, backend, o.write_c ? &c : nullptr, rr, collect_provenance(command, dev), dev,
+                  o.a_path.empty() ? "generated" : o.a_path, o.b_path.empty() ? "generated" : o.b_path);
   f.commit();
 
   const Measured* best = nullptr;

@@ -55,11 +55,22 @@ struct Case {
   }
 };
 
+/// A and B given in memory (the Python module's arrays), whole: M x K and K x N, row-major. An empty
+/// one is generated (as a missing --a/--b).
+template <class T>
+struct HostInputs {
+  std::vector<T> a, b;
+};
+
 /// Runs one case (inputs, reference, each level, the vendor library, Eigen) on the ranks of `comm`,
-/// K split across them. Collective. Instantiated for float and double.
+/// K split across them. Collective. Instantiated for float and double. The inputs: `given`, else
+/// --a/--b, else generated.
 template <class T>
 Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
-              const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth);
+              const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
+              const HostInputs<T>* given = nullptr);
+/// --level's names as the executable takes them: "all" is every level; repeats are dropped.
+std::vector<Level> resolve_levels(const std::vector<std::string>& names);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
 /// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).

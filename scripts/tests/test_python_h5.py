@@ -96,9 +96,51 @@ def test_mcpi_file_is_the_executables(tally, build_dir, tmp_path):
     assert leftovers(tmp_path) == ["exe.h5", "py.h5"]
 
 
+# ---- matmul -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("precision,levels", [("double", "gang"), ("float", "vector,worker+vector,tiled")])
+def test_matmul_file_is_the_executables(tally, build_dir, tmp_path, precision, levels):
+    exe = require_app(build_dir, "matmul")
+    seed = int.from_bytes(os.urandom(4), "little")
+    print("seed", seed)
+    e = run_exe(exe, tmp_path / "exe.h5", "--m", "24", "--n", "20", "--k", "513", "--level", levels, "--write-c",
+                "--repeats", "1", "--warmup", "0", "--precision", precision, "--seed", str(seed), "--split-k", "3")
+    r = tally.matmul.run(24, 20, 513, level=levels, precision=precision, repeats=1, warmup=0, seed=seed, split_k=3,
+                         write_c=True, return_c=True, backend="cpu", out=tmp_path / "py.h5")
+    assert r.passed and r.out == str(tmp_path / "py.h5")
+    assert assert_same_file(e, tmp_path / "py.h5") > 20
+    with h5py.File(tmp_path / "py.h5") as f:  # C, the errors and the verdicts, bit for bit (compared above too)
+        assert f["C"][...].tobytes() == r.c.tobytes()
+        for x in r.levels:
+            assert f[f"levels/{x.name}"].attrs["rel_error"] == x.rel_error and f[f"levels/{x.name}"].attrs["passed"]
+        assert f["eigen"].attrs["rel_error"] == r.eigen.rel_error
+    assert leftovers(tmp_path) == ["exe.h5", "py.h5"]
+
+
+def test_matmul_file_of_given_matrices(tally, build_dir, tmp_path):
+    # NumPy inputs: the executable reads the same matrices from an HDF5 file (--a/--b); everything
+    # but the attributes a and b (where the matrices came from) is the same.
+    exe = require_app(build_dir, "matmul")
+    seed = int.from_bytes(os.urandom(4), "little")
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((9, 300)), rng.standard_normal((300, 11))
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        f["A"], f["B"] = a, b
+    e = run_exe(exe, tmp_path / "exe.h5", "--a", f"{tmp_path / 'in.h5'}:/A", "--b", f"{tmp_path / 'in.h5'}:/B",
+                "--level", "all", "--repeats", "1", "--warmup", "0", "--write-c")
+    r = tally.matmul.run(a=a, b=b, precision="double", repeats=1, warmup=0, write_c=True, backend="cpu",
+                         out=tmp_path / "py.h5")
+    with h5py.File(tmp_path / "py.h5", "a") as f:
+        assert f.attrs["a"] == b"python array" and f.attrs["b"] == b"python array"
+        with h5py.File(e) as g:
+            f.attrs["a"], f.attrs["b"] = g.attrs["a"], g.attrs["b"]
+    assert assert_same_file(e, tmp_path / "py.h5") > 30 and r.passed
+
+
 # ---- bad out, failures, interrupts (every solver) -----------------------------------------------------
 SOLVERS = {  # small runs: app -> call(tally, backend=..., out=...)
     "mcpi": lambda t, backend="cpu", **kw: t.mcpi.estimate("2^16", backend=backend, **kw),
+    "matmul": lambda t, backend="cpu", **kw: t.matmul.run(8, 8, 64, level="gang", repeats=1, backend=backend, **kw),
 }
 
 

@@ -22,6 +22,7 @@
 #include "driver.hpp"  // heat2d
 #include "heat2d.hpp"
 #include "matmul.hpp"
+#include "matmul_output.hpp"
 #include "mcpi.hpp"
 #include "mcpi_output.hpp"
 #include "tally/common/device_info.hpp"
@@ -231,17 +232,17 @@ nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const
 }
 
 // ---- matmul -------------------------------------------------------------------------------------------
-template <class T>
-nb::dict measured(const std::string& name, double t, std::span<const T> c, const matmul::Reference& ref,
-                  const matmul::Shape& s) {
+nb::dict measured(const matmul::detail::Measured& m) {
   nb::dict d;
-  const double err = matmul::relative_error<T>(c, ref), tol = matmul::tolerance<T>(s.k);
-  d["name"] = name;
-  d["time_s"] = t;
-  d["gflops"] = s.flops() / t / 1e9;
-  d["rel_error"] = err;
-  d["tolerance"] = tol;
-  d["passed"] = err <= tol;
+  d["name"] = m.name;
+  d["time_s"] = m.time_s;
+  d["gflops"] = m.gflops;
+  d["gbps"] = m.gbps;
+  d["rel_error"] = m.rel_error;
+  d["tolerance"] = m.tolerance;
+  d["passed"] = m.passed;
+  if (!std::isnan(m.diff_cublas)) d["rel_diff_cublas"] = m.diff_cublas;
+  if (!std::isnan(m.diff_eigen)) d["rel_diff_eigen"] = m.diff_eigen;
   return d;
 }
 
@@ -256,71 +257,53 @@ std::vector<T> host_matrix(const nb::ndarray<>& a, const char* opt, std::int64_t
   return std::vector<T>(p, p + rows * cols);
 }
 
+// The executable's single run on one rank (detail::run_case, its ranks report and its writer).
 template <class T>
 nb::dict matmul_case(reduce::Backend b, int device, matmul::Shape s, const std::vector<matmul::Level>& levels,
-                     std::uint64_t seed, int warmup, int repeats, std::int64_t split_k, bool eigen,
-                     const std::optional<nb::ndarray<>>& a_in, const std::optional<nb::ndarray<>>& b_in, bool return_c) {
-  using namespace matmul;
-  std::vector<T> a, bm;
-  if (a_in || b_in) {  // as the executable's --a/--b: a missing one is generated
-    a = a_in ? host_matrix<T>(*a_in, "--a", s.m, s.k) : std::vector<T>(static_cast<std::size_t>(s.m * s.k));
-    bm = b_in ? host_matrix<T>(*b_in, "--b", s.k, s.n) : std::vector<T>(static_cast<std::size_t>(s.k * s.n));
-    if (!a_in) generate_host<T>(seed, 0, a);
-    if (!b_in) generate_host<T>(seed, 1, bm);
-  }
-  nb::dict d;
-  nb::list rows;
-  std::optional<double> vendor_t;
-  std::vector<T> c_last, c_vendor;
-  Timings timings;
-  nb::object vendor = nb::none(), eig = nb::none();
+                     const matmul::detail::Options& o, const std::optional<nb::ndarray<>>& a_in,
+                     const std::optional<nb::ndarray<>>& b_in, bool return_c, const std::optional<std::string>& out,
+                     const std::string& call) {
+  using namespace matmul::detail;
+  HostInputs<T> given;  // as the executable's --a/--b: a missing one is generated
+  if (a_in) given.a = host_matrix<T>(*a_in, "--a", s.m, s.k);
+  if (b_in) given.b = host_matrix<T>(*b_in, "--b", s.k, s.n);
+  const std::optional<DeviceInfo> dev = device_of(b, device);
+  check_out(out);
+  std::vector<T> c;
+  Case cs;
+  RanksReport rr;
   {
     nb::gil_scoped_release unlocked;
-    auto engine = b == reduce::Backend::cuda ? make_cuda_engine<T>(s, device) : make_cpu_engine<T>(s);
-    engine->set_split_k(split_k);
-    {
-      ScopedTimer t(timings, "inputs_s");
-      if (a.empty()) engine->generate(seed);
-      else engine->set_inputs(a, bm);
-    }
-    Reference ref;
-    {
-      ScopedTimer t(timings, "reference_s");
-      ref = engine->reference();
-    }
-    vendor_t = engine->run_vendor(warmup, repeats);
-    if (vendor_t) c_vendor = engine->c();
-    std::vector<std::pair<double, std::vector<T>>> runs;
-    for (Level l : levels) {
-      const double t = engine->run(l, warmup, repeats);
-      runs.emplace_back(t, engine->c());
-    }
-    std::optional<std::pair<double, std::vector<T>>> eig_run;
-    if (eigen) {
-      const auto ha = engine->a(), hb = engine->b();
-      std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
-      const double t = eigen_multiply<T>(ha, hb, c, s, repeats > 1 ? 1 : 0, repeats);
-      eig_run.emplace(t, std::move(c));
-    }
-    nb::gil_scoped_acquire locked;
-    if (vendor_t) vendor = measured<T>("cublas", *vendor_t, c_vendor, ref, s);
-    if (eig_run) eig = measured<T>("eigen", eig_run->first, eig_run->second, ref, s);
-    for (std::size_t i = 0; i < levels.size(); ++i) rows.append(measured<T>(to_string(levels[i]), runs[i].first, runs[i].second, ref, s));
-    if (!runs.empty()) c_last = std::move(runs.back().second);
+    HostTimer total;
+    const reduce::Comm one;  // the executable's one-rank job
+    cs = run_case<T>(one, b, device, s, levels, o, !o.no_eigen, o.repeats, return_c || o.write_c ? &c : nullptr,
+                     b == reduce::Backend::cuda, &given);
+    cs.timings.set("total_s", total.seconds());
+    rr = ranks_report(one, b, cs);
   }
+  write_out(out, [&](h5::File& f) {
+    write_result<T>(f, cs, o, b, o.write_c ? &c : nullptr, rr, collect_provenance(call, dev), dev,
+                    a_in ? "python array" : "generated", b_in ? "python array" : "generated");
+  });
+  nb::dict d;
+  nb::list rows;
+  for (const Measured& m : cs.levels) rows.append(measured(m));
   d["levels"] = rows;
-  d["vendor"] = vendor;
-  d["eigen"] = eig;
-  d["timings"] = timings_dict(timings);
-  d["c"] = return_c && !c_last.empty() ? to_numpy(std::move(c_last), {static_cast<std::size_t>(s.m), static_cast<std::size_t>(s.n)})
-                                       : nb::none();
+  d["vendor"] = cs.vendor ? nb::object(measured(*cs.vendor)) : nb::none();
+  d["eigen"] = cs.eigen ? nb::object(measured(*cs.eigen)) : nb::none();
+  d["passed"] = cs.passed();
+  d["timings"] = timings_dict(cs.timings);
+  d["copy_bandwidth_gbs"] = cs.bandwidth_gbs ? nb::cast(*cs.bandwidth_gbs) : nb::none();
+  d["c"] = return_c ? to_numpy(std::move(c), {static_cast<std::size_t>(s.m), static_cast<std::size_t>(s.n)}) : nb::none();
+  d["out"] = out ? nb::cast(*out) : nb::none();
   return d;
 }
 
 nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& precision,
                     const std::vector<std::string>& level_names, const std::string& backend, int device, std::uint64_t seed,
                     int warmup, int repeats, std::int64_t split_k, bool eigen, std::optional<nb::ndarray<>> a,
-                    std::optional<nb::ndarray<>> b, bool return_c) {
+                    std::optional<nb::ndarray<>> b, bool return_c, bool write_c, const std::optional<std::string>& out,
+                    const std::string& call) {
   using namespace matmul;
   check_precision(precision);
   for (auto [opt, v] : {std::pair{"--m", m}, std::pair{"--n", n}, std::pair{"--k", k}})
@@ -328,18 +311,25 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
   if (repeats < 1) throw InputError("--repeats: must be at least 1");
   if (warmup < 0) throw InputError("--warmup: must not be negative");
   if (split_k < 0) throw InputError("--split-k: must not be negative");
-  std::vector<Level> levels;
-  for (const std::string& name : level_names) {
-    if (name == "all") levels.insert(levels.end(), all_levels.begin(), all_levels.end());
-    else levels.push_back(parse_level(name));  // InputError naming --level
-  }
+  const std::vector<Level> levels = detail::resolve_levels(level_names);  // InputError naming --level
   if (levels.empty()) throw InputError("--level: no level given");
   bool fell_back = false;
   const reduce::Backend be = backend_of(backend, fell_back);
   const Shape s{m, n, k};
-  nb::dict d = precision == "float"
-                   ? matmul_case<float>(be, device, s, levels, seed, warmup, repeats, split_k, eigen, a, b, return_c)
-                   : matmul_case<double>(be, device, s, levels, seed, warmup, repeats, split_k, eigen, a, b, return_c);
+  detail::Options o;  // what the executable's options would hold
+  o.common.seed = seed;
+  o.common.precision = precision;
+  o.common.backend = backend;
+  o.common.device = device;
+  o.m = m, o.n = n, o.k = k;
+  o.levels = level_names;
+  o.write_c = write_c;
+  o.no_eigen = !eigen;
+  o.repeats = repeats;
+  o.warmup = warmup;
+  o.split_k = split_k;
+  nb::dict d = precision == "float" ? matmul_case<float>(be, device, s, levels, o, a, b, return_c, out, call)
+                                    : matmul_case<double>(be, device, s, levels, o, a, b, return_c, out, call);
   d["shape"] = nb::make_tuple(m, n, k);
   d["precision"] = precision;
   d["backend"] = reduce::to_string(be);
@@ -358,7 +348,7 @@ void bind_solvers(nb::module_& m) {
         arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
         arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
-        arg("b").none(), arg("return_c"));
+        arg("b").none(), arg("return_c"), arg("write_c"), arg("out").none(), arg("call"));
 }
 
 }  // namespace tally::python

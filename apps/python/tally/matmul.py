@@ -10,19 +10,27 @@ seed, warmup, repeats, split_k, eigen (compare with Eigen; the executable's --no
 eigen=False); a and b: NumPy matrices (m x k, k x n, of the precision's dtype) instead of the
 generated inputs (the executable's --a/--b files). Bad input raises ValueError with the
 executable's message. The result (a dict, keys also attributes): levels (one dict per level:
-name, time_s, gflops, rel_error, tolerance, passed), vendor (cuBLAS on the GPU, else None), eigen,
-timings, c (the last level's product as NumPy when return_c=True), passed, shape, backend.
+name, time_s, gflops, gbps, rel_error, tolerance, passed, rel_diff_cublas/rel_diff_eigen when
+compared), vendor (cuBLAS on the GPU, else None), eigen, timings, copy_bandwidth_gbs (GPU), c (the
+last level's product as NumPy when return_c=True), passed, shape, backend, out.
 
-No HDF5 output: the executable's writer is part of its driver (the whole app); run the executable
-for the file.
+out="run.h5" also writes the executable's HDF5 file (the same groups, datasets and attributes, by
+the executable's own writer; write_c=True adds /C as --write-c does; /ranks says one rank;
+provenance/command_line records this call, attributes a and b say 'python array' for given
+matrices, and the timings are this call's). A path that cannot be written raises ValueError naming
+out before any work; the file is written under a temporary name once every level has run and
+renamed when complete, so that bad input or a failure leaves no file.
 """
 from . import _tally
-from ._result import Result
+from ._result import Result, call_text, out_path
 
 
 def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backend="auto", device=0, seed=20260101,
-        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False):
-    """Multiplies and checks; see the module's documentation."""
+        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False, write_c=False, out=None):
+    """Multiplies and checks (and writes the executable's file to `out`); see the module's documentation."""
+    call = call_text("tally.matmul.run", m=m, n=n, k=k, size=size, precision=precision, level=level, backend=backend,
+                     device=device, seed=seed, warmup=warmup, repeats=repeats, split_k=split_k, eigen=eigen, a=a, b=b,
+                     write_c=write_c, out=out)
     if size is not None:
         m = n = k = size
     if a is not None:
@@ -31,10 +39,10 @@ def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backe
         k, n = b.shape[0] if a is None else k, b.shape[1]
     levels = [s.strip() for s in level.split(",")] if isinstance(level, str) else list(level)
     r = Result(_tally.matmul_run(int(m), int(n), int(k), precision, levels, backend, int(device), int(seed), int(warmup),
-                                 int(repeats), int(split_k), bool(eigen), a, b, bool(return_c)))
+                                 int(repeats), int(split_k), bool(eigen), a, b, bool(return_c), bool(write_c),
+                                 out_path(out), call))
     r["levels"] = [Result(x) for x in r["levels"]]
     for key in ("vendor", "eigen"):
         if r[key] is not None:
             r[key] = Result(r[key])
-    r["passed"] = all(x.passed for x in r["levels"]) and all(r[key] is None or r[key].passed for key in ("vendor", "eigen"))
     return r
