@@ -104,17 +104,30 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   const bool analytic = has_analytic(p) && res.status != Status::diverged;
   if (!comm) {
     rep.field = std::move(block);
-  } else if (o.gather || analytic || validate) {  // the same on every rank: all or none gather
+  } else if (o.gather || validate) {  // the same on every rank: all or none gather
     rep.field = gather_field<T>(*comm, p, block);
   }
-  if (comm && !o.gather) rep.block_field = std::move(block);
   rep.timings.set("d2h", t.seconds());
+  if (comm && !o.gather) {
+    // Not gathered: the analytic error in parts, each rank over its own rows (the max exact in any
+    // order, the rows' sums added in row order on rank 0: the bits of one rank).
+    if (analytic) {
+      const reduce::Range own = own_rows(p, comm->size(), comm->rank());
+      ErrorParts e = analytic_error_rows<T>(
+          p, std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx, static_cast<std::size_t>(own.size() * p.nx)),
+          own.begin, rep.sim_time);
+      comm->allreduce<reduce::Max, double>(std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1), reduce::Memory::host);
+      const std::vector<double> sums = comm->gather<double>(e.row_sum2);
+      if (comm->is_root()) rep.analytic = error_norms(p, e.max, sums);
+    }
+    rep.block_field = std::move(block);
+  }
 
   std::vector<T> whole;  // the whole start field on rank 0
   if (validate) whole = !comm ? u0 : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
                                                    : gather_field<T>(*comm, p, u0);
   if (!rep.field.empty()) {  // rank 0
-    if (analytic)
+    if (analytic && !rep.analytic)
       rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
     if (validate) {
       const std::vector<T> ref = eigen_sweeps<T>(p, whole, swept);
