@@ -3,13 +3,15 @@
 #   tools by command and version: cmake >= 3.25, C and C++20 compilers, ninja (or make: the build
 #     then uses CMake's Makefile generator);
 #   libraries by what CMake finds (a throw-away project runs the build's find_package calls): OpenMP,
-#     Eigen3, HDF5 (C), CLI11, Catch2, and MPI (C++ and mpiexec) for the rank level;
+#     Eigen3, HDF5 (C), CLI11, Catch2, and MPI (C++ and mpiexec) for the rank level, with an
+#     MPI-enabled HDF5 (h5pcc: libhdf5-openmpi-dev beside libhdf5-dev) for heat2d's parallel output;
 #   Python modules by import: h5py numpy matplotlib pytest, and nanobind + scikit_build_core for the
 #     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports).
 # Tools and libraries installed from anywhere (Kitware, pip, conda, Spack, modules) count. What is
 # missing is installed through apt-get only where apt-get exists and we are root; otherwise the one
-# command to run is printed. Exit status 1 only when something the build needs is missing; MPI is
-# wanted, not needed (without it the build has one rank). Quiet when everything is present.
+# command to run is printed. Exit status 1 only when something the build needs is missing; MPI and
+# parallel HDF5 are wanted, not needed (without MPI the build has one rank; without parallel HDF5
+# multi-rank fields are gathered to rank 0 to be written). Quiet when everything is present.
 # TALLY_SKIP_SETUP=1: do nothing (for environments managed by hand).
 set -euo pipefail
 
@@ -23,7 +25,7 @@ cmake_min=3.25
 
 need=()       # what is missing and needed, in words
 need_pkgs=()  # ... and its Debian packages
-want=()       # missing but optional (MPI)
+want=()       # missing but optional (MPI, parallel HDF5)
 want_pkgs=()
 notes=()      # what apt cannot fix (a cmake too old)
 
@@ -101,6 +103,12 @@ find_package(MPI COMPONENTS CXX)
 if(NOT MPI_CXX_FOUND OR NOT MPIEXEC_EXECUTABLE)
   list(APPEND missing MPI)
 endif()
+# The build's TALLY_PARALLEL_HDF5=AUTO takes the MPI-enabled HDF5 through its h5pcc wrapper
+# (FindHDF5 with HDF5_PREFER_PARALLEL); an HDF5 that is parallel itself counts too.
+find_program(TALLY_SETUP_H5PCC NAMES h5pcc h5pcc.openmpi h5pcc.mpich)
+if(NOT HDF5_IS_PARALLEL AND NOT TALLY_SETUP_H5PCC)
+  list(APPEND missing PHDF5)
+endif()
 list(JOIN missing " " missing)
 message(STATUS "tally-setup: compiler: ${CMAKE_CXX_COMPILER_ID}")
 message(STATUS "tally-setup: missing: ${missing}")
@@ -129,6 +137,7 @@ EOF
       CLI11) need+=("CLI11 >= 2.1") need_pkgs+=(libcli11-dev) ;;
       Catch2) need+=("Catch2") need_pkgs+=(catch2) ;;
       MPI) want+=("MPI (C++ and mpiexec)") want_pkgs+=(libopenmpi-dev openmpi-bin) ;;
+      PHDF5) want+=("parallel HDF5 (MPI-IO)") want_pkgs+=(libhdf5-openmpi-dev) ;;
       *) need+=("$n") ;;
     esac
   done
@@ -218,7 +227,11 @@ if ((${#need[@]} + ${#want[@]})); then
     # shellcheck disable=SC2086
     advise $(unique "${need_pkgs[@]}" "${want_pkgs[@]}")
     if ((${#need[@]})); then exit 1; fi
-    echo "setup: going on without MPI: the build will have one rank (TALLY_MPI=AUTO finds none)" >&2
+    if [[ " ${want[*]} " == *" MPI (C++ and mpiexec) "* ]]; then
+      echo "setup: going on without MPI: the build will have one rank (TALLY_MPI=AUTO finds none)" >&2
+    else
+      echo "setup: going on without parallel HDF5: multi-rank fields will be gathered to rank 0 to be written" >&2
+    fi
   fi
 fi
 

@@ -11,13 +11,15 @@
 
 namespace tally::heat2d {
 
+reduce::Range own_rows(const Problem& p, int ranks, int rank) {
+  const Block b = local_block(p, ranks, rank);
+  return {b.row0 + (rank == 0 ? 0 : 1), b.end() - (rank == ranks - 1 ? 0 : 1)};
+}
+
 template <class T>
 std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
   const int n = comm.size();
-  auto own = [&](int r) {  // global rows [first, end) that rank r contributes
-    const Block b = local_block(p, n, r);
-    return reduce::Range{b.row0 + (r == 0 ? 0 : 1), b.end() - (r == n - 1 ? 0 : 1)};
-  };
+  auto own = [&](int r) { return own_rows(p, n, r); };  // global rows that rank r contributes
   const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
   const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
   const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
@@ -95,22 +97,37 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   t.restart();
   std::vector<T> block(u0.size());
   solver->get_field(block);
-  if (comm) {
-    rep.field = gather_field<T>(*comm, p, block);
-  } else {
-    rep.field = std::move(block);
-  }
-  rep.timings.set("d2h", t.seconds());
-
   rep.sim_time = static_cast<double>(res.iterations) * p.dt;
   // --validate repeats the sweeps of this run from its start (an interrupted run skips it: the
   // user asked to stop).
   const bool validate = o.validate && !interrupted;
+  const bool analytic = has_analytic(p) && res.status != Status::diverged;
+  if (!comm) {
+    rep.field = std::move(block);
+  } else if (o.gather || validate) {  // the same on every rank: all or none gather
+    rep.field = gather_field<T>(*comm, p, block);
+  }
+  rep.timings.set("d2h", t.seconds());
+  if (comm && !o.gather) {
+    // Not gathered: the analytic error in parts, each rank over its own rows (the max exact in any
+    // order, the rows' sums added in row order on rank 0: the bits of one rank).
+    if (analytic) {
+      const reduce::Range own = own_rows(p, comm->size(), comm->rank());
+      ErrorParts e = analytic_error_rows<T>(
+          p, std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx, static_cast<std::size_t>(own.size() * p.nx)),
+          own.begin, rep.sim_time);
+      comm->allreduce<reduce::Max, double>(std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1), reduce::Memory::host);
+      const std::vector<double> sums = comm->gather<double>(e.row_sum2);
+      if (comm->is_root()) rep.analytic = error_norms(p, e.max, sums);
+    }
+    rep.block_field = std::move(block);
+  }
+
   std::vector<T> whole;  // the whole start field on rank 0
   if (validate) whole = !comm ? u0 : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
                                                    : gather_field<T>(*comm, p, u0);
   if (!rep.field.empty()) {  // rank 0
-    if (has_analytic(p) && res.status != Status::diverged)
+    if (analytic && !rep.analytic)
       rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
     if (validate) {
       const std::vector<T> ref = eigen_sweeps<T>(p, whole, swept);

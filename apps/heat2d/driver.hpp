@@ -28,12 +28,17 @@ struct RunOptions {
   /// The ranks the grid is split over (nullptr: one). With several, run_problem is collective and,
   /// on CUDA, Comm::use_device(device) must have been called.
   const reduce::Comm* comm = nullptr;
+  /// Several ranks: gather the final field to rank 0 (Report::field). false (the field is written
+  /// with parallel HDF5): each rank keeps its block in Report::block_field, and rank 0 gathers only
+  /// when it needs the whole field (the analytic error, --validate).
+  bool gather = true;
 };
 
 template <class T>
 struct Report {
   SolveResult result;
   std::vector<T> field;   ///< final field (ny * nx), gathered on rank 0 (empty on the other ranks)
+  std::vector<T> block_field;  ///< with RunOptions::gather false: this rank's block (Report::block's rows)
   double sim_time = 0.0;  ///< transient: iterations * dt
   std::optional<ErrorNorms> analytic;        ///< when an analytic solution applies (and not diverged)
   std::optional<double> eigen_max_abs_diff;  ///< with validate
@@ -45,6 +50,10 @@ struct Report {
   std::vector<std::pair<std::string, reduce::RankStats>> rank_timings;
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };
+
+/// The global rows [begin, end) that rank `rank` of `ranks` owns in the output: its interior rows,
+/// and the edge row at each end of the field for the first and last rank.
+[[nodiscard]] reduce::Range own_rows(const Problem& p, int ranks, int rank);
 
 /// Rank 0 assembles the whole field (ny * nx) from every rank's `block` (its local_block's rows):
 /// each rank's own rows and the end ranks' edge rows, in rounds of at most `round_bytes` altogether

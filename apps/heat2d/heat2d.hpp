@@ -106,6 +106,17 @@ struct ErrorNorms {
 };
 template <class T>
 ErrorNorms analytic_error(const Problem& p, std::span<const T> field, double t);
+/// analytic_error in parts, for a field split by rows: over the global rows [row0, row0 + rows.size() / nx)
+/// held in `rows`, the largest |u - exact| and each row's sum of squared differences (along the row).
+struct ErrorParts {
+  double max = 0.0;
+  std::vector<double> row_sum2;
+};
+template <class T>
+ErrorParts analytic_error_rows(const Problem& p, std::span<const T> rows, std::int64_t row0, double t);
+/// The norms from the largest difference and the ny rows' sums in row order (added in that order):
+/// the same bits however the rows were split across ranks.
+ErrorNorms error_norms(const Problem& p, double max, std::span<const double> row_sum2);
 
 /// The bound on |a - b| for two evaluations of `sweeps` sweeps that could differ by a rounding of
 /// the update in each: the update is non-expansive in the max norm for r <= 1/4, so differences

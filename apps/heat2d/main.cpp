@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <exception>
 #include <fstream>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +78,10 @@ std::optional<DeviceInfo> device_of(const RunOptions& ro) {
 std::string transport_of(const Comm& comm, const RunOptions& ro) {
   return comm.transport(ro.backend == reduce::Backend::cuda ? reduce::Memory::device : reduce::Memory::host);
 }
+/// How the field reached the file (RanksReport::writer).
+std::string writer_of(const Comm& comm, const RunOptions& ro) {
+  return !ro.gather ? writer_parallel_hdf5 : comm.size() > 1 ? writer_gathered : writer_one_rank;
+}
 bool shared_gpu(const Comm& comm, const RunOptions& ro) {
   return comm.size() > 1 && ro.backend == reduce::Backend::cuda && comm.shares_device();
 }
@@ -117,6 +124,7 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
   r.ranks = comm.size();
   r.transport = transport_of(comm, ro);
   r.shares_device = shared_gpu(comm, ro);
+  r.writer = writer_of(comm, ro);
   std::vector<std::int64_t> begin, end;
   r.decomposition = "rows";
   for (int k = 0; k < comm.size(); ++k) {
@@ -156,20 +164,41 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   }
   const SolveResult& res = rep.result;
   const reduce::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
-  if (!comm.is_root()) {
-    // Every rank exits as rank 0 does: the status and the verdict are the same everywhere.
-    return res.status == Status::diverged || !rep.validation_passed ? exit_failure : exit_ok;
+  // Every rank exits as rank 0 does: the status and the verdict are the same everywhere.
+  const int rank_exit = res.status == Status::diverged || !rep.validation_passed ? exit_failure : exit_ok;
+  HostTimer tw;
+  // Created only now, with every rank's part in hand: a run that fails or is aborted before this
+  // leaves nothing (the early probe in run() found --out writable).
+  std::optional<h5::File> parallel;  // rank 0: the file every rank wrote its rows of the field into
+  if (!ro.gather) {
+    h5::File f = h5::File::create_collective(o.common.out, {comm.mpi_handle(), comm.rank(), comm.size()});
+    const reduce::Range own = own_rows(p, comm.size(), comm.rank());
+    const std::span<const T> mine(rep.block_field.data() + (own.begin - rep.block.row0) * p.nx,
+                                  static_cast<std::size_t>(own.size() * p.nx));
+    f.write_rows<T>("field", mine, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)},
+                    static_cast<std::uint64_t>(own.begin));
+    std::exception_ptr failed;
+    try {
+      f.close_collective();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    comm.agree(failed);  // every rank's rows are on disk: rank 0 finishes the file and renames it
+    if (!comm.is_root()) {
+      f.abandon();
+      return rank_exit;
+    }
+    parallel = f.reopen();
   }
+  if (!comm.is_root()) return rank_exit;
   rep.rank_timings.emplace_back("total", total_s);  // to the write
   const bool converged = res.status == Status::converged;
   const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations - rule.first, 1));
   const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
   const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
 
-  HostTimer tw;
-  // Created only now, with every rank's part in hand: a run that fails or is aborted before this
-  // leaves nothing (the early probe in run() found --out writable).
-  auto file = h5::File::create(o.common.out);
+  h5::File file = parallel ? std::move(*parallel) : h5::File::create(o.common.out);
+  parallel.reset();
   write_parameters(file, o, rule, ro);
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
   file.attr("keep_partial", o.keep_partial);
@@ -181,7 +210,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   file.attr("status", to_string(res.status));
   file.attr("converged", converged);
   file.attr("final_residual", res.final_residual);
-  file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
+  if (ro.gather) file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
   file.write<std::int64_t>("residual/iteration", res.check_iteration);
   file.write<double>("residual/value", res.check_residual);
   auto errors = file.group("errors");
@@ -212,6 +241,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     j.add("app", "heat2d").add("mode", to_string(p.mode)).add("nx", p.nx).add("ny", p.ny);
     j.add("precision", o.common.precision).add("backend", reduce::to_string(ro.backend));
     j.add("ranks", static_cast<std::int64_t>(comm.size())).add("transport", transport_of(comm, ro));
+    j.add("writer", writer_of(comm, ro));
     if (shared_gpu(comm, ro)) j.add("shares_device", true);
     j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
     j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
@@ -227,6 +257,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     if (comm.size() > 1) {
       what += " x " + std::to_string(comm.size()) + " ranks (" + transport_of(comm, ro) + ")";
       if (shared_gpu(comm, ro)) what += " " + shared_gpu_note(comm);
+      what += ", field " + std::string(ro.gather ? "gathered to rank 0" : "written with parallel HDF5");
     }
     std::string check;
     switch (res.status) {
@@ -478,6 +509,7 @@ int run(int argc, char** argv, Comm& comm) {
   ro.progress = !o.common.quiet && !o.common.json;
   ro.keep_partial = o.keep_partial;
   ro.comm = &comm;
+  ro.gather = comm.size() == 1 || !h5::parallel_built();  // else each rank writes its rows (parallel HDF5)
 
   const std::string cmdline = cli::command_line(argc, argv);
   if (o.bench) return bench(o, ro, comm, cmdline);

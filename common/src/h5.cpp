@@ -3,6 +3,9 @@
 
 #include <hdf5.h>
 #include <unistd.h>
+#ifdef TALLY_HAS_PARALLEL_HDF5
+#include <mpi.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -85,7 +88,31 @@ std::vector<hsize_t> chunk_dims(const dims_t& dims, std::size_t elem) {
   return c;
 }
 
+// Datasets above compress_threshold_bytes: chunked, shuffled, deflated (when the filter is there).
+hid_t create_plist(const dims_t& dims, std::size_t elem, std::string_view name) {
+  std::uint64_t bytes = elem;
+  for (auto d : dims) bytes *= d;
+  const hid_t dcpl = check(H5Pcreate(H5P_DATASET_CREATE), "describe", name);
+  if (bytes > compress_threshold_bytes && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    const auto chunk = chunk_dims(dims, elem);
+    if (H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()) < 0 || H5Pset_shuffle(dcpl) < 0 ||
+        H5Pset_deflate(dcpl, 4) < 0) {
+      H5Pclose(dcpl);
+      throw Error("HDF5: cannot chunk and compress '" + std::string(name) + "'");
+    }
+  }
+  return dcpl;
+}
+
 }  // namespace
+
+bool parallel_built() {
+#ifdef TALLY_HAS_PARALLEL_HDF5
+  return true;
+#else
+  return false;
+#endif
+}
 
 Object::~Object() { close(); }
 Object& Object::operator=(Object&& o) noexcept {
@@ -145,17 +172,48 @@ void Location::write(std::string_view name, std::span<const T> data, const dims_
                 std::to_string(n));
   const std::vector<hsize_t> hd(dims.begin(), dims.end());
   Id space{check(H5Screate_simple(static_cast<int>(hd.size()), hd.data(), nullptr), "describe", name)};
-  Id dcpl{H5Pcreate(H5P_DATASET_CREATE)};
-  if (n * sizeof(T) > compress_threshold_bytes && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
-    const auto chunk = chunk_dims(dims, sizeof(T));
-    check(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()), "chunk", name);
-    H5Pset_shuffle(dcpl);
-    check(H5Pset_deflate(dcpl, 4), "compress", name);
-  }
+  Id dcpl{create_plist(dims, sizeof(T), name)};
   Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
   H5Pset_create_intermediate_group(lcpl, 1);
   Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), space, lcpl, dcpl, H5P_DEFAULT), "create dataset", name)};
   if (n > 0) check(H5Dwrite(ds, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "write dataset", name);
+}
+
+template <class T>
+void File::write_rows(std::string_view name, std::span<const T> rows, const dims_t& dims, std::uint64_t first_row) {
+  if (dims.empty()) throw Error("HDF5: dataset '" + str(name) + "': write_rows needs at least one dimension");
+  std::uint64_t row = 1;  // elements per row
+  for (std::size_t i = 1; i < dims.size(); ++i) row *= dims[i];
+  const std::uint64_t nrows = row ? rows.size() / row : 0;
+  if (nrows * row != rows.size() || first_row > dims[0] || nrows > dims[0] - first_row)
+    throw Error("HDF5: dataset '" + str(name) + "': " + std::to_string(rows.size()) + " elements from row " +
+                std::to_string(first_row) + " are not whole rows inside its " + std::to_string(dims[0]) + " rows of " +
+                std::to_string(row));
+  const std::vector<hsize_t> hd(dims.begin(), dims.end());
+  Id file_space{check(H5Screate_simple(static_cast<int>(hd.size()), hd.data(), nullptr), "describe", name)};
+  Id dcpl{create_plist(dims, sizeof(T), name)};
+  Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
+  H5Pset_create_intermediate_group(lcpl, 1);
+  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), file_space, lcpl, dcpl, H5P_DEFAULT), "create dataset", name)};
+  std::vector<hsize_t> off(hd.size(), 0), cnt = hd;
+  off[0] = first_row;
+  cnt[0] = nrows;
+  // A rank without rows still takes part in the collective write, selecting nothing.
+  const hsize_t one = 1;
+  Id mem_space{check(nrows ? H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr) : H5Screate_simple(1, &one, nullptr),
+                     "describe rows of", name)};
+  if (nrows) {
+    check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select rows of", name);
+  } else {
+    check(H5Sselect_none(file_space), "select no rows of", name);
+    check(H5Sselect_none(mem_space), "select no rows of", name);
+  }
+  Id dxpl{check(H5Pcreate(H5P_DATASET_XFER), "describe the transfer of", name)};
+#ifdef TALLY_HAS_PARALLEL_HDF5
+  if (collective_) check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "set collective transfer of", name);
+#endif
+  const T dummy{};
+  check(H5Dwrite(ds, native_type<T>(), mem_space, file_space, dxpl, nrows ? rows.data() : &dummy), "write rows of", name);
 }
 
 dims_t Location::dataset_dims(std::string_view name) const {
@@ -316,6 +374,49 @@ File File::create(const std::string& path) {
   return File(id, path, temp);
 }
 
+File File::create_collective(const std::string& path, const Ranks& ranks) {
+#ifdef TALLY_HAS_PARALLEL_HDF5
+  if (path.empty()) throw InputError("--out: the output path is empty");
+  const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(ranks.mpi_comm));
+  long long pid = getpid();  // rank 0's names the temporary file of every rank
+  if (MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm) != MPI_SUCCESS) throw Error("HDF5: MPI_Bcast of the temporary name of '" + path + "' failed");
+  const std::string temp = path + ".tmp." + std::to_string(pid);
+  Id fapl{check(H5Pcreate(H5P_FILE_ACCESS), "describe the MPI-IO access to", path)};
+  check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "set MPI-IO access to", path);
+  const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (id < 0) throw InputError("cannot create HDF5 file '" + temp + "' for '" + path + "' (parallel HDF5, rank " +
+                               std::to_string(ranks.rank) + " of " + std::to_string(ranks.size) + ")");
+  File f(id, path, temp);
+  f.collective_ = true;
+  return f;
+#else
+  (void)ranks;
+  throw Error("HDF5: cannot write '" + path + "' collectively: this build's HDF5 is not parallel (TALLY_PARALLEL_HDF5)");
+#endif
+}
+
+void File::close_collective() {
+  if (!collective_ || !valid()) throw Error("HDF5: '" + path_ + "' is not an open collective file");
+  const herr_t e = H5Fclose(id_);
+  id_ = -1;
+  collective_ = false;
+  check(e, "close", temp_);
+}
+
+File File::reopen() {
+  if (collective_ || valid() || temp_.empty()) throw Error("HDF5: '" + path_ + "' is not a collective file closed by close_collective");
+  const hid_t id = H5Fopen(temp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) throw Error("HDF5: cannot open '" + temp_ + "' again to finish '" + path_ + "'");
+  const std::string temp = temp_;
+  release_temp();  // the new File owns it
+  return File(id, path_, temp);
+}
+
+void File::abandon() {
+  if (collective_ || valid()) throw Error("HDF5: '" + path_ + "' is still open (close_collective first)");
+  release_temp();
+}
+
 File File::open(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError("no such file '" + path + "'");
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -329,9 +430,14 @@ File::File(std::int64_t id, std::string path, std::string temp)
 }
 
 File::File(File&& o) noexcept
-    : Location(std::move(o)), path_(std::move(o.path_)), temp_(std::move(o.temp_)), temp_slot_(o.temp_slot_) {
+    : Location(std::move(o)),
+      path_(std::move(o.path_)),
+      temp_(std::move(o.temp_)),
+      temp_slot_(o.temp_slot_),
+      collective_(o.collective_) {
   o.temp_.clear();
   o.temp_slot_ = -1;
+  o.collective_ = false;
 }
 
 File& File::operator=(File&& o) noexcept {
@@ -341,8 +447,10 @@ File& File::operator=(File&& o) noexcept {
     path_ = std::move(o.path_);
     temp_ = std::move(o.temp_);
     temp_slot_ = o.temp_slot_;
+    collective_ = o.collective_;
     o.temp_.clear();
     o.temp_slot_ = -1;
+    o.collective_ = false;
   }
   return *this;
 }
@@ -356,6 +464,12 @@ void File::release_temp() {
 File::~File() { discard(); }
 
 void File::discard() {
+  if (collective_) {
+    // Closing is collective: with the other ranks elsewhere (this rank failed) it would wait for
+    // them. The id stays open; the job is ending (run_ranks aborts it).
+    id_ = -1;
+    collective_ = false;
+  }
   close();
   if (!temp_.empty()) {
     std::error_code ec;
@@ -365,6 +479,7 @@ void File::discard() {
 }
 
 void File::commit() {
+  if (collective_) throw Error("HDF5: '" + path_ + "' is collective: close_collective, then reopen on one rank to commit");
   if (temp_.empty()) throw Error("HDF5: '" + path_ + "' was not opened for writing or is already committed");
   check(H5Fflush(id_, H5F_SCOPE_GLOBAL), "flush", path_);
   close();
@@ -379,6 +494,7 @@ void File::commit() {
 #define TALLY_H5_TYPES(X) X(float) X(double) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(std::uint32_t) X(std::uint64_t)
 #define TALLY_H5_INST(T)                                                                \
   template void Location::write<T>(std::string_view, std::span<const T>, const dims_t&); \
+  template void File::write_rows<T>(std::string_view, std::span<const T>, const dims_t&, std::uint64_t); \
   template std::vector<T> Location::read<T>(std::string_view, dims_t*) const;            \
   template std::vector<T> Location::read<T>(std::string_view, const dims_t&, const dims_t&) const; \
   template void Location::attr<T>(std::string_view, T);                                  \

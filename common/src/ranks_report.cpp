@@ -26,6 +26,7 @@ void write(h5::Location& where, const RanksReport& report) {
   g.attr("transport", report.transport);
   g.attr("decomposition", report.decomposition);
   g.attr("shares_device", report.shares_device);
+  g.attr("writer", !report.writer.empty() ? report.writer : report.ranks == 1 ? writer_one_rank : writer_gathered);
   std::string list;
   for (const RankPhase& p : report.phases) list += (list.empty() ? "" : ",") + p.name;
   g.attr("phases", list);  // the datasets' order, for readers
@@ -46,6 +47,7 @@ RanksReport read_ranks_report(const h5::Location& where) {
   r.transport = g.read_attr_string("transport");
   r.decomposition = g.read_attr_string("decomposition");
   r.shares_device = g.read_attr<bool>("shares_device");
+  if (g.has_attr("writer")) r.writer = g.read_attr_string("writer");  // files from before it was recorded: ""
   const std::string list = g.read_attr_string("phases");
   for (std::size_t at = 0; at < list.size();) {
     const std::size_t end = std::min(list.find(',', at), list.size());

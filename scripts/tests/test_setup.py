@@ -230,3 +230,25 @@ def test_root_without_network(tmp_path):
     r = e.run(TEST_UID=0, TEST_MISSING="Eigen3 MPI", TEST_APT_FAIL=1)
     assert r.returncode == 1
     assert "Eigen3 >= 3.3" in r.stderr and "libeigen3-dev" in r.stderr
+
+
+def test_parallel_hdf5_is_wanted_not_needed(tmp_path):
+    """libhdf5-openmpi-dev (beside libhdf5-dev): installed by root where apt works; elsewhere the
+    command is printed and the build goes on (multi-rank fields gathered to rank 0)."""
+    e = Env(tmp_path)
+    r = e.run(TEST_UID=0, TEST_MISSING="PHDF5")
+    assert r.returncode == 0, r.stderr
+    apt = [c for c in e.recorded() if c.startswith("apt-get install")]
+    assert len(apt) == 1 and apt[0].split()[-1] == "libhdf5-openmpi-dev", apt
+    assert "libhdf5-dev" not in apt[0].split()
+    (tmp_path / "no-network").mkdir()
+    e = Env(tmp_path / "no-network")
+    r = e.run(TEST_UID=0, TEST_MISSING="PHDF5", TEST_APT_FAIL=1)
+    assert r.returncode == 0, r.stderr
+    assert "libhdf5-openmpi-dev" in r.stderr and "gathered to rank 0" in r.stderr
+    (tmp_path / "user").mkdir()
+    e = Env(tmp_path / "user")
+    r = e.run(TEST_UID=1000, TEST_MISSING="MPI PHDF5")
+    assert r.returncode == 0, r.stderr
+    assert "libopenmpi-dev openmpi-bin libhdf5-openmpi-dev" in r.stderr and "one rank" in r.stderr
+    assert e.installs() == []

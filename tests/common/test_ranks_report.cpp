@@ -20,6 +20,7 @@ TEST_CASE("ranks report: written and read back", "[h5][ranks]") {
   r.transport = ranks == 1 ? "none" : "mpi (host-staged)";
   r.shares_device = ranks > 1;
   r.decomposition = "rows 0-170 | 171-341 | 342-511";
+  r.writer = ranks == 1 ? "" : writer_parallel_hdf5;  // "": the default for the rank count
   for (const char* name : {"setup", "solve"}) {
     RankPhase p;
     p.name = name;
@@ -38,6 +39,7 @@ TEST_CASE("ranks report: written and read back", "[h5][ranks]") {
   CHECK(b.transport == r.transport);
   CHECK(b.shares_device == r.shares_device);
   CHECK(b.decomposition == r.decomposition);
+  CHECK(b.writer == (ranks == 1 ? writer_one_rank : writer_parallel_hdf5));
   REQUIRE(b.phases.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(b.phases[i].name == r.phases[i].name);

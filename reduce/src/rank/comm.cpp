@@ -88,6 +88,12 @@ int Comm::rank() const { return impl_ ? impl_->rank : 0; }
 int Comm::size() const { return impl_ ? impl_->size : 1; }
 int Comm::local_rank() const { return impl_ ? impl_->local_rank : 0; }
 int Comm::local_size() const { return impl_ ? impl_->local_size : 1; }
+std::int64_t Comm::mpi_handle() const {
+#ifdef TALLY_HAS_MPI
+  if (impl_ && impl_->world != MPI_COMM_NULL) return static_cast<std::int64_t>(MPI_Comm_c2f(impl_->world));
+#endif
+  return -1;
+}
 
 int Comm::pick_device(int requested) const {
   const int n = cuda_device_count();

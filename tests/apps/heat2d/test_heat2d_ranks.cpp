@@ -1,6 +1,6 @@
 // heat2d across ranks: the real executable under the MPI launcher with 1, 2 and 3 ranks writes the
 // same /field and /residual, bit for bit, as the same run in one plain process (row counts that the
-// rank counts do not divide included); bad input on several ranks exits 2 on every rank, rank 0
+// rank counts do not divide included), the field with parallel HDF5 where the build has it; bad input on several ranks exits 2 on every rank, rank 0
 // alone saying why, and writes nothing; a rank killed mid-run ends the job, which writes nothing. Built twice: HEAT2D_RANKS_BACKEND "cpu" (with the bad-input
 // cases) and "cuda" (a GPU test: on one GPU the ranks share it and the halos go host-staged).
 #include <unistd.h>
@@ -50,6 +50,8 @@ struct Output {
   std::string status;
   std::int64_t ranks = 0, ny = 0;
   std::size_t phases = 0;
+  std::string writer;  // /ranks@writer
+  std::vector<double> analytic;  // /errors@analytic_max, analytic_l2 (when the problem has them)
   std::vector<std::int64_t> row_begin, row_end;
 };
 
@@ -70,11 +72,14 @@ Output run(const std::string& launcher, const std::string& args, const fs::path&
   o.iteration = f.read<std::int64_t>("residual/iteration");
   o.residual = f.read<double>("residual/value");
   o.status = f.read_attr_string("status");
+  if (const auto e = f.open_group("errors"); e.has_attr("analytic_max"))
+    o.analytic = {e.read_attr<double>("analytic_max"), e.read_attr<double>("analytic_l2")};
   o.ny = f.read_attr<std::int64_t>("ny");
   const auto g = f.open_group("ranks");
   const tally::RanksReport rr = tally::read_ranks_report(f);
   o.ranks = rr.ranks;
   o.phases = rr.phases.size();
+  o.writer = rr.writer;
   o.row_begin = g.read<std::int64_t>("row_begin");
   o.row_end = g.read<std::int64_t>("row_end");
   return o;
@@ -96,6 +101,8 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
       "--nx 64 --mode transient --init sin --bc-top 0 --t-end 0.01 --check-every 5 --precision float",  // t-end
       "--nx 64 --ny 31 --mode transient --init " + random_value(g) + " --tol 1e-5" + bc,                 // to steady
       "--nx 40 --ny 6 --tol 1e-9" + bc,  // 4 interior rows: blocks of 1 and 2 rows (nothing between the boundary rows)
+      "--nx 33 --ny 47 --tol 1e-6",  // the steady analytic case (sin on top): its errors bit for bit too
+      "--nx 130 --ny 97 --max-iter 40 --check-every 9 --init " + random_value(g) + bc,  // > 64 KiB: chunked, compressed
   };
   if (backend == "cuda") cases.push_back("--nx 64 --ny 29 --tol 1e-7 --check-every 2 --cuda-kernel async" + bc);
   const fs::path dir = scratch(backend + "_same");
@@ -108,6 +115,7 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
     REQUIRE(ref.ranks == 1);
     REQUIRE(!ref.residual.empty());
     REQUIRE(!ref.field.empty());
+    if (c.find("--bc-top 0") != std::string::npos || c.find("--bc-") == std::string::npos) REQUIRE(ref.analytic.size() == 2);
     for (int n : {1, 2, 3}) {
       const fs::path out = dir / ("n" + std::to_string(n) + ".h5");
       const Output o = run(launch(n), args, out);
@@ -118,7 +126,11 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
       CHECK(o.status == ref.status);
       CHECK(o.iteration == ref.iteration);
       CHECK(same_bits(o.residual, ref.residual));
+      CHECK(same_bits(o.analytic, ref.analytic));  // rows' parts added in row order: one rank's bits
       CHECK(o.field == ref.field);
+      // Several ranks write the field with parallel HDF5 where the build has it, else rank 0 alone.
+      CHECK(o.writer == (n == 1 ? tally::writer_one_rank : tally::h5::parallel_built() ? tally::writer_parallel_hdf5
+                                                                                       : tally::writer_gathered));
       // The row blocks cover the interior rows 1..ny-2 in order, each rank at least one.
       REQUIRE(o.row_begin.size() == static_cast<std::size_t>(n));
       REQUIRE(o.row_end.size() == static_cast<std::size_t>(n));

@@ -10,6 +10,17 @@
 // A File destroyed without commit() (an exception, a failed check) removes its temporary file, so a
 // failed run never leaves a file that looks finished; on SIGINT/SIGTERM the signal handler removes
 // it (tally/common/interrupt.hpp).
+//
+// Several MPI ranks, with a parallel (MPI-IO) HDF5 (parallel_built(); TALLY_PARALLEL_HDF5):
+//
+//   auto f = tally::h5::File::create_collective(path, {comm.mpi_handle(), comm.rank(), comm.size()});
+//   f.write_rows<double>("field", my_rows, {ny, nx}, my_first_row);  // collective: each rank its rows
+//   f.close_collective();                     // collective; then agree that every rank got here
+//   if (rank == 0) { auto g = f.reopen(); g.attr(...); g.commit(); } else f.abandon();
+//
+// A collective file dropped while open (an exception on one rank) removes its temporary file without
+// closing it (closing is collective: it would wait for the other ranks); the rank-level runner then
+// ends the job (MPI_Abort), so no finished-looking file is left.
 
 #include <cstdint>
 #include <span>
@@ -85,6 +96,16 @@ class Location : public Object {
   [[nodiscard]] std::vector<std::string> attr_names() const;
 };
 
+/// Whether this build's HDF5 writes collectively over MPI (File::create_collective).
+[[nodiscard]] bool parallel_built();
+
+/// The ranks of a collective file: the MPI communicator as its Fortran handle (MPI_Comm_c2f, e.g.
+/// tally::reduce::Comm::mpi_handle()): no mpi.h here, and common needs nothing of the rank level.
+struct Ranks {
+  std::int64_t mpi_comm = -1;
+  int rank = 0, size = 1;
+};
+
 class File : public Location {
  public:
   /// Creates "<path>.tmp.<pid>" for writing. Throws tally::InputError when the place is not writable
@@ -92,6 +113,27 @@ class File : public Location {
   static File create(const std::string& path);
   /// Opens an existing file read-only. Throws tally::InputError naming the path.
   static File open(const std::string& path);
+
+  /// Collective over `ranks` (parallel_built() only, else tally::Error): every rank opens
+  /// "<path>.tmp.<rank 0's pid>" with the MPI-IO driver. Only write_rows and close_collective are
+  /// collective-safe; the rest of the file is written by one rank after reopen().
+  static File create_collective(const std::string& path, const Ranks& ranks);
+
+  /// Rows [first_row, first_row + rows / row size) of the dataset `name` of shape `dims` (rows along
+  /// dims[0]; created here, chunked and compressed like write()): on a collective file every rank
+  /// calls it with its own rows (possibly none), one collective H5Dwrite; on any other file the one
+  /// writer passes all the rows. Throws Error naming the dataset when the rows do not fit.
+  template <class T>
+  void write_rows(std::string_view name, std::span<const T> rows, const dims_t& dims, std::uint64_t first_row);
+
+  /// Collective: closes a collective file on every rank (the data is on disk); the temporary file
+  /// stays, this rank still owns it (removes it when destroyed) until reopen() or abandon().
+  void close_collective();
+  /// After close_collective (one rank): the temporary file opened again for writing by this rank
+  /// alone, which now owns it (commit renames it; dropped, it is removed).
+  [[nodiscard]] File reopen();
+  /// After close_collective, on the ranks other than the one that reopens: leave the file to it.
+  void abandon();
 
   File(File&& o) noexcept;
   File& operator=(File&&) noexcept;
@@ -108,6 +150,7 @@ class File : public Location {
   void release_temp();
   std::string path_, temp_;  ///< temp_ empty for files opened for reading or already committed
   int temp_slot_ = -1;       ///< temp_'s slot in the signal handler's list (tally/common/interrupt.hpp)
+  bool collective_ = false;  ///< opened with the MPI-IO driver on every rank (create_collective)
 };
 
 }  // namespace tally::h5

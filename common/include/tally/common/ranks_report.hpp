@@ -3,7 +3,7 @@
 // split and each phase's seconds on every rank. Plain data, filled by the app from the rank level
 // (Comm::size/transport/shares_device, Comm::stats); common does not depend on reduce.
 //
-//   ranks/            attributes ranks, transport, decomposition, shares_device, phases ("a,b")
+//   ranks/            attributes ranks, transport, decomposition, shares_device, writer, phases ("a,b")
 //     <phase>_s       per-rank seconds (rank order), attributes min, median, max
 
 #include <string>
@@ -12,6 +12,11 @@
 #include "tally/common/h5.hpp"
 
 namespace tally {
+
+/// RanksReport::writer: how the distributed data (heat2d's field) reached the file.
+inline constexpr const char* writer_one_rank = "one rank";
+inline constexpr const char* writer_gathered = "gathered to rank 0";
+inline constexpr const char* writer_parallel_hdf5 = "parallel HDF5";  ///< each rank its hyperslab, collective
 
 struct RankPhase {
   std::string name;  ///< "solve", "setup", ... (the dataset is "<name>_s")
@@ -24,6 +29,7 @@ struct RanksReport {
   std::string transport = "none";  ///< "none", "mpi", "nccl" or "mpi (host-staged)"
   bool shares_device = false;      ///< several ranks of a node on one GPU (testing)
   std::string decomposition;       ///< e.g. "rows 0-170 | 171-341 | 342-511"
+  std::string writer;              ///< writer_*; empty: writer_one_rank for one rank, else writer_gathered
   std::vector<RankPhase> phases;
 };
 

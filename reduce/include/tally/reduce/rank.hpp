@@ -99,6 +99,10 @@ class Comm {
   /// This rank among the ranks of its node (an MPI-3 shared-memory split, not a launcher variable).
   [[nodiscard]] int local_rank() const;
   [[nodiscard]] int local_size() const;
+  /// The MPI communicator as its Fortran handle (MPI_Comm_c2f; MPI_Comm_f2c turns it back): for a
+  /// library that takes an MPI_Comm (parallel HDF5, tally::h5::File::create_collective) without
+  /// this header including mpi.h. -1 for a single-process Comm and in a build without MPI.
+  [[nodiscard]] std::int64_t mpi_handle() const;
 
   // ---- devices ------------------------------------------------------------------------------------
   /// The GPU this rank uses: local_rank() % (number of CUDA devices), or `requested` when the job
