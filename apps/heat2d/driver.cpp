@@ -66,8 +66,9 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
                 std::to_string(rep.block.rows * p.nx));
   StopRule rule = rule_in;
   // One rank: a first signal stops the solver at its next checked sweep (several ranks: the signal
-  // has already ended the job, see interrupt::set_immediate).
-  rule.stop_requested = [] { return interrupt::requested() != 0; };
+  // has already ended the job, see interrupt::set_immediate). A caller's own poll (the Python
+  // module's, for Python's signal handlers) is kept.
+  if (!rule.stop_requested) rule.stop_requested = [] { return interrupt::requested() != 0; };
   rep.timings.set("setup", t.seconds());
 
   t.restart();

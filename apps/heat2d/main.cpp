@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "driver.hpp"
+#include "heat2d_output.hpp"
 #include "restart.hpp"
 #include "tally/common/app.hpp"
 #include "tally/common/cli.hpp"
@@ -75,68 +76,9 @@ std::optional<DeviceInfo> device_of(const RunOptions& ro) {
   return std::nullopt;
 }
 
-std::string transport_of(const Comm& comm, const RunOptions& ro) {
-  return comm.transport(ro.backend == reduce::Backend::cuda ? reduce::Memory::device : reduce::Memory::host);
-}
-/// How the field reached the file (RanksReport::writer).
-std::string writer_of(const Comm& comm, const RunOptions& ro) {
-  return !ro.gather ? writer_parallel_hdf5 : comm.size() > 1 ? writer_gathered : writer_one_rank;
-}
-bool shared_gpu(const Comm& comm, const RunOptions& ro) {
-  return comm.size() > 1 && ro.backend == reduce::Backend::cuda && comm.shares_device();
-}
 std::string shared_gpu_note(const Comm& comm) {
   const int gpus = reduce::cuda_device_count();
   return "(" + std::to_string(comm.local_size()) + " ranks share " + (gpus > 1 ? std::to_string(gpus) + " GPUs)" : "a GPU)");
-}
-
-void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, const RunOptions& ro) {
-  const Problem& p = o.p;
-  f.attr("app", "heat2d");
-  f.attr("nx", static_cast<std::int64_t>(p.nx));
-  f.attr("ny", static_cast<std::int64_t>(p.ny));
-  f.attr("h", p.h());
-  f.attr("mode", to_string(p.mode));
-  f.attr("precision", o.common.precision);
-  f.attr("backend", reduce::to_string(ro.backend));
-  f.attr("tol", rule.tol);
-  f.attr("max_iter", static_cast<std::int64_t>(o.max_iter));
-  f.attr("check_every", static_cast<std::int64_t>(o.check_every));
-  f.attr("alpha", p.alpha);
-  f.attr("dt", p.dt);
-  f.attr("r", p.r());
-  f.attr("t_end", p.t_end);
-  f.attr("bc_top", p.top.text);
-  f.attr("bc_bottom", p.bottom.text);
-  f.attr("bc_left", p.left.text);
-  f.attr("bc_right", p.right.text);
-  f.attr("init", p.init.text);
-  f.attr("validate", o.validate);
-  f.attr("cuda_kernel", o.cuda_kernel);
-}
-
-/// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
-/// ("rows 1-13 | 14-26 | ...", each rank's interior rows, inclusive; also as datasets row_begin and
-/// row_end, [begin, end)) and each timing's seconds on every rank.
-template <class T>
-void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const Comm& comm, const RunOptions& ro) {
-  RanksReport r;
-  r.ranks = comm.size();
-  r.transport = transport_of(comm, ro);
-  r.shares_device = shared_gpu(comm, ro);
-  r.writer = writer_of(comm, ro);
-  std::vector<std::int64_t> begin, end;
-  r.decomposition = "rows";
-  for (int k = 0; k < comm.size(); ++k) {
-    const Block b = local_block(p, comm.size(), k);
-    begin.push_back(b.row0 + 1), end.push_back(b.end() - 1);  // the interior rows rank k updates
-    r.decomposition += (k ? " | " : " ") + std::to_string(begin.back()) + "-" + std::to_string(end.back() - 1);
-  }
-  for (const auto& [name, st] : rep.rank_timings) r.phases.push_back({name, st.min, st.median, st.max, st.per_rank});
-  write(f, r);
-  auto g = f.group("ranks");
-  g.write<std::int64_t>("row_begin", begin);
-  g.write<std::int64_t>("row_end", end);
 }
 
 template <class T>
@@ -191,48 +133,13 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     parallel = f.reopen();
   }
   if (!comm.is_root()) return rank_exit;
-  rep.rank_timings.emplace_back("total", total_s);  // to the write
   const bool converged = res.status == Status::converged;
-  const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations - rule.first, 1));
-  const double points_per_s = static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s;
-  const double gb_per_s = 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9;
+  const auto [points_per_s, gb_per_s] = throughput(p, rule, rep);
 
   h5::File file = parallel ? std::move(*parallel) : h5::File::create(o.common.out);
   parallel.reset();
-  write_parameters(file, o, rule, ro);
-  file.attr("iterations", static_cast<std::int64_t>(res.iterations));
-  file.attr("keep_partial", o.keep_partial);
-  if (!o.restart.empty()) {
-    file.attr("restart_from", o.restart);
-    file.attr("restart_iterations", static_cast<std::int64_t>(rule.first));
-  }
-  file.attr("sim_time", rep.sim_time);
-  file.attr("status", to_string(res.status));
-  file.attr("converged", converged);
-  file.attr("final_residual", res.final_residual);
-  if (ro.gather) file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
-  file.write<std::int64_t>("residual/iteration", res.check_iteration);
-  file.write<double>("residual/value", res.check_residual);
-  auto errors = file.group("errors");
-  if (rep.analytic) {
-    errors.attr("analytic_max", rep.analytic->max);
-    errors.attr("analytic_l2", rep.analytic->l2);
-  }
-  if (rep.eigen_max_abs_diff) {
-    errors.attr("eigen_max_abs_diff", *rep.eigen_max_abs_diff);
-    errors.attr("eigen_tolerance", rep.eigen_tolerance);
-    errors.attr("eigen_passed", rep.validation_passed);
-  }
-  auto thr = file.group("throughput");
-  thr.attr("points_per_s", points_per_s);
-  thr.attr("gb_per_s", gb_per_s);
   const auto dev = device_of(ro);
-  write_provenance(file, collect_provenance(cmdline, dev), dev);
-  write_ranks(file, p, rep, comm, ro);
-  auto tg = file.group("timings");
-  for (const auto& [name, s] : rep.timings.entries()) tg.attr(name, s);
-  tg.attr("write", tw.seconds());
-  tg.attr("total", total.seconds());
+  write_result<T>(file, p, rule, ro, {o.max_iter, o.restart}, rep, comm, total_s, collect_provenance(cmdline, dev), dev, tw, total);
   file.commit();
   if (o.xdmf) write_xdmf(o.common.out, p, static_cast<int>(sizeof(T)));
 

@@ -137,10 +137,33 @@ def test_matmul_file_of_given_matrices(tally, build_dir, tmp_path):
     assert assert_same_file(e, tmp_path / "py.h5") > 30 and r.passed
 
 
+# ---- heat2d -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args,kwargs", [
+    (["--nx", "33", "--tol", "1e-8", "--validate"], dict(nx=33, tol=1e-8, validate=True)),
+    (["--nx", "41", "--ny", "21", "--mode", "transient", "--t-end", "0.01", "--init", "sin", "--bc-top", "0",
+      "--precision", "float", "--check-every", "7"],
+     dict(nx=41, ny=21, mode="transient", t_end=0.01, init="sin", bc_top=0, precision="float", check_every=7)),
+    (["--nx", "17", "--bc-top", "nan", "--max-iter", "50"], dict(nx=17, bc_top="nan", max_iter=50)),  # diverged
+])
+def test_heat2d_file_is_the_executables(tally, build_dir, tmp_path, args, kwargs):
+    exe = require_app(build_dir, "heat2d")
+    p = subprocess.run([str(exe), *args, "--backend", "cpu", "--quiet", "--out", str(tmp_path / "exe.h5")],
+                       capture_output=True, text=True)
+    assert p.returncode == (1 if "nan" in args else 0), p.stderr  # a diverged run still writes its file
+    r = tally.heat2d.solve(backend="cpu", out=tmp_path / "py.h5", **kwargs)
+    assert assert_same_file(tmp_path / "exe.h5", tmp_path / "py.h5") > 25
+    with h5py.File(tmp_path / "py.h5") as f:  # the field and the history, bit for bit, as returned
+        assert f["field"][...].tobytes() == r.field.tobytes()
+        assert f["residual/value"][...].tobytes() == r.residual_value.tobytes()
+        assert f.attrs["status"].decode() == r.status and f.attrs["iterations"] == r.iterations
+    assert leftovers(tmp_path) == ["exe.h5", "py.h5"]
+
+
 # ---- bad out, failures, interrupts (every solver) -----------------------------------------------------
 SOLVERS = {  # small runs: app -> call(tally, backend=..., out=...)
     "mcpi": lambda t, backend="cpu", **kw: t.mcpi.estimate("2^16", backend=backend, **kw),
     "matmul": lambda t, backend="cpu", **kw: t.matmul.run(8, 8, 64, level="gang", repeats=1, backend=backend, **kw),
+    "heat2d": lambda t, backend="cpu", **kw: t.heat2d.solve(nx=9, tol=1e-6, backend=backend, **kw),
 }
 
 
@@ -193,3 +216,8 @@ def interrupted(tally, tmp_path, call):
 def test_mcpi_interrupted_leaves_no_file(tally, tmp_path):
     # 2^40 samples would take hours: the interrupt, checked after each batch of 2^16, stops it.
     interrupted(tally, tmp_path, "tally.mcpi.estimate('2^40', batch='2^16', backend='cpu', out=out)")
+
+
+def test_heat2d_interrupted_leaves_no_file(tally, tmp_path):
+    # A 2049^2 steady solve to 1e-15 would take hours: the interrupt stops it at a checked sweep.
+    interrupted(tally, tmp_path, "tally.heat2d.solve(nx=2049, tol=1e-15, check_every=10, backend='cpu', out=out)")

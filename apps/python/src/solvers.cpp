@@ -6,6 +6,7 @@
 // (tally/heat2d.py, matmul.py, mcpi.py) give them names and documentation. With `out`, each writes
 // the executable's HDF5 file through the app's own writer (the same code as the executable's), its
 // provenance recording the Python call (`call`) instead of a command line.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "bindings.hpp"
 #include "driver.hpp"  // heat2d
 #include "heat2d.hpp"
+#include "heat2d_output.hpp"
 #include "matmul.hpp"
 #include "matmul_output.hpp"
 #include "mcpi.hpp"
@@ -104,13 +106,47 @@ void check_python_signals() {
 }
 
 // ---- heat2d -------------------------------------------------------------------------------------------
+/// StopRule::stop_requested of a solve from Python, polled at checked sweeps without the GIL: at most
+/// every 20 ms it takes the GIL to run Python's signal handlers; when one raises (KeyboardInterrupt),
+/// the error is kept for the caller to raise and the solver stops at this sweep.
+thread_local std::optional<nb::python_error> pending_python_error;
+bool python_stop_requested() {
+  thread_local std::chrono::steady_clock::time_point last{};
+  if (pending_python_error) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::milliseconds(20)) return false;
+  last = now;
+  nb::gil_scoped_acquire locked;
+  if (PyErr_CheckSignals() == 0) return false;
+  pending_python_error.emplace();  // fetches (and clears) Python's error indicator
+  return true;
+}
+
 template <class T>
-nb::dict heat2d_report(const heat2d::Problem& p, const heat2d::StopRule& rule, const heat2d::RunOptions& ro) {
-  heat2d::Report<T> rep;
+nb::dict heat2d_report(const heat2d::Problem& p, heat2d::StopRule rule, heat2d::RunOptions ro, std::int64_t max_iter,
+                       const std::optional<std::string>& out, const std::string& call, const std::optional<DeviceInfo>& dev) {
+  using namespace heat2d;
+  Report<T> rep;
+  reduce::RankStats total_s;
+  const reduce::Comm one;  // the executable's one-rank job
+  HostTimer total;
   {
     nb::gil_scoped_release unlocked;
-    rep = heat2d::run_problem<T>(p, rule, ro);
+    ro.comm = &one;
+    rule.stop_requested = &python_stop_requested;
+    pending_python_error.reset();
+    rep = run_problem<T>(p, rule, ro);
+    total_s = one.stats(total.seconds());
   }
+  if (pending_python_error) {  // Ctrl-C: raised, nothing written
+    nb::python_error e = std::move(*pending_python_error);
+    pending_python_error.reset();
+    throw e;
+  }
+  HostTimer tw;
+  write_out(out, [&](h5::File& f) {
+    write_result<T>(f, p, rule, ro, {max_iter, ""}, rep, one, total_s, collect_provenance(call, dev), dev, tw, total);
+  });
   nb::dict d;
   const heat2d::SolveResult& r = rep.result;
   d["status"] = heat2d::to_string(r.status);
@@ -135,6 +171,7 @@ nb::dict heat2d_report(const heat2d::Problem& p, const heat2d::StopRule& rule, c
   d["timings"] = timings_dict(rep.timings);
   d["dt"] = p.dt;
   d["r"] = p.r();
+  d["out"] = out ? nb::cast(*out) : nb::none();
   return d;
 }
 
@@ -142,7 +179,8 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
                       std::int64_t max_iter, std::int64_t check_every, double alpha, double dt, double t_end,
                       const std::string& bc_top, const std::string& bc_bottom, const std::string& bc_left,
                       const std::string& bc_right, const std::string& init, const std::string& precision,
-                      const std::string& backend, int device, const std::string& cuda_kernel, bool validate) {
+                      const std::string& backend, int device, const std::string& cuda_kernel, bool validate,
+                      const std::optional<std::string>& out, const std::string& call) {
   using namespace heat2d;
   // As heat2d's main(): everything is checked before anything is computed.
   if (mode != "steady" && mode != "transient") throw InputError("--mode: '" + mode + "' is not one of steady, transient");
@@ -170,7 +208,10 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
   ro.cuda_kernel = cuda_kernel;
   ro.validate = validate;
   ro.progress = false;
-  nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro) : heat2d_report<double>(p, rule, ro);
+  const std::optional<DeviceInfo> dev = device_of(ro.backend, device);
+  check_out(out);
+  nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro, max_iter, out, call, dev)
+                                    : heat2d_report<double>(p, rule, ro, max_iter, out, call, dev);
   d["backend"] = reduce::to_string(ro.backend);
   d["fell_back"] = fell_back;
   d["precision"] = precision;
@@ -343,7 +384,8 @@ void bind_solvers(nb::module_& m) {
   using nb::arg;
   m.def("heat2d_solve", &heat2d_solve, arg("nx"), arg("ny").none(), arg("mode"), arg("tol"), arg("max_iter"),
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
-        arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"));
+        arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"),
+        arg("out").none(), arg("call"));
   m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"), arg("batch"),
         arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),

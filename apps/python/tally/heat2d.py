@@ -8,19 +8,28 @@ the executable's message. The result is a dict (keys also attributes): status ('
 'diverged', 'max-iter', 't-end'), iterations, final_residual, residual_iteration and residual_value
 (NumPy arrays: the checked sweeps), field (NumPy (ny, nx), float32 or float64), sim_time, dt, r,
 analytic_error ({'max', 'l2'} or None), eigen_max_abs_diff and validation_passed (validate=True),
-timings (seconds), solve_s, backend, precision. A diverged run is a status, not an exception.
+timings (seconds), solve_s, backend, precision, out. A diverged run is a status, not an exception.
 
-No HDF5 output: the executable's writer is part of its main.cpp; run the executable for the file.
+out="run.h5" also writes the executable's HDF5 file (the same groups, datasets and attributes, by
+the executable's own writer; /ranks says one rank; provenance/command_line records this call, and
+the timings are this call's; no XDMF sidecar). A path that cannot be written raises ValueError
+naming out before any work; the file is written under a temporary name once the solve is done and
+renamed when complete, so that bad input, a failure or Ctrl-C (KeyboardInterrupt, which stops the
+solve at its next checked sweep) leaves no file.
 """
 from . import _tally
-from ._result import Result
+from ._result import Result, call_text, out_path
 
 
 def solve(nx=128, ny=None, *, mode="steady", tol=1e-10, max_iter=1_000_000, check_every=1, alpha=1.0, dt=0.0,
           t_end=0.0, bc_top="sin", bc_bottom="0", bc_left="0", bc_right="0", init="0", precision="double",
-          backend="auto", device=0, cuda_kernel="registers", validate=False):
-    """Solves one heat2d problem; see the module's documentation."""
+          backend="auto", device=0, cuda_kernel="registers", validate=False, out=None):
+    """Solves one heat2d problem (and writes the executable's file to `out`); see the module's documentation."""
+    call = call_text("tally.heat2d.solve", nx=nx, ny=ny, mode=mode, tol=tol, max_iter=max_iter, check_every=check_every,
+                     alpha=alpha, dt=dt, t_end=t_end, bc_top=bc_top, bc_bottom=bc_bottom, bc_left=bc_left,
+                     bc_right=bc_right, init=init, precision=precision, backend=backend, device=device,
+                     cuda_kernel=cuda_kernel, validate=validate, out=out)
     spec = [str(v) if not isinstance(v, str) else v for v in (bc_top, bc_bottom, bc_left, bc_right, init)]
     return Result(_tally.heat2d_solve(int(nx), None if ny is None else int(ny), mode, float(tol), int(max_iter),
                                       int(check_every), float(alpha), float(dt), float(t_end), *spec, precision,
-                                      backend, int(device), cuda_kernel, bool(validate)))
+                                      backend, int(device), cuda_kernel, bool(validate), out_path(out), call))
