@@ -1,6 +1,6 @@
 #pragma once
 // The run of one problem and the benchmark table, independent of the backend and of the output
-// (main.cpp writes the files and lines).
+// (main.cpp writes the lines, output.cpp the result file).
 
 #include <cstdint>
 #include <optional>

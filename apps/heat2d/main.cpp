@@ -1,6 +1,6 @@
-// heat2d: the command line and the output (HDF5, XDMF sidecar, JSON line, summary line), on one
-// rank or several (mpiexec): every rank checks the same options and sets up, agreeing on failures,
-// solves its row block, and rank 0 alone writes.
+// heat2d: the command line and the output (the HDF5 file through heat2d_output.hpp, XDMF sidecar,
+// JSON line, summary line), on one rank or several (mpiexec): every rank checks the same options and
+// sets up, agreeing on failures, solves its row block, and rank 0 alone writes.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

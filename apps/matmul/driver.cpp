@@ -1,6 +1,6 @@
 // The matmul driver: options, inputs, the run of each level against the reference, cuBLAS and
-// Eigen, the HDF5 file, the JSON line and the summary (the --bench table: bench.cpp). It knows no
-// backend: everything device-specific is behind Engine.
+// Eigen, the HDF5 file (its writer: matmul_output.hpp), the JSON line and the summary (the --bench
+// table: bench.cpp). It knows no backend: everything device-specific is behind Engine.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

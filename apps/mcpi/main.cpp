@@ -1,4 +1,4 @@
-// mcpi: command line and output only; the computation is behind mcpi.hpp.
+// mcpi: command line and output only (the result file: mcpi_output.hpp); the computation is behind mcpi.hpp.
 #include <cctype>
 #include <cmath>
 #include <cstdio>
