@@ -65,6 +65,29 @@ def overhead(n_calls):
     return dict(zip(("tally_reduce_s", "tally_reduce_out_s", "cxx_call_s", "torch_sum_s"), med))
 
 
+def probe(n_calls):
+    """Where a call's host time goes: each step of tally.reduce's path timed alone (median of 5)."""
+    x = torch.randn(1 << 16, device="cuda")
+    out = torch.empty((), device="cuda")
+    dev, f32 = x.device, torch.float32
+    ad = tally._reduce._adapter_for(x)
+    xd, od = ad.describe(x), ad.describe(out)
+    s = ad.stream(x)
+    raw = tally._tally.reduce_raw
+    steps = {
+        "torch.empty(device=x.device)": lambda: torch.empty((), dtype=f32, device=x.device),
+        "torch.empty(device=cached)": lambda: torch.empty((), dtype=f32, device=dev),
+        "x.new_empty": lambda: x.new_empty((), dtype=f32),
+        "adapter.describe(x)": lambda: ad.describe(x),
+        "adapter.stream(x)": lambda: ad.stream(x),
+        "_tally.reduce_raw": lambda: raw(*xd, *od, False, 0, 1, s),
+        "tally.reduce(x, out=out)": lambda: tally.reduce(x, out=out),
+        "tally.reduce(x)": lambda: tally.reduce(x),
+        "torch.sum(x)": lambda: torch.sum(x),
+    }
+    return {k: statistics.median(host_per_call(f, n_calls) for _ in range(5)) for k, f in steps.items()}
+
+
 def gpu_time(fn, repeats):
     for _ in range(3):
         fn()
@@ -103,9 +126,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer calls and repeats, one shape")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--probe", action="store_true", help="only time each step of a call's path")
     a = ap.parse_args()
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; tally CUDA backend: {tally.cuda_built()}")
+    if a.probe:
+        for k, v in probe(2000 if a.quick else 20000).items():
+            print(f"  {k:32s} {v * 1e6:8.2f} us")
+        return
     ov = overhead(2000 if a.quick else 20000)
     print("\nper-call host time, 2^16 float32, full sum (median of 5 x N calls, one sync at the end):")
     for k, v in ov.items():

@@ -101,6 +101,28 @@ def test_torch_explicit_stream(tally, torch):
     assert r2.item() == 3.0
 
 
+def test_torch_scalar_results_are_independent(tally, torch):
+    # Full reductions' 0-d results share small blocks (tally/_reduce.py, _ScalarSlab): more results
+    # than one block holds, on two streams and two dtypes, each its own value and element.
+    xs = [torch.randn(1000 + 37 * i, device="cuda") for i in range(300)]
+    side = torch.cuda.Stream()
+    got = []
+    for i, x in enumerate(xs):
+        if i % 3 == 2:
+            with torch.cuda.stream(side):
+                got.append(tally.reduce(x, "max"))
+            side.synchronize()
+        else:
+            got.append(tally.reduce(x.double() if i % 2 else x, "max"))
+    torch.cuda.synchronize()
+    want = [x.max() for x in xs]
+    assert all(g.shape == () and g.device == xs[0].device for g in got)
+    assert all(g.item() == w.item() for g, w in zip(got, want))
+    assert len({g.data_ptr() for g in got}) == len(got)  # no two results in one element
+    got[5].fill_(12345.0)  # writing one result leaves the others alone
+    assert all(g.item() == w.item() for i, (g, w) in enumerate(zip(got, want)) if i != 5)
+
+
 def test_torch_same_bits_as_the_cxx_api(tally, torch):
     x = torch.randn(33, 257, 1031, device="cuda")
     ng, nw, nv = x.shape

@@ -54,6 +54,7 @@ class _NumPy:
     """Host arrays through nanobind's ndarray (buffer protocol / DLPack)."""
 
     raw = False
+    scalars = None
 
     def __init__(self):
         import numpy as np
@@ -77,6 +78,31 @@ class _NumPy:
         return self.np.ascontiguousarray(a.transpose(perm))
 
 
+class _ScalarSlab:
+    """The 0-d results of full reductions of CUDA tensors, carved from one block of 256 per (device,
+    dtype, current stream) with a single torch.empty + unbind: a torch.empty per call costs about
+    5 us of host time, more than the whole launch of a small reduction. Each result is its own
+    element (a view of the block, like the elements of a slab allocator); the block is freed when
+    its last result is. Used only on the caller's current stream, the one the block was allocated
+    on, so PyTorch's caching allocator orders its reuse after our kernels."""
+
+    N = 256
+
+    def __init__(self, torch, types):
+        self.torch, self.types, self.free = torch, types, {}
+
+    def take(self, dev, code, stream, like):
+        """(a fresh 0-d tensor, its raw description)."""
+        key = (dev, code, stream)
+        free = self.free.get(key)
+        if not free:
+            block = self.torch.empty(self.N, dtype=self.types[code], device=like.device)
+            base, size = block.data_ptr(), block.element_size()
+            free = self.free[key] = [(v, (base + i * size, code, dev, (), ()))
+                                     for i, v in reversed(list(enumerate(block.unbind())))]
+        return free.pop()
+
+
 class _Torch:
     raw = True
     bytes_strides = False
@@ -87,6 +113,7 @@ class _Torch:
         self.codes = {torch.int32: 0, torch.int64: 1, torch.float32: 2, torch.float64: 3}
         self.types = {c: t for t, c in self.codes.items()}
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.scalars = _ScalarSlab(torch, self.types)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)
@@ -118,6 +145,7 @@ class _Torch:
 class _CuPy:
     raw = True
     bytes_strides = True
+    scalars = None
 
     def __init__(self):
         import cupy
@@ -282,9 +310,12 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
        asynchronous on it, as the framework's own reductions are.
 
     Returns `out` (or a new array of x's family on x's device); results are bitwise reproducible
-    run to run, as the library's.
+    run to run, as the library's. The 0-d results of full reductions of CUDA tensors are carved from
+    small shared blocks (each result its own element; see _ScalarSlab), which saves a torch.empty.
     """
-    ad = _adapter_for(x)
+    ad = _adapters.get(type(x))
+    if ad is None:
+        ad = _adapter_for(x)
     if ad is None:
         imported, back = _foreign(x)
         if out is not None:
@@ -292,35 +323,27 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
         return back(reduce(imported, op, axis, None, acc_dtype, stream, copy))
 
     code = ad.code(x)
-    if code < 0:
-        raise TypeError(f"x: unsupported dtype {x.dtype} (tally reduces int32, int64, float32, float64)")
-    opc = _OP_CODE.get(op, -1) if isinstance(op, str) else -1
-    if opc < 0:
-        raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(OPS)})")
-    if op in _INTEGER_ONLY and code >= 2:
-        raise TypeError(f"x: op={op!r} needs an integer dtype, got {_DTYPES[code]}")
-    if op == "exact_sum" and code < 2:
-        raise TypeError(f"x: op='exact_sum' needs a float32 or float64 dtype, got {_DTYPES[code]}")
-    accs = _ACCS[op, code]
     if out is not None:
         if _adapter_for(out) is not ad:
             raise TypeError(f"out: a {type(out).__module__}.{type(out).__qualname__} for x of type "
                             f"{type(x).__module__}.{type(x).__qualname__}")
-        acc = ad.code(out)
-        if acc < 0:
+        out_code = ad.code(out)
+        if out_code < 0:
             raise TypeError(f"out: unsupported dtype {out.dtype}")
-        if acc_dtype is not None and _CODE.get(_dtype_name(acc_dtype), -2) != acc:
-            raise TypeError(f"out: dtype {out.dtype} differs from acc_dtype={acc_dtype!r}")
-    elif acc_dtype is not None:
-        acc = _CODE.get(_dtype_name(acc_dtype), -1)
-        if acc < 0:
-            raise TypeError(f"acc_dtype: unsupported dtype {acc_dtype!r} (int32, int64, float32, float64)")
     else:
-        acc = accs[0]
-    if acc not in accs:
-        what = "out" if out is not None else "acc_dtype"
-        raise TypeError(f"{what}: {_DTYPES[acc]} is not an accumulator for op={op!r} on {_DTYPES[code]} "
-                        f"(allowed: {', '.join(_DTYPES[a] for a in accs)})")
+        out_code = None
+    key = (op, code, acc_dtype, out_code)
+    try:
+        resolved = _RESOLVED.get(key)
+    except TypeError:  # an unhashable op or acc_dtype: checked below, with its message
+        resolved, key = None, None
+    if resolved is None:
+        if code < 0:
+            raise TypeError(f"x: unsupported dtype {x.dtype} (tally reduces int32, int64, float32, float64)")
+        resolved = _resolve(op, code, acc_dtype, out_code)
+        if key is not None and len(_RESOLVED) < 4096:  # bounded: acc_dtype may be any hashable object
+            _RESOLVED[key] = resolved
+    opc, acc = resolved
 
     shape = x.shape
     ndim = len(shape)
@@ -336,15 +359,22 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
         if isinstance(sdev, int) and sdev != dev:
             raise ValueError(f"stream: belongs to cuda:{sdev}, x is on cuda:{dev}")
         s = _stream_handle(stream)
-    if out is None:
-        out = ad.empty(() if axis is None else tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
     try:
-        if ad.raw:
-            xp, xc, xd, xs, xst = ad.describe(x)
-            op_, oc, od, os_, ost = ad.describe(out)
-            _tally.reduce_raw(xp, xc, xd, xs, xst, op_, oc, od, os_, ost, ad.bytes_strides, opc, mask, s)
-        else:
+        if not ad.raw:
+            if out is None:
+                out = ad.empty(() if axis is None else tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
             _tally.reduce_nd(x, out, opc, mask, s)
+            return out
+        xd = ad.describe(x)
+        if out is None:
+            if mask == (1 << ndim) - 1 and stream is None and dev >= 0 and ad.scalars is not None:
+                out, od = ad.scalars.take(dev, acc, s, x)
+            else:
+                out = ad.empty(tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
+                od = ad.describe(out)
+        else:
+            od = ad.describe(out)
+        _tally.reduce_raw(*xd, *od, ad.bytes_strides, opc, mask, s)
     except LayoutError:
         if not copy:
             raise
@@ -353,6 +383,37 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
         nk = ndim - bin(mask).count("1")
         _launch(ad, ad.permuted_copy(x, perm), out, opc, ((1 << ndim) - 1) ^ ((1 << nk) - 1), s)
     return out
+
+
+# (op, x's code, acc_dtype, out's code) -> (op code, accumulator code): the checks of a call that
+# depend only on these, done once (a call's Python time is most of a small reduction's cost).
+_RESOLVED = {}
+
+
+def _resolve(op, code, acc_dtype, out_code):
+    opc = _OP_CODE.get(op, -1) if isinstance(op, str) else -1
+    if opc < 0:
+        raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(OPS)})")
+    if op in _INTEGER_ONLY and code >= 2:
+        raise TypeError(f"x: op={op!r} needs an integer dtype, got {_DTYPES[code]}")
+    if op == "exact_sum" and code < 2:
+        raise TypeError(f"x: op='exact_sum' needs a float32 or float64 dtype, got {_DTYPES[code]}")
+    accs = _ACCS[op, code]
+    if out_code is not None:
+        acc = out_code
+        if acc_dtype is not None and _CODE.get(_dtype_name(acc_dtype), -2) != acc:
+            raise TypeError(f"out: dtype {_DTYPES[acc]} differs from acc_dtype={acc_dtype!r}")
+    elif acc_dtype is not None:
+        acc = _CODE.get(_dtype_name(acc_dtype), -1)
+        if acc < 0:
+            raise TypeError(f"acc_dtype: unsupported dtype {acc_dtype!r} (int32, int64, float32, float64)")
+    else:
+        acc = accs[0]
+    if acc not in accs:
+        what = "out" if out_code is not None else "acc_dtype"
+        raise TypeError(f"{what}: {_DTYPES[acc]} is not an accumulator for op={op!r} on {_DTYPES[code]} "
+                        f"(allowed: {', '.join(_DTYPES[a] for a in accs)})")
+    return opc, acc
 
 
 def _launch(ad, x, out, opc, mask, s):
