@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <span>
