@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--seed", type=int, default=20260101,
                         help="base seed (mcpi replicates use seed, seed+1, ...)")
     common.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    common.add_argument("--subprocess", action="store_true",
+                        help="run every point through its executable (default: one-rank runs go through the "
+                             "build tree's Python module where it writes the same result file)")
     common.add_argument("--ranks", type=lambda t: [int(x) for x in t.split(",")], default=None,
                         help="rank counts for scaling, e.g. 1,2,4 (default: 1,2; --quick: 1,2,3); "
                              "runs of several ranks start under $TALLY_MPIEXEC (default mpiexec)")
@@ -67,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_context(args: argparse.Namespace) -> Context:
     runner = Runner(build_dir=args.build_dir or default_build_dir(), dry_run=args.dry_run,
-                    reuse=not args.no_reuse, verbose=not args.quiet)
+                    reuse=not args.no_reuse, verbose=not args.quiet, in_process=not args.subprocess)
     return Context(out=args.out, runner=runner, backend=args.backend, quick=args.quick, seed=args.seed,
                    ranks=args.ranks)
 

@@ -7,6 +7,8 @@ study can be stopped and resumed, and a file made with other parameters is never
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
 import math
 import os
 import re
@@ -28,6 +30,11 @@ EXECUTABLES = {
     "mcpi": "apps/mcpi/mcpi",
     "reduce-bench": "reduce/bench/reduce-bench",
 }
+
+
+# The Python module's function for each app (tally.<module>.<function>), used in place of the
+# executable when it takes every option of a run and can write the same result file (out=).
+MODULE_FUNCTIONS = {"heat2d": ("heat2d", "solve"), "matmul": ("matmul", "run"), "mcpi": ("mcpi", "estimate")}
 
 
 class ExperimentError(RuntimeError):
@@ -197,17 +204,71 @@ def make_run(app: str, folder: Path, stem: str, options: dict[str, Any], *,
     return Run(app, dict(options), path, match, ok_status, label or stem, ranks=ranks)
 
 
+def load_module(build_dir: Path):
+    """The build tree's `tally` Python module, or None when the tree has none (or it fails to load).
+    The module comes from that tree only, so that runs in-process and executables agree."""
+    tree = build_dir / "python"
+    if not (tree / "tally" / "__init__.py").is_file():
+        return None
+    if str(tree) not in sys.path:
+        sys.path.insert(0, str(tree))
+    try:
+        mod = importlib.import_module("tally")
+    except ImportError:
+        return None
+    if not Path(mod.__file__).resolve().is_relative_to(tree.resolve()):
+        return None  # another tally (installed) was imported first: not this build's
+    return mod
+
+
+def module_call(module, run: "Run"):
+    """fn(**kwargs) that writes run.path in-process, or None when the module cannot do this run
+    (several ranks, no such function, an option it does not take, no out= keyword)."""
+    if module is None or run.ranks > 1 or run.app not in MODULE_FUNCTIONS:
+        return None
+    sub, name = MODULE_FUNCTIONS[run.app]
+    try:
+        fn = getattr(importlib.import_module(f"{module.__name__}.{sub}"), name)
+        params = inspect.signature(fn).parameters
+    except (ImportError, AttributeError, ValueError):
+        return None
+    kwargs = {}
+    for key, value in run.options.items():
+        if value is False or value is None:
+            continue
+        kw = key.replace("-", "_")
+        if kw not in params:
+            return None
+        kwargs[kw] = value
+    if "out" not in params:
+        return None
+    kwargs["out"] = str(run.path)
+    return lambda: fn(**kwargs)
+
+
 @dataclass
 class Runner:
-    """Executes runs (or lists them with dry_run), reusing finished result files."""
+    """Executes runs (or lists them with dry_run), reusing finished result files. A run of one rank
+    goes through the build tree's Python module when it can write the same file (no process and no
+    CUDA context per point); in_process=False runs every one through its executable."""
 
     build_dir: Path
     dry_run: bool = False
     reuse: bool = True
     verbose: bool = True
+    in_process: bool = True
     executed: int = 0
+    executed_in_process: int = 0
     reused: int = 0
     unavailable: dict[str, str] = field(default_factory=dict)  # group -> the app's reason
+    _module: Any = None
+    _module_loaded: bool = False
+
+    def module(self):
+        if not self._module_loaded:
+            self._module = load_module(self.build_dir) if self.in_process else None
+            self._module_loaded = True
+        return self._module
 
     def log(self, msg: str) -> None:
         if self.verbose:
@@ -239,7 +300,7 @@ class Runner:
                 print(f"{verb:5s} {' '.join(r.argv(exe))}" + (f"   # {why.strip('()')}" if why else ""))
             return runs
         todo = [r for r, what in planned if what != "reuse"]
-        if todo:
+        if todo and module_call(self.module(), todo[0]) is None:
             self.exe(todo[0].app)  # fail before the first run when the app is missing
         for i, (r, what) in enumerate(planned, 1):
             if what == "reuse":
@@ -247,11 +308,20 @@ class Runner:
                 continue
             if r.group is not None and r.group in self.unavailable:
                 continue
-            exe = self.exe(r.app)
             r.path.parent.mkdir(parents=True, exist_ok=True)
-            argv = r.argv(exe)
-            t0 = time.perf_counter()
-            proc = subprocess.run(argv, capture_output=True, text=True, env=launch_env(r.ranks))
+            call = module_call(self.module(), r)
+            if call is not None:
+                argv = [f"tally.{'.'.join(MODULE_FUNCTIONS[r.app])}(...)"]
+                t0 = time.perf_counter()
+                try:
+                    call()
+                    proc = subprocess.CompletedProcess(argv, 0, "", "")
+                except ValueError as e:  # the executable's exit code 2: bad input for this build
+                    proc = subprocess.CompletedProcess(argv, 2, "", str(e))
+            else:
+                argv = r.argv(self.exe(r.app))
+                t0 = time.perf_counter()
+                proc = subprocess.run(argv, capture_output=True, text=True, env=launch_env(r.ranks))
             dt = time.perf_counter() - t0
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
@@ -267,7 +337,8 @@ class Runner:
             if not r.path.is_file():
                 raise ExperimentError(f"{r.app} wrote no result file {r.path}: {' '.join(argv)}")
             self.executed += 1
-            self.log(f"[{i}/{len(planned)}] {r.label}: {dt:.2f} s")
+            self.executed_in_process += call is not None
+            self.log(f"[{i}/{len(planned)}] {r.label}: {dt:.2f} s" + (" (in-process)" if call is not None else ""))
             why = r.mismatches()
             if why:  # not converged, or the app does not record what it was asked (reuse would never work)
                 raise ExperimentError(f"{r.app} finished but its output cannot be used ({'; '.join(why)}): "

@@ -91,6 +91,28 @@ def test_mcpi_running_estimates_equal_separate_runs(tmp_path, build_dir):
             assert int(f.attrs["hits"]) == running[n]
 
 
+def test_in_process_runs_write_the_executables_file(tmp_path, build_dir, tally):
+    """The runner's in-process path (the Python module, out=) and the executable give the same
+    result file for the same run: the same hits and batches, bit for bit."""
+    require_app(build_dir, "mcpi")
+    from tally_experiments.runner import Runner, make_run
+    opts = {"backend": "cpu", "n": 30000, "batch": 1000, "generator": "philox", "api": "device", "seed": 11,
+            "offset": 3}
+    files = {}
+    for in_process in (True, False):
+        folder = tmp_path / ("module" if in_process else "exe")
+        runner = Runner(build_dir=build_dir, verbose=False, in_process=in_process)
+        run = make_run("mcpi", folder, "philox", opts, ok_status=("ok",))
+        runner.execute([run])
+        assert runner.executed == 1 and runner.executed_in_process == (1 if in_process else 0)
+        files[in_process] = run.path
+    with h5py.File(files[True]) as a, h5py.File(files[False]) as b:
+        for key in ("hits", "n", "offset", "seed", "status", "generator"):
+            assert a.attrs[key] == b.attrs[key], key
+        for name in ("batches/n", "batches/hits"):
+            assert (a[name][()] == b[name][()]).all(), name
+
+
 def test_matmul_levels_pass_and_error_grows_slowly_with_k(out, build_dir):
     require_app(build_dir, "matmul")
     found, _ = run("matmul-levels", out, build_dir)
