@@ -138,7 +138,7 @@ TEST_CASE("matmul on 3 ranks reads its slabs of HDF5 inputs", "[matmul][ranks]")
   }
   const auto ref = test::naive_product<double>(a, b, m, n, k);
   const std::string in = dir.file("in.h5");
-  for (const std::string& level : {"worker", "gang"}) {
+  for (const std::string level : {"worker", "gang"}) {
     const auto r = test::run_command(test::on_ranks(3, matmul_cmd("--precision double --level " + level + " --a " + in + ":/A --b " + in + ":/B", dir.file("out.h5"))));
     INFO(r.output);
     REQUIRE(r.rc == 0);
