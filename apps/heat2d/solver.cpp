@@ -18,6 +18,25 @@ Block local_block(const Problem& p, int ranks, int rank) {
   return {r.begin, r.size() + 2};  // interior rows [1 + begin, 1 + end) and one row on each side
 }
 
+int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b, int ranks) {
+  if (requested < 0 || requested > max_sweeps_per_pass)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": expected auto or 1.." +
+                     std::to_string(max_sweeps_per_pass));
+  if (requested > 1 && ranks > 1)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": several ranks exchange one-row halos every sweep, "
+                     "so they run one sweep a pass only (use 1 or auto)");
+  if (requested > 1 && check_every % requested != 0)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": residuals exist only at a pass's last sweep, so it "
+                     "must divide --check-every (" + std::to_string(check_every) + ")");
+  if (requested > 0) return requested;
+  if (ranks > 1) return 1;
+  // The deepest pass that pays on each backend (measured: apps/heat2d/PERF_NOTES.md).
+  const int preferred = b == reduce::Backend::cuda ? cuda_preferred_sweeps_per_pass : cpu_preferred_sweeps_per_pass;
+  for (int t = preferred; t > 1; --t)
+    if (check_every % t == 0) return t;
+  return 1;
+}
+
 template <class T>
 std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, const SolverOptions& o) {
   if (b == reduce::Backend::cuda) {

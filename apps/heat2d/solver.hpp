@@ -59,6 +59,26 @@ class Solver {
   virtual void get_field(std::span<T> u) = 0;
 };
 
+/// The most sweeps one pass over memory (one CUDA launch, one cache-tiled CPU pass) may advance.
+constexpr int max_sweeps_per_pass = 8;
+/// What auto aims for on each backend (the largest t that divides --check-every up to these).
+constexpr int cuda_preferred_sweeps_per_pass = 8;
+constexpr int cpu_preferred_sweeps_per_pass = 1;
+
+/// --sweeps-per-pass: the sweeps each pass advances, given `requested` (0: auto) and the check
+/// interval. Residuals exist only at a pass's last sweep, so t must divide --check-every; auto picks
+/// the largest t <= the backend's preferred depth that does. Several ranks take t = 1 only (their
+/// halos are one row deep). Throws tally::InputError naming the option otherwise.
+int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b, int ranks);
+
+/// The passes of sweeps first+1..last with t sweeps a pass: each ends at a multiple of t (so a
+/// restart or a stop lines up with the checks) or at `last` (a shorter final pass). The length of
+/// the pass that starts at sweep k.
+inline std::int64_t pass_length(std::int64_t k, std::int64_t last, int t) {
+  const std::int64_t end = (k + t - 1) / t * t;
+  return (end < last ? end : last) - k + 1;
+}
+
 struct SolverOptions {
   int device = 0;
   /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
@@ -67,6 +87,9 @@ struct SolverOptions {
   /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
   /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
   const reduce::Comm* comm = nullptr;
+  /// Sweeps a pass (0: auto, resolved at each solve() against the rule's check interval; see
+  /// resolve_sweeps_per_pass). Every t gives the same bits as t = 1.
+  int sweeps_per_pass = 1;
 };
 
 /// Throws tally::InputError when the grid does not fit (device memory for CUDA).

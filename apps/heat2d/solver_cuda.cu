@@ -40,7 +40,26 @@ namespace {
 using namespace kernels;
 
 constexpr int slots = 64;                      // ring of residual slots in mapped host memory
-constexpr std::int64_t lookahead_sweeps = 16;  // sweeps queued beyond the oldest unread check
+constexpr std::int64_t lookahead_sweeps = 16;  // launches queued beyond the oldest unread check
+
+template <class T>
+using Kernel = void (*)(const T*, T*, SweepArgs<T>);
+
+/// sweep_blocked<T, s, Check> for s in 2..max_sweeps_per_pass.
+template <class T, bool Check, int S = 2>
+Kernel<T> blocked_kernel(int s) {
+  if constexpr (S > max_sweeps_per_pass) {
+    return nullptr;
+  } else {
+    if (s == S) return sweep_blocked<T, S, Check>;
+    return blocked_kernel<T, Check, S + 1>(s);
+  }
+}
+template <class T>
+int blocked_width(int s) {  // columns a warp stores
+  constexpr int V = dev::vec16<T>;
+  return tile_lanes * V - 2 * ((s + V - 1) / V * V);
+}
 
 
 template <class T>
@@ -48,7 +67,8 @@ class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const SolverOptions& o)
       : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
-        rows_(ranks_ ? local_block(p, ranks_->size(), ranks_->rank()).rows : p.ny) {
+        rows_(ranks_ ? local_block(p, ranks_->size(), ranks_->rank()).rows : p.ny), t_(o.sweeps_per_pass) {
+    (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, ranks_ ? ranks_->size() : 1);  // the range and the ranks
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
     async_ = o.cuda_kernel == "async";
@@ -79,6 +99,18 @@ class CudaSolver final : public Solver<T> {
     const long long most_y = std::max<long long>(1, rows_ / 4);  // >= 4 rows a strip
     grid_ = dim3(static_cast<unsigned>(grid_x),
                  static_cast<unsigned>(std::clamp<long long>(target / grid_x, 1, std::min<long long>(most_y, 65535))));
+    // The blocked kernels: one wave of 8-warp blocks; strips of at least 8 S rows, so that the S rows
+    // each strip recomputes above and below stay a small part of it.
+    for (int s = 2; s <= max_sweeps_per_pass; ++s) {
+      blocked_[s][0] = blocked_kernel<T, false>(s);
+      blocked_[s][1] = blocked_kernel<T, true>(s);
+      int bs_sm = 0;
+      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bs_sm, blocked_[s][1], tile_lanes * blocked_warps, 0));
+      const long long bx = ((p.nx + blocked_width<T>(s) - 1) / blocked_width<T>(s) + blocked_warps - 1) / blocked_warps;
+      const long long by = std::clamp<long long>(static_cast<long long>(sms) * std::max(bs_sm, 1) / bx, 1,
+                                                 std::min<long long>(std::max<long long>(1, (rows_ - 2) / (8 * s)), 65535));
+      blocked_grid_[s] = dim3(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+    }
 
     const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(rows_) * sizeof(T);
     std::size_t free_b = 0, total_b = 0;
@@ -146,9 +178,12 @@ class CudaSolver final : public Solver<T> {
 
   SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
     SolveResult r;
+    // t sweeps a launch (passes end at multiples of t, and at the last sweep); across ranks t = 1.
+    const int t = resolve_sweeps_per_pass(t_, rule.check_every, reduce::Backend::cuda, ranks_ ? ranks_->size() : 1);
     struct Pending {
       long long k;
       int slot;
+      long long launch = 0;
     };
     std::deque<Pending> pending;
     bool stopped = false;
@@ -182,16 +217,30 @@ class CudaSolver final : public Solver<T> {
     timer.start(stream_);
     long long checks = 0;
     Pending last_check{0, 0}, prev_check{0, 0};  // several ranks: the two latest checks
+    std::vector<long long> ends;                 // each launch's last sweep
     long long gated = 0;                         // the latest check the main stream waits for
     // One rank: a stop request (a signal) ends the enqueueing after the next checked sweep not yet
     // enqueued; the sweeps before it are already queued, so the field is exactly that sweep's.
     long long end = rule.last;
-    for (long long k = rule.first + 1; k <= end && !stopped; ++k) {
+    for (long long k0 = rule.first + 1; k0 <= end && !stopped;) {
       if (!ranks_ && end == rule.last && rule.wants_stop())
-        end = std::min<long long>(rule.last, (k + rule.check_every - 1) / rule.check_every * rule.check_every);
-      const int src = cur_ ^ static_cast<int>((k - rule.first - 1) & 1);
+        end = std::min<long long>(rule.last, (k0 + rule.check_every - 1) / rule.check_every * rule.check_every);
+      const long long len = pass_length(k0, end, t), k = k0 + len - 1;  // this launch: sweeps k0..k
+      k0 = k + 1;
+      const long long launch = static_cast<long long>(ends.size());
+      ends.push_back(k);
+      const int src = cur_ ^ static_cast<int>(launch & 1);
       SweepArgs<T> a{pitch_, p_.nx, rows_, 0, rows_, -1, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
-      const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
+      dim3 grid = grid_, block(tile_lanes, static_cast<unsigned>(warps_));
+      Kernel<T> checked = checked_, unchecked = unchecked_;
+      if (len > 1) {  // one rank only
+        checked = blocked_[len][1];
+        unchecked = blocked_[len][0];
+        grid = blocked_grid_[len];
+        block = dim3(tile_lanes, blocked_warps);
+        a.j0 = 1;
+        a.rows = rows_ - 2;
+      }
       if (ranks_) {
         // Sweep k waits for the verdict of the latest check up to k - 2 (and so of all before it).
         const Pending* gate = last_check.k > 0 && last_check.k <= k - 2 ? &last_check
@@ -215,29 +264,27 @@ class CudaSolver final : public Solver<T> {
           publish_global<<<1, 1, 0, res_stream_>>>(res, state_.data(), d_slots_ + slot, k, rule.tol);
           TALLY_CHECK_LAUNCH();
           TALLY_CUDA_TRY(cudaEventRecord(events_[slot], res_stream_));
-          pending.push_back({k, slot});
+          pending.push_back({k, slot, launch});
           prev_check = last_check;
-          last_check = {k, slot};
+          last_check = {k, slot, launch};
         }
       } else if (rule.is_check(k)) {
         const int slot = static_cast<int>(checks++ % slots);
         a.slot = d_slots_ + slot;
         h_slots_[slot].iteration = -1;
-        checked_<<<grid_, block, 0, stream_>>>(
-            u_[src].data(), u_[src ^ 1].data(), a);
+        checked<<<grid, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
         TALLY_CUDA_TRY(cudaEventRecord(events_[slot], stream_));
-        pending.push_back({k, slot});
+        pending.push_back({k, slot, launch});
       } else {
-        unchecked_<<<grid_, block, 0, stream_>>>(
-            u_[src].data(), u_[src ^ 1].data(), a);
+        unchecked<<<grid, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
       }
       // Read what is ready; wait only when too much is queued beyond the oldest unread check. Across
       // ranks only the waits: they come at the same sweeps on every rank, so every rank sees the
       // stop after the same sweep and enqueues the same collectives.
       while (!pending.empty() && !stopped) {
-        const bool must_wait = k - pending.front().k >= lookahead_sweeps || pending.size() >= slots / 2;
+        const bool must_wait = launch - pending.front().launch >= lookahead_sweeps || pending.size() >= slots / 2;
         if ((ranks_ && !must_wait) || !take(must_wait)) break;
       }
     }
@@ -261,7 +308,9 @@ class CudaSolver final : public Solver<T> {
     if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
       throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
                   " but its last check seen was another");
-    cur_ ^= static_cast<int>((r.iterations - rule.first) & 1);
+    const auto done = std::find(ends.begin(), ends.end(), r.iterations);
+    if (done == ends.end()) throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) + ", no launch's end");
+    cur_ ^= static_cast<int>((done - ends.begin() + 1) & 1);  // the launches run, each writing the other buffer
     return r;
   }
 
@@ -272,7 +321,7 @@ class CudaSolver final : public Solver<T> {
   void sweep_ranks(SweepArgs<T> a, const T* u, T* v, bool check, double* res) {
     const long long last = rows_ - 2;  // the block's interior rows: 1..last
     const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
-    const Kernel kernel = check ? checked_ : unchecked_;
+    const Kernel<T> kernel = check ? checked_ : unchecked_;
     TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, halo_done_, 0));  // u's halo rows have arrived
     // Rows 1 and last (one row when they coincide, rows 1 and 2 when nothing lies between).
     a.j0 = 1;
@@ -307,8 +356,10 @@ class CudaSolver final : public Solver<T> {
   const reduce::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
   long long rows_;             // rows held: the whole field, or the block with its halo rows
   bool async_ = true;  // which sweep kernel
-  using Kernel = void (*)(const T*, T*, SweepArgs<T>);
-  Kernel checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
+  Kernel<T> checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
+  int t_ = 1;                                          // sweeps a pass asked for (0: auto)
+  Kernel<T> blocked_[max_sweeps_per_pass + 1][2] = {};  // [s][checked]: s sweeps a launch
+  dim3 blocked_grid_[max_sweeps_per_pass + 1];
   int warps_ = 4;      // its block's warps
   long long pitch_ = 0;
   dim3 grid_;
