@@ -125,7 +125,7 @@ void write_parameters(h5::Location& f, const Options& o, const StopRule& rule, c
   f.attr("validate", o.validate);
   f.attr("cuda_kernel", o.cuda_kernel);
   f.attr("sweeps_per_pass", static_cast<std::int64_t>(
-                                resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, ro.comm ? ro.comm->size() : 1)));
+                                resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, deepest_pass(p, ro.comm ? ro.comm->size() : 1))));
 }
 
 /// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
@@ -233,7 +233,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     j.add("precision", o.common.precision).add("backend", reduce::to_string(ro.backend));
     j.add("ranks", static_cast<std::int64_t>(comm.size())).add("transport", transport_of(comm, ro));
     if (shared_gpu(comm, ro)) j.add("shares_device", true);
-    j.add("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, comm.size())));
+    j.add("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, deepest_pass(p, comm.size()))));
     j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
     j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
     if (rep.analytic) j.add("analytic_max", rep.analytic->max).add("analytic_l2", rep.analytic->l2);
@@ -473,7 +473,8 @@ int run(int argc, char** argv, Comm& comm) {
     }
     rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
     o.t = parse_sweeps_per_pass(o.sweeps_per_pass);
-    (void)resolve_sweeps_per_pass(o.t, o.check_every, reduce::Backend::cpu, comm.size());  // refuses what cannot work
+    // Refuses what cannot work (the backend does not matter for that; --bench sets its own t).
+    (void)resolve_sweeps_per_pass(o.t, o.check_every, reduce::Backend::cpu, o.bench ? max_sweeps_per_pass : deepest_pass(p, comm.size()));
     if (!o.restart.empty()) {
       if (o.bench) throw InputError("--restart: not with --bench");
       restart = read_restart(o.restart, p, o.common.precision, rule);

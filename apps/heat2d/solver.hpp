@@ -62,14 +62,30 @@ class Solver {
 /// The most sweeps one pass over memory (one CUDA launch, one cache-tiled CPU pass) may advance.
 constexpr int max_sweeps_per_pass = 8;
 /// What auto aims for on each backend (the largest t that divides --check-every up to these).
-constexpr int cuda_preferred_sweeps_per_pass = 8;
-constexpr int cpu_preferred_sweeps_per_pass = 1;
+constexpr int cuda_preferred_sweeps_per_pass = 4;
+constexpr int cpu_preferred_sweeps_per_pass = 8;
 
 /// --sweeps-per-pass: the sweeps each pass advances, given `requested` (0: auto) and the check
 /// interval. Residuals exist only at a pass's last sweep, so t must divide --check-every; auto picks
-/// the largest t <= the backend's preferred depth that does. Several ranks take t = 1 only (their
-/// halos are one row deep). Throws tally::InputError naming the option otherwise.
-int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b, int ranks);
+/// the largest t <= the backend's preferred depth that does. `deepest`: the most the decomposition
+/// allows (deepest_pass). Throws tally::InputError naming the option otherwise.
+int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b,
+                            int deepest = max_sweeps_per_pass);
+
+/// Across ranks a pass of t sweeps needs t halo rows on each side, all from the neighbour's own
+/// rows, exchanged after every pass: t is at most the smallest block's row count.
+int deepest_pass(const Problem& p, int ranks);
+
+/// The rows a rank's solver holds for passes of up to `depth` sweeps: its own rows, and up to
+/// `depth` rows on each side (its neighbour's, or the global edge row alone on the end ranks). The
+/// Block's rows (one halo row a side) are rows [below - 1, below + own + 1) of it.
+struct HaloLayout {
+  std::int64_t below = 1, own = 1, above = 1;
+  [[nodiscard]] std::int64_t rows() const { return below + own + above; }
+  [[nodiscard]] std::int64_t first() const { return below; }      ///< the first own row (local)
+  [[nodiscard]] std::int64_t end() const { return below + own; }  ///< one past the last own row
+};
+HaloLayout halo_layout(const Problem& p, int ranks, int rank, int depth);
 
 /// The passes of sweeps first+1..last with t sweeps a pass: each ends at a multiple of t (so a
 /// restart or a stop lines up with the checks) or at `last` (a shorter final pass). The length of

@@ -71,18 +71,19 @@ struct SweepArgs {
   double tol;
   double* partial_out = nullptr;       // several ranks: the last block leaves max(r, *partial_in) here
   const double* partial_in = nullptr;  // instead of publishing
-  bool lagged = false;                 // several ranks: obey only a stop two sweeps back (stopped())
+  bool lagged = false;                 // several ranks: obey only a stop two launches back (stopped())
+  long long lag_k = 0;                 // ... at or before this sweep (the last of the launch two back)
 };
 
-/// Whether this sweep was queued after the run stopped (uniform over the launch). One rank: the
-/// flag the previous sweep's last block set. Across ranks sweep k's verdict is published while
-/// sweep k + 1 runs, so a sweep obeys only a stop at least two sweeps back, which the host ordered
-/// before it: the flag cannot change under a running launch.
+/// Whether this launch was queued after the run stopped (uniform over the launch). One rank: the
+/// flag the previous launch's last block set. Across ranks launch L's verdict is published while
+/// launch L + 1 runs, so a launch obeys only a stop at least two launches back, which the host
+/// ordered before it: the flag cannot change under a running launch.
 template <class T>
 __device__ __forceinline__ bool stopped(const SweepArgs<T>& a) {
   if (!a.lagged) return __ldcg(&a.d_state->stop) != running;
   const long long at = __ldcg(&a.d_state->stop_at);
-  return at > 0 && at <= a.k - 2;
+  return at > 0 && at <= a.lag_k;
 }
 
 // ---- the pieces both sweep kernels share ---------------------------------------------------------

@@ -170,26 +170,39 @@ TEMPLATE_TEST_CASE("a NaN diverges at the first check with any t", "[heat2d][blo
   }
 }
 
-TEST_CASE("--sweeps-per-pass: auto divides --check-every; what cannot work is refused naming the option",
+TEST_CASE("sweeps per pass: auto divides the check interval; what cannot work is refused naming the option",
           "[heat2d][blocked][input]") {
   using tally::InputError;
   // auto: the deepest t up to the backend's preference that divides the check interval.
   for (std::int64_t ce : {1, 2, 3, 5, 6, 7, 8, 12, 100, 840}) {
     for (Backend b : {Backend::cpu, Backend::cuda}) {
       const int pref = b == Backend::cuda ? cuda_preferred_sweeps_per_pass : cpu_preferred_sweeps_per_pass;
-      int want = 1;
-      for (int t = 1; t <= pref; ++t)
-        if (ce % t == 0) want = t;
-      CHECK(resolve_sweeps_per_pass(0, ce, b, 1) == want);
-      CHECK(resolve_sweeps_per_pass(0, ce, b, 3) == 1);  // several ranks: one sweep a pass
+      auto want = [&](int deepest) {
+        int w = 1;
+        for (int t = 1; t <= std::min(pref, deepest); ++t)
+          if (ce % t == 0) w = t;
+        return w;
+      };
+      CHECK(resolve_sweeps_per_pass(0, ce, b) == want(max_sweeps_per_pass));
+      CHECK(resolve_sweeps_per_pass(0, ce, b, 1) == 1);  // ranks whose blocks are one row deep
+      CHECK(resolve_sweeps_per_pass(0, ce, b, 3) == want(3));
     }
   }
-  CHECK(resolve_sweeps_per_pass(4, 12, Backend::cpu, 1) == 4);
+  CHECK(resolve_sweeps_per_pass(4, 12, Backend::cpu) == 4);
+  CHECK(resolve_sweeps_per_pass(4, 12, Backend::cpu, 4) == 4);
   CHECK(resolve_sweeps_per_pass(1, 7, Backend::cuda, 2) == 1);
-  auto refused = [](int t, std::int64_t ce, int ranks, const char* what) {
+  // The deepest pass across ranks: the smallest block's rows (split_range: (ny - 2) / ranks).
+  Problem q;
+  q.nx = 10;
+  q.ny = 2 + 3 * 5 + 2;  // 17 interior rows on 3 ranks: 6, 6, 5
+  finalize(q);
+  CHECK(deepest_pass(q, 1) == max_sweeps_per_pass);
+  CHECK(deepest_pass(q, 3) == 5);
+  CHECK(deepest_pass(q, 17) == 1);
+  auto refused = [](int t, std::int64_t ce, int deepest, const char* what) {
     try {
-      (void)resolve_sweeps_per_pass(t, ce, Backend::cpu, ranks);
-      FAIL("t=" << t << " check-every " << ce << " on " << ranks << " ranks was accepted");
+      (void)resolve_sweeps_per_pass(t, ce, Backend::cpu, deepest);
+      FAIL("t=" << t << " check-every " << ce << " deepest " << deepest << " was accepted");
     } catch (const InputError& e) {
       const std::string msg = e.what();
       INFO(msg);
@@ -197,11 +210,11 @@ TEST_CASE("--sweeps-per-pass: auto divides --check-every; what cannot work is re
       CHECK(msg.find(what) != std::string::npos);
     }
   };
-  refused(4, 10, 1, "--check-every");
-  refused(3, 1, 1, "--check-every");
-  refused(2, 2, 2, "ranks");
-  refused(9, 9, 1, "1..8");
-  refused(-1, 1, 1, "1..8");
+  refused(4, 10, 8, "--check-every");
+  refused(3, 1, 8, "--check-every");
+  refused(6, 6, 5, "smallest block has 5 rows");
+  refused(9, 9, 8, "1..8");
+  refused(-1, 1, 8, "1..8");
   // The solver itself refuses the same (an API caller that skipped the check).
   Problem p;
   p.nx = p.ny = 20;

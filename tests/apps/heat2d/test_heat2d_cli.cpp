@@ -155,7 +155,7 @@ TEST_CASE("heat2d writes the documented HDF5 layout and one JSON line", "[heat2d
   CHECK(thr.read_attr<double>("gb_per_s") > 0);
   CHECK(f.has("provenance"));
   CHECK(f.read_attr<std::int64_t>("sweeps_per_pass") ==
-        tally::heat2d::resolve_sweeps_per_pass(0, 4, tally::reduce::Backend::cpu, 1));  // auto
+        tally::heat2d::resolve_sweeps_per_pass(0, 4, tally::reduce::Backend::cpu));  // auto
   // Four sweeps a pass: the same file's field and residual history, bit for bit.
   const std::string out4 = (dir / "run4.h5").string();
   REQUIRE(run_command(exe() + " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --sweeps-per-pass 4 --quiet --out " +
