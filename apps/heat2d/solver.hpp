@@ -5,7 +5,8 @@
 // Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
 // interior rows 1..ny-2 by reduce::split_range, each rank holding its rows plus one row on each
 // side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
-// ranks). The global residual is the Max over ranks (exact), so every rank stops at the same sweep
+// ranks); with passes of t > 1 sweeps the solver holds t rows a side, exchanged after each pass
+// (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks (exact), so every rank stops at the same sweep
 // and the fields and residuals are bitwise those of one rank.
 
 #include <cstdint>
