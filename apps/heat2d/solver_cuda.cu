@@ -3,7 +3,7 @@
 // finish writes it). The host never waits for the sweep it just launched:
 //  * the residual of each checked sweep goes to a slot of a ring in mapped pinned host memory, and
 //    an event after that sweep tells the host when the slot is valid; the host reads it while the
-//    next sweeps are already queued (up to `lookahead_sweeps` ahead);
+//    next sweeps are already queued (up to `lookahead_launches` ahead);
 //  * the last block also sets a device-side stop flag (converged or diverged); every later sweep
 //    already queued reads it first and returns at once, so the field stops exactly at the sweep
 //    that converged and the iteration count equals the CPU backend's.
@@ -16,6 +16,9 @@
 // sweep k's verdict (a stop at k makes every sweep from k + 2 return at once; the result is k's).
 // The host reads checks only at fixed distances (no polling), so every rank enqueues the same
 // sweeps and collectives.
+// With --sweeps-per-pass t > 1 a launch is a pass of up to t sweeps (sweep_blocked), checked at its
+// last sweep; "sweep" above then reads "launch". Across ranks such a pass covers the own rows in one
+// launch and is followed by the exchange of t rows a side (the next launch waits for it).
 //
 // The sweep kernels are in sweep_kernels.cuh.
 #include <cuda_runtime.h>
@@ -40,7 +43,7 @@ namespace {
 using namespace kernels;
 
 constexpr int slots = 64;                      // ring of residual slots in mapped host memory
-constexpr std::int64_t lookahead_sweeps = 16;  // launches queued beyond the oldest unread check
+constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
 
 template <class T>
 using Kernel = void (*)(const T*, T*, SweepArgs<T>);
@@ -181,7 +184,8 @@ class CudaSolver final : public Solver<T> {
 
   SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
     SolveResult r;
-    // t sweeps a launch (passes end at multiples of t, and at the last sweep); across ranks t = 1.
+    // t sweeps a launch (passes end at multiples of t, and at the last sweep); across ranks t is at
+    // most the smallest block's rows (deepest_).
     const int t = resolve_sweeps_per_pass(t_, rule.check_every, reduce::Backend::cuda, deepest_);
     struct Pending {
       long long k;
@@ -301,7 +305,7 @@ class CudaSolver final : public Solver<T> {
       // ranks only the waits: they come at the same sweeps on every rank, so every rank sees the
       // stop after the same sweep and enqueues the same collectives.
       while (!pending.empty() && !stopped) {
-        const bool must_wait = launch - pending.front().launch >= lookahead_sweeps || pending.size() >= slots / 2;
+        const bool must_wait = launch - pending.front().launch >= lookahead_launches || pending.size() >= slots / 2;
         if ((ranks_ && !must_wait) || !take(must_wait)) break;
       }
     }
