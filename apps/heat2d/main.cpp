@@ -419,8 +419,10 @@ int run(int argc, char** argv, Comm& comm) {
       ->check(CLI::IsMember({"async", "registers"}))
       ->capture_default_str();
   app.add_option("--sweeps-per-pass", o.sweeps_per_pass,
-                 "Sweeps a pass over memory (temporal blocking; 1..8 or auto: the deepest that divides --check-every, "
-                 "1 on the CPU); the same bits for every value")
+                 "Sweeps a pass over memory (temporal blocking): 1.." + std::to_string(max_sweeps_per_pass) +
+                     ", dividing --check-every, or auto: the deepest that does, up to " +
+                     std::to_string(cuda_preferred_sweeps_per_pass) + " on CUDA and " +
+                     std::to_string(cpu_preferred_sweeps_per_pass) + " on the CPU; the same bits for every value")
       ->capture_default_str();
   app.add_flag("--validate", o.validate, "Repeat the iteration on the CPU with Eigen arrays and compare the fields");
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf) for ParaView/VisIt");
