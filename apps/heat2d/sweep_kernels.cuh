@@ -1,8 +1,8 @@
 #pragma once
 // heat2d's CUDA sweep kernels and the device state they share with the host side (solver_cuda.cu):
-// one kernel per sweep updates the field and, on checked sweeps, folds the residual
-// max |u_new - u| with the library's gang reduction, whose last block publishes it (or, across
-// ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines kernels).
+// one kernel per sweep (or per pass of S sweeps: sweep_blocked) updates the field and, on checked
+// sweeps, folds the residual max |u_new - u| with the library's gang reduction, whose last block
+// publishes it (or, across ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines kernels).
 //
 // Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
 // (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row; a
