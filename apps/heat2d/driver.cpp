@@ -53,7 +53,7 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   std::exception_ptr failed;
   try {
     rep.block = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
-    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
+    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, o.sweeps_per_pass});
   } catch (...) {
     if (!comm) throw;
     failed = std::current_exception();
@@ -151,36 +151,45 @@ template Report<double> run_problem<double>(const Problem&, const StopRule&, con
 
 namespace {
 
+struct BenchCase {
+  std::int64_t check_every;
+  int t;
+};
+
 template <class T>
-void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const std::string& kernel) {
+void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const std::string& kernel,
+                const std::vector<BenchCase>& cases) {
   Problem p;
   p.nx = p.ny = n;
   p.init = parse_spec("sin", "--init");
   finalize(p);
-  auto solver = make_solver<T>(o.backend, p, {o.device, kernel});
-  solver->set_field(initial_field<T>(p));
   const double field_bytes = static_cast<double>(n * n) * sizeof(T);
-  // About 20 ms per timed repeat at the copy bandwidth.
+  // About 20 ms per timed repeat at the copy bandwidth (t = 1), a multiple of 8 sweeps.
   const auto sweeps = static_cast<std::int64_t>(
-      std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 20.0, 20000.0));
-  for (std::int64_t ce : {std::int64_t{1}, std::int64_t{100}}) {
+      std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 24.0, 20000.0)) / 8 * 8;
+  const std::vector<T> u0 = initial_field<T>(p);
+  for (const BenchCase& bc : cases) {
+    auto solver = make_solver<T>(o.backend, p, {o.device, kernel, nullptr, bc.t});
+    solver->set_field(u0);
     StopRule rule;
     rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
-    rule.check_every = ce;
+    rule.check_every = bc.check_every;
     rule.last = sweeps;
     (void)solver->solve(rule);  // warm-up
     std::vector<double> t;
     for (int rep = 0; rep < table.repeats; ++rep) t.push_back(solver->solve(rule).solve_s / static_cast<double>(sweeps));
     std::sort(t.begin(), t.end());
     BenchRow row;
-    row.kernel = o.backend == reduce::Backend::cuda ? kernel : "cpu";
+    row.kernel = o.backend == reduce::Backend::cuda ? (bc.t > 1 ? "blocked" : kernel) : "cpu";
     row.precision = sizeof(T) == 4 ? "float" : "double";
     row.n = n;
-    row.check_every = ce;
+    row.check_every = bc.check_every;
+    row.sweeps_per_pass = bc.t;
     row.sweeps = sweeps;
     row.per_sweep_s = t[t.size() / 2];
-    row.gb_per_s = 2.0 * field_bytes / row.per_sweep_s / 1e9;
+    row.gb_per_s = 2.0 * field_bytes / static_cast<double>(bc.t) / row.per_sweep_s / 1e9;
     row.fraction_of_copy = row.gb_per_s / table.copy_gb_per_s;
+    row.equivalent_fraction_of_copy = 2.0 * field_bytes / row.per_sweep_s / 1e9 / table.copy_gb_per_s;
     table.rows.push_back(row);
   }
 }
@@ -255,12 +264,17 @@ BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes
   table.copy_gb_per_s = copy_bandwidth_gbs(o.backend, table.copy_bytes, gpu ? 20 : 5, o.device);
   const std::vector<std::string> kernels =
       gpu ? std::vector<std::string>{"async", "registers"} : std::vector<std::string>{"cpu"};
+  // Every kernel checked every sweep and every 100; then, the default kernel, checked every 8
+  // sweeps with 1, 2, 4 and 8 sweeps a pass (temporal blocking against t = 1 in the same run).
+  const std::vector<BenchCase> plain = {{1, 1}, {100, 1}}, blocked = {{8, 1}, {8, 2}, {8, 4}, {8, 8}};
   for (const auto& kernel : kernels)
     for (auto n : sizes) {
       interrupt::check("between benchmark cases");
       if (!quiet) std::fprintf(stderr, "heat2d bench: %s %lld^2 ...\n", kernel.c_str(), static_cast<long long>(n));
-      bench_size<float>(table, o, n, kernel);
-      bench_size<double>(table, o, n, kernel);
+      std::vector<BenchCase> cases = plain;
+      if (kernel != "async") cases.insert(cases.end(), blocked.begin(), blocked.end());
+      bench_size<float>(table, o, n, kernel, cases);
+      bench_size<double>(table, o, n, kernel, cases);
     }
   return table;
 }

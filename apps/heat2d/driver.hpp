@@ -19,6 +19,7 @@ struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
   std::string cuda_kernel = "registers";
+  int sweeps_per_pass = 1;  ///< 0: auto (SolverOptions::sweeps_per_pass)
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal
   /// On one rank a signal (tally/common/interrupt.hpp) stops the solve at the next checked sweep
@@ -75,10 +76,12 @@ struct BenchRow {
   std::string precision;
   std::int64_t n = 0;  ///< n x n grid
   std::int64_t check_every = 0;
+  int sweeps_per_pass = 1;  ///< t: sweeps a pass over memory
   std::int64_t sweeps = 0;  ///< per timed repeat
   double per_sweep_s = 0.0;  ///< median over repeats
-  double gb_per_s = 0.0;     ///< 2 x field bytes per sweep
+  double gb_per_s = 0.0;     ///< 2 x field bytes per pass (the field read and written once per t sweeps)
   double fraction_of_copy = 0.0;
+  double equivalent_fraction_of_copy = 0.0;  ///< 2 x field bytes per sweep, against the copy rate
 };
 struct BenchTable {
   double copy_gb_per_s = 0.0;
@@ -107,7 +110,8 @@ ScalingTable run_scaling(const RunOptions& o, const std::vector<std::int64_t>& s
 
 /// Per-sweep time of n x n steady sweeps (init sin, never zeros) for each size, float and double,
 /// checked every sweep and every 100 sweeps, against the backend's copy bandwidth measured first;
-/// on CUDA for both sweep kernels.
+/// on CUDA for both sweep kernels; then checked every 8 sweeps with t = 1, 2, 4 and 8 sweeps a pass
+/// (CUDA: the registers kernel for t = 1, the blocked kernel beyond).
 BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet);
 
 }  // namespace tally::heat2d

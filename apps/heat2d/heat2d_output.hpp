@@ -2,7 +2,7 @@
 // heat2d's result file, written by the executable (main.cpp) and the Python module (tally.heat2d)
 // alike (output.cpp):
 //   /            attributes app, nx, ny, h, mode, precision, backend, tol, max_iter, check_every, alpha,
-//                dt, r, t_end, bc_top, bc_bottom, bc_left, bc_right, init, validate, cuda_kernel,
+//                dt, r, t_end, bc_top, bc_bottom, bc_left, bc_right, init, validate, cuda_kernel, sweeps_per_pass,
 //                iterations, keep_partial, restart_from and restart_iterations (a restart), sim_time,
 //                status, converged, final_residual
 //   field        ny x nx; residual/iteration, residual/value: the checked sweeps' history

@@ -50,6 +50,9 @@ void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, c
   f.attr("init", p.init.text);
   f.attr("validate", ro.validate);
   f.attr("cuda_kernel", ro.cuda_kernel);
+  const int ranks = ro.comm ? ro.comm->size() : 1;
+  f.attr("sweeps_per_pass", static_cast<std::int64_t>(
+                                resolve_sweeps_per_pass(ro.sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(p, ranks))));
 }
 
 /// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks

@@ -1,6 +1,7 @@
 // Backend selection: the only place that knows which backends exist.
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "solver.hpp"
@@ -16,6 +17,36 @@ Block local_block(const Problem& p, int ranks, int rank) {
                      " interior rows (--ny), and each rank needs at least one");
   const reduce::Range r = reduce::split_range(p.ny - 2, ranks, rank);
   return {r.begin, r.size() + 2};  // interior rows [1 + begin, 1 + end) and one row on each side
+}
+
+int deepest_pass(const Problem& p, int ranks) {
+  if (ranks <= 1) return max_sweeps_per_pass;
+  return static_cast<int>(std::clamp<std::int64_t>((p.ny - 2) / ranks, 1, max_sweeps_per_pass));
+}
+
+HaloLayout halo_layout(const Problem& p, int ranks, int rank, int depth) {
+  const Block b = local_block(p, ranks, rank);
+  const std::int64_t lo = b.row0 + 1, hi = b.end() - 1;  // own rows, global
+  return {std::min<std::int64_t>(depth, lo), hi - lo, std::min<std::int64_t>(depth, p.ny - hi)};
+}
+
+int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b, int deepest) {
+  if (requested < 0 || requested > max_sweeps_per_pass)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": expected auto or 1.." +
+                     std::to_string(max_sweeps_per_pass));
+  if (requested > deepest)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": across ranks a pass needs that many halo rows "
+                     "from each neighbour's block, and the smallest block has " + std::to_string(deepest) +
+                     " rows (fewer ranks or a larger --ny)");
+  if (requested > 1 && check_every % requested != 0)
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": residuals exist only at a pass's last sweep, so it "
+                     "must divide --check-every (" + std::to_string(check_every) + ")");
+  if (requested > 0) return requested;
+  // The deepest pass that pays on each backend (measured: apps/heat2d/PERF_NOTES.md).
+  const int preferred = b == reduce::Backend::cuda ? cuda_preferred_sweeps_per_pass : cpu_preferred_sweeps_per_pass;
+  for (int t = std::min(preferred, deepest); t > 1; --t)
+    if (check_every % t == 0) return t;
+  return 1;
 }
 
 template <class T>

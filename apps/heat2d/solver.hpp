@@ -5,7 +5,8 @@
 // Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
 // interior rows 1..ny-2 by reduce::split_range, each rank holding its rows plus one row on each
 // side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
-// ranks). The global residual is the Max over ranks (exact), so every rank stops at the same sweep
+// ranks); with passes of t > 1 sweeps the solver holds t rows a side, exchanged after each pass
+// (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks (exact), so every rank stops at the same sweep
 // and the fields and residuals are bitwise those of one rank.
 
 #include <cstdint>
@@ -59,6 +60,42 @@ class Solver {
   virtual void get_field(std::span<T> u) = 0;
 };
 
+/// The most sweeps one pass over memory (one CUDA launch, one cache-tiled CPU pass) may advance.
+constexpr int max_sweeps_per_pass = 8;
+/// What auto aims for on each backend (the largest t that divides --check-every up to these).
+constexpr int cuda_preferred_sweeps_per_pass = 4;
+constexpr int cpu_preferred_sweeps_per_pass = 8;
+
+/// --sweeps-per-pass: the sweeps each pass advances, given `requested` (0: auto) and the check
+/// interval. Residuals exist only at a pass's last sweep, so t must divide --check-every; auto picks
+/// the largest t <= the backend's preferred depth that does. `deepest`: the most the decomposition
+/// allows (deepest_pass). Throws tally::InputError naming the option otherwise.
+int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b,
+                            int deepest = max_sweeps_per_pass);
+
+/// Across ranks a pass of t sweeps needs t halo rows on each side, all from the neighbour's own
+/// rows, exchanged after every pass: t is at most the smallest block's row count.
+int deepest_pass(const Problem& p, int ranks);
+
+/// The rows a rank's solver holds for passes of up to `depth` sweeps: its own rows, and up to
+/// `depth` rows on each side (its neighbour's, or the global edge row alone on the end ranks). The
+/// Block's rows (one halo row a side) are rows [below - 1, below + own + 1) of it.
+struct HaloLayout {
+  std::int64_t below = 1, own = 1, above = 1;
+  [[nodiscard]] std::int64_t rows() const { return below + own + above; }
+  [[nodiscard]] std::int64_t first() const { return below; }      ///< the first own row (local)
+  [[nodiscard]] std::int64_t end() const { return below + own; }  ///< one past the last own row
+};
+HaloLayout halo_layout(const Problem& p, int ranks, int rank, int depth);
+
+/// The passes of sweeps first+1..last with t sweeps a pass: each ends at a multiple of t (so a
+/// restart or a stop lines up with the checks) or at `last` (a shorter final pass). The length of
+/// the pass that starts at sweep k.
+inline std::int64_t pass_length(std::int64_t k, std::int64_t last, int t) {
+  const std::int64_t end = (k + t - 1) / t * t;
+  return (end < last ? end : last) - k + 1;
+}
+
 struct SolverOptions {
   int device = 0;
   /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
@@ -67,6 +104,9 @@ struct SolverOptions {
   /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
   /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
   const reduce::Comm* comm = nullptr;
+  /// Sweeps a pass (0: auto, resolved at each solve() against the rule's check interval; see
+  /// resolve_sweeps_per_pass). Every t gives the same bits as t = 1.
+  int sweeps_per_pass = 1;
 };
 
 /// Throws tally::InputError when the grid does not fit (device memory for CUDA).

@@ -1,6 +1,7 @@
 // CPU backend: OpenMP threads over rows, the residual folded into the same pass. Across ranks each
 // sweep updates the block's first and last rows, starts their exchange (MPI), updates the rows
-// between while they travel, and waits; checked sweeps then take the Max over ranks.
+// between while they travel, and waits; checked sweeps then take the Max over ranks. Passes of t > 1
+// sweeps (blocked_pass) hold t halo rows a side and exchange them after each pass.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +20,20 @@ namespace {
 
 using reduce::Max;
 
+/// Row m of the next sweep from rows m - 1, m, m + 1 (us, uc, un) into vr, interior columns only;
+/// returns max |vr - uc| when Check (NaN propagates). The one place the CPU evaluates the update.
+template <class T, bool Check>
+inline T update_row(const T* us, const T* uc, const T* un, T* vr, std::int64_t nx, Coeffs<T> c) {
+  T local = Max::identity<T>();
+  for (std::int64_t i = 1; i < nx - 1; ++i) {
+    const T s = (uc[i - 1] + uc[i + 1]) + (us[i] + un[i]);
+    const T nv = c.steady ? s * T(0.25) : uc[i] + c.r * (s - T(4) * uc[i]);
+    vr[i] = nv;
+    if constexpr (Check) local = Max::combine(local, std::abs(nv - uc[i]));
+  }
+  return local;
+}
+
 /// One sweep u -> v over rows [j0, j1) (1 <= j0, j1 <= ny - 1, ny the rows held); returns
 /// max |v - u| when Check (NaN propagates).
 template <class T, bool Check>
@@ -29,16 +44,50 @@ T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coe
   {
     T local = Max::identity<T>();
 #pragma omp for schedule(static)
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const T* us = u + (j - 1) * nx;
-      const T* uc = u + j * nx;
-      const T* un = u + (j + 1) * nx;
-      T* vr = v + j * nx;
-      for (std::int64_t i = 1; i < nx - 1; ++i) {
-        const T s = (uc[i - 1] + uc[i + 1]) + (us[i] + un[i]);
-        const T nv = c.steady ? s * T(0.25) : uc[i] + c.r * (s - T(4) * uc[i]);
-        vr[i] = nv;
-        if constexpr (Check) local = Max::combine(local, std::abs(nv - uc[i]));
+    for (std::int64_t j = j0; j < j1; ++j)
+      local = Max::combine(local, update_row<T, Check>(u + (j - 1) * nx, u + j * nx, u + (j + 1) * nx, v + j * nx, nx, c));
+    if constexpr (Check) {
+#pragma omp critical(heat2d_residual)
+      res = Max::combine(res, local);
+    }
+  }
+  return res;
+}
+
+/// `t` sweeps u -> v of rows [j0, j1) in one pass over memory (ny rows held; rows j0 - t .. j1 + t - 1
+/// must hold the state, or be edge rows): each thread streams down a band of rows, sweep level l computing row n - l when row n is read, and keeps each intermediate
+/// level's last three rows in a ring (cache-resident), so u is read and v written once per pass.
+/// The band's levels reach t - l rows beyond it (recomputed by the neighbouring band too). Returns
+/// max |v - u_{t-1}| of the last sweep when Check. The same update_row as sweep(): the same bits.
+template <class T, bool Check>
+T blocked_pass(const T* u, T* v, std::int64_t nx, std::int64_t ny, std::int64_t j0, std::int64_t j1, int t, Coeffs<T> c) {
+  T res = Max::identity<T>();
+#pragma omp parallel if (nx * (j1 - j0) > 32768)
+  {
+    const std::int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const std::int64_t js = j0 + (j1 - j0) * id / nt, je = j0 + (j1 - j0) * (id + 1) / nt;  // this band's rows
+    std::vector<T> ring(static_cast<std::size_t>((t - 1) * 3 * nx));
+    auto held = [&](int lev, std::int64_t m) { return ring.data() + ((lev - 1) * 3 + m % 3) * nx; };  // levels 1..t-1
+    auto row = [&](int lev, std::int64_t m) -> const T* { return lev == 0 ? u + m * nx : held(lev, m); };
+    T local = Max::identity<T>();
+    for (std::int64_t n = std::max<std::int64_t>(js - t + 1, 0) + 1; js < je && n <= je - 1 + t; ++n) {
+      for (int lev = 1; lev <= t; ++lev) {
+        const std::int64_t m = n - lev;  // level lev's rows m - 1.. m + 1 of level lev - 1 are there
+        if (m < std::max<std::int64_t>(js - t + lev, 0) || m >= std::min<std::int64_t>(je + t - lev, ny)) continue;
+        const T* uc = row(lev - 1, m);
+        if (lev == t) {  // m in [js, je): interior rows; v's edge columns are set and never change
+          const T r = update_row<T, Check>(row(lev - 1, m - 1), uc, row(lev - 1, m + 1), v + m * nx, nx, c);
+          if constexpr (Check) local = Max::combine(local, r);
+          continue;
+        }
+        T* vr = held(lev, m);
+        if (m == 0 || m == ny - 1) {  // edge rows stay as they are (across ranks: beyond what counts)
+          std::copy(uc, uc + nx, vr);
+          continue;
+        }
+        (void)update_row<T, false>(row(lev - 1, m - 1), uc, row(lev - 1, m + 1), vr, nx, c);
+        vr[0] = uc[0];
+        vr[nx - 1] = uc[nx - 1];
       }
     }
     if constexpr (Check) {
@@ -53,24 +102,35 @@ template <class T>
 class CpuSolver final : public Solver<T> {
  public:
   CpuSolver(const Problem& p, const SolverOptions& o)
-      : p_(p), c_(coeffs<T>(p)), comm_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
-        rows_(comm_ ? local_block(p, comm_->size(), comm_->rank()).rows : p.ny),
-        u_(static_cast<std::size_t>(p.nx * rows_)), v_(u_.size()) {}
-
-  void set_field(std::span<const T> u) override {
-    std::copy(u.begin(), u.end(), u_.begin());
-    std::copy(u.begin(), u.end(), v_.begin());  // both buffers carry the edges
+      : p_(p), c_(coeffs<T>(p)), comm_(o.comm && o.comm->size() > 1 ? o.comm : nullptr), t_(o.sweeps_per_pass),
+        deepest_(deepest_pass(p, comm_ ? comm_->size() : 1)),
+        // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
+        lay_(comm_ ? halo_layout(p, comm_->size(), comm_->rank(), t_ == 1 ? 1 : deepest_) : HaloLayout{1, p.ny - 2, 1}),
+        rows_(lay_.rows()), u_(static_cast<std::size_t>(p.nx * rows_)), v_(u_.size()) {
+    (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cpu, deepest_);  // the range and the ranks
   }
 
-  void get_field(std::span<T> u) override { std::copy(u_.begin(), u_.end(), u.begin()); }
+  void set_field(std::span<const T> u) override {
+    const auto at = static_cast<std::ptrdiff_t>((lay_.first() - 1) * p_.nx);  // the Block's rows
+    std::copy(u.begin(), u.end(), u_.begin() + at);
+    std::copy(u.begin(), u.end(), v_.begin() + at);  // both buffers carry the edges
+  }
+
+  void get_field(std::span<T> u) override {
+    const auto at = static_cast<std::ptrdiff_t>((lay_.first() - 1) * p_.nx);
+    std::copy(u_.begin() + at, u_.begin() + at + static_cast<std::ptrdiff_t>(u.size()), u.begin());
+  }
 
   SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
     SolveResult r;
     r.iterations = rule.first;
     HostTimer clock;
-    for (std::int64_t k = rule.first + 1; k <= rule.last; ++k) {
-      if (rule.is_check(k)) {
-        double res = static_cast<double>(step<true>());
+    const int t = resolve_sweeps_per_pass(t_, rule.check_every, reduce::Backend::cpu, deepest_);
+    if (comm_ && t > 1) exchange(u_, t);  // set_field filled one halo row a side
+    for (std::int64_t k0 = rule.first + 1; k0 <= rule.last;) {
+      const std::int64_t k = k0 + pass_length(k0, rule.last, t) - 1;  // this pass's last sweep
+      if (rule.is_check(k)) {  // only a pass's last sweep can be (t divides check_every)
+        double res = static_cast<double>(pass<true>(k - k0 + 1, t));
         // The same bits on every rank (Max is exact): every rank judges alike and stops together.
         if (comm_) comm_->allreduce<Max, double>(std::span<const double>(&res, 1), std::span<double>(&res, 1), reduce::Memory::host);
         r.iterations = k;
@@ -88,9 +148,10 @@ class CpuSolver final : public Solver<T> {
           return r;
         }
       } else {
-        step<false>();
+        pass<false>(k - k0 + 1, t);
         r.iterations = k;
       }
+      k0 = k + 1;
     }
     r.status = rule.at_last;
     r.solve_s = clock.seconds();
@@ -98,20 +159,42 @@ class CpuSolver final : public Solver<T> {
   }
 
  private:
+  /// `len` sweeps (passes of up to t), the last one's residual when Check: one sweep, or one
+  /// blocked pass whose t halo rows a side are then exchanged (the next pass may be t long).
+  template <bool Check>
+  T pass(std::int64_t len, int t) {
+    if (t == 1) return step<Check>();
+    const T res = blocked_pass<T, Check>(u_.data(), v_.data(), p_.nx, rows_, lay_.first(), lay_.end(), static_cast<int>(len), c_);
+    if (comm_) exchange(v_, t);
+    std::swap(u_, v_);
+    return res;
+  }
+
+  /// Several ranks: the `n` own rows next to each neighbour to it, its `n` into the halo rows.
+  void exchange(std::vector<T>& b, std::int64_t n) {
+    const std::int64_t nx = p_.nx, js = lay_.first(), je = lay_.end();
+    const bool prev = comm_->rank() > 0, next = comm_->rank() + 1 < comm_->size();
+    auto rows = [&](bool there, std::int64_t j) {  // rows j..j+n-1, or none toward a missing neighbour
+      return there ? std::span<T>(b.data() + j * nx, static_cast<std::size_t>(n * nx)) : std::span<T>();
+    };
+    auto halo = comm_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je), reduce::Memory::host);
+    halo.wait();
+  }
+
   /// One sweep u -> v, then swaps them; returns this rank's residual when Check.
   template <bool Check>
   T step() {
-    const std::int64_t nx = p_.nx, last = rows_ - 2;  // the block's interior rows: 1..last
+    const std::int64_t nx = p_.nx, first = lay_.first(), last = lay_.end() - 1;  // the own rows: first..last
     T res;
     if (!comm_) {
       res = sweep<T, Check>(u_.data(), v_.data(), nx, 1, rows_ - 1, c_);
     } else {
       // Boundary rows first, their exchange in flight while the rows between are updated.
-      res = sweep<T, Check>(u_.data(), v_.data(), nx, 1, 2, c_);
-      if (last > 1) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, last, last + 1, c_));
+      res = sweep<T, Check>(u_.data(), v_.data(), nx, first, first + 1, c_);
+      if (last > first) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, last, last + 1, c_));
       auto row = [&](std::int64_t j) { return std::span<T>(v_.data() + j * nx, static_cast<std::size_t>(nx)); };
-      auto halo = comm_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::host);
-      if (last > 2) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, 2, last, c_));
+      auto halo = comm_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), reduce::Memory::host);
+      if (last > first + 1) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, first + 1, last, c_));
       halo.wait();
     }
     std::swap(u_, v_);
@@ -121,7 +204,10 @@ class CpuSolver final : public Solver<T> {
   Problem p_;
   Coeffs<T> c_;
   const reduce::Comm* comm_;  // nullptr: one rank, no exchange
-  std::int64_t rows_;         // rows held: the whole field, or the block with its halo rows
+  int t_;                     // sweeps a pass asked for (0: auto)
+  int deepest_;               // the deepest pass the ranks' blocks allow
+  HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)
+  std::int64_t rows_;         // = lay_.rows()
   std::vector<T> u_, v_;
 };
 

@@ -3,7 +3,7 @@
 // finish writes it). The host never waits for the sweep it just launched:
 //  * the residual of each checked sweep goes to a slot of a ring in mapped pinned host memory, and
 //    an event after that sweep tells the host when the slot is valid; the host reads it while the
-//    next sweeps are already queued (up to `lookahead_sweeps` ahead);
+//    next sweeps are already queued (up to `lookahead_launches` ahead);
 //  * the last block also sets a device-side stop flag (converged or diverged); every later sweep
 //    already queued reads it first and returns at once, so the field stops exactly at the sweep
 //    that converged and the iteration count equals the CPU backend's.
@@ -16,6 +16,9 @@
 // sweep k's verdict (a stop at k makes every sweep from k + 2 return at once; the result is k's).
 // The host reads checks only at fixed distances (no polling), so every rank enqueues the same
 // sweeps and collectives.
+// With --sweeps-per-pass t > 1 a launch is a pass of up to t sweeps (sweep_blocked), checked at its
+// last sweep; "sweep" above then reads "launch". Across ranks such a pass covers the own rows in one
+// launch and is followed by the exchange of t rows a side (the next launch waits for it).
 //
 // The sweep kernels are in sweep_kernels.cuh.
 #include <cuda_runtime.h>
@@ -40,7 +43,26 @@ namespace {
 using namespace kernels;
 
 constexpr int slots = 64;                      // ring of residual slots in mapped host memory
-constexpr std::int64_t lookahead_sweeps = 16;  // sweeps queued beyond the oldest unread check
+constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
+
+template <class T>
+using Kernel = void (*)(const T*, T*, SweepArgs<T>);
+
+/// sweep_blocked<T, s, Check> for s in 2..max_sweeps_per_pass.
+template <class T, bool Check, int S = 2>
+Kernel<T> blocked_kernel(int s) {
+  if constexpr (S > max_sweeps_per_pass) {
+    return nullptr;
+  } else {
+    if (s == S) return sweep_blocked<T, S, Check>;
+    return blocked_kernel<T, Check, S + 1>(s);
+  }
+}
+template <class T>
+int blocked_width(int s) {  // columns a warp stores
+  constexpr int V = dev::vec16<T>;
+  return tile_lanes * V - 2 * ((s + V - 1) / V * V);
+}
 
 
 template <class T>
@@ -48,7 +70,11 @@ class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const SolverOptions& o)
       : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
-        rows_(ranks_ ? local_block(p, ranks_->size(), ranks_->rank()).rows : p.ny) {
+        t_(o.sweeps_per_pass), deepest_(deepest_pass(p, ranks_ ? ranks_->size() : 1)),
+        // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
+        lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_) : HaloLayout{1, p.ny - 2, 1}),
+        rows_(lay_.rows()) {
+    (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, deepest_);  // the range and the ranks
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
     async_ = o.cuda_kernel == "async";
@@ -79,6 +105,18 @@ class CudaSolver final : public Solver<T> {
     const long long most_y = std::max<long long>(1, rows_ / 4);  // >= 4 rows a strip
     grid_ = dim3(static_cast<unsigned>(grid_x),
                  static_cast<unsigned>(std::clamp<long long>(target / grid_x, 1, std::min<long long>(most_y, 65535))));
+    // The blocked kernels: one wave of 8-warp blocks; strips of at least 8 S rows, so that the S rows
+    // each strip recomputes above and below stay a small part of it.
+    for (int s = 2; s <= max_sweeps_per_pass; ++s) {
+      blocked_[s][0] = blocked_kernel<T, false>(s);
+      blocked_[s][1] = blocked_kernel<T, true>(s);
+      int bs_sm = 0;
+      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bs_sm, blocked_[s][1], tile_lanes * blocked_warps, 0));
+      const long long bx = ((p.nx + blocked_width<T>(s) - 1) / blocked_width<T>(s) + blocked_warps - 1) / blocked_warps;
+      const long long by = std::clamp<long long>(static_cast<long long>(sms) * std::max(bs_sm, 1) / bx, 1,
+                                                 std::min<long long>(std::max<long long>(1, (rows_ - 2) / (8 * s)), 65535));
+      blocked_grid_[s] = dim3(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+    }
 
     const double field_bytes = static_cast<double>(pitch_) * static_cast<double>(rows_) * sizeof(T);
     std::size_t free_b = 0, total_b = 0;
@@ -131,24 +169,28 @@ class CudaSolver final : public Solver<T> {
   void set_field(std::span<const T> u) override {
     for (auto& b : u_) {
       b.fill_bytes(0, stream_);  // the padding: never updated, but read as a neighbour of the last column
-      TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data(), pitch_ * sizeof(T), u.data(), p_.nx * sizeof(T), p_.nx * sizeof(T),
-                                       rows_, cudaMemcpyHostToDevice, stream_));
+      TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data() + (lay_.first() - 1) * pitch_, pitch_ * sizeof(T), u.data(), p_.nx * sizeof(T), p_.nx * sizeof(T),
+                                       lay_.own + 2, cudaMemcpyHostToDevice, stream_));
     }
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
     cur_ = 0;
   }
 
   void get_field(std::span<T> u) override {
-    TALLY_CUDA_TRY(cudaMemcpy2DAsync(u.data(), p_.nx * sizeof(T), u_[cur_].data(), pitch_ * sizeof(T),
-                                     p_.nx * sizeof(T), rows_, cudaMemcpyDeviceToHost, stream_));
+    TALLY_CUDA_TRY(cudaMemcpy2DAsync(u.data(), p_.nx * sizeof(T), u_[cur_].data() + (lay_.first() - 1) * pitch_,
+                                     pitch_ * sizeof(T), p_.nx * sizeof(T), lay_.own + 2, cudaMemcpyDeviceToHost, stream_));
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
   SolveResult solve(const StopRule& rule, const ProgressFn& progress) override {
     SolveResult r;
+    // t sweeps a launch (passes end at multiples of t, and at the last sweep); across ranks t is at
+    // most the smallest block's rows (deepest_).
+    const int t = resolve_sweeps_per_pass(t_, rule.check_every, reduce::Backend::cuda, deepest_);
     struct Pending {
       long long k;
       int slot;
+      long long launch = 0;
     };
     std::deque<Pending> pending;
     bool stopped = false;
@@ -180,30 +222,58 @@ class CudaSolver final : public Solver<T> {
     state_.fill_bytes(0, stream_);
     EventTimer timer;
     timer.start(stream_);
+    if (ranks_ && t > 1) exchange(u_[cur_].data(), t, stream_);  // set_field filled one halo row a side
     long long checks = 0;
     Pending last_check{0, 0}, prev_check{0, 0};  // several ranks: the two latest checks
+    std::vector<long long> ends;                 // each launch's last sweep
     long long gated = 0;                         // the latest check the main stream waits for
     // One rank: a stop request (a signal) ends the enqueueing after the next checked sweep not yet
     // enqueued; the sweeps before it are already queued, so the field is exactly that sweep's.
     long long end = rule.last;
-    for (long long k = rule.first + 1; k <= end && !stopped; ++k) {
+    for (long long k0 = rule.first + 1; k0 <= end && !stopped;) {
       if (!ranks_ && end == rule.last && rule.wants_stop())
-        end = std::min<long long>(rule.last, (k + rule.check_every - 1) / rule.check_every * rule.check_every);
-      const int src = cur_ ^ static_cast<int>((k - rule.first - 1) & 1);
+        end = std::min<long long>(rule.last, (k0 + rule.check_every - 1) / rule.check_every * rule.check_every);
+      const long long len = pass_length(k0, end, t), k = k0 + len - 1;  // this launch: sweeps k0..k
+      k0 = k + 1;
+      const long long launch = static_cast<long long>(ends.size());
+      ends.push_back(k);
+      const int src = cur_ ^ static_cast<int>(launch & 1);
       SweepArgs<T> a{pitch_, p_.nx, rows_, 0, rows_, -1, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
-      const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
+      dim3 grid = grid_, block(tile_lanes, static_cast<unsigned>(warps_));
+      Kernel<T> checked = checked_, unchecked = unchecked_;
+      if (len > 1) {  // the blocked kernel over the own rows
+        checked = blocked_[len][1];
+        unchecked = blocked_[len][0];
+        grid = blocked_grid_[len];
+        block = dim3(tile_lanes, blocked_warps);
+        a.j0 = lay_.first();
+        a.rows = lay_.own;
+      }
       if (ranks_) {
-        // Sweep k waits for the verdict of the latest check up to k - 2 (and so of all before it).
-        const Pending* gate = last_check.k > 0 && last_check.k <= k - 2 ? &last_check
-                              : prev_check.k > 0 && prev_check.k <= k - 2 ? &prev_check
-                                                                          : nullptr;
+        // Launch L waits for the verdict of the latest check up to launch L - 2 (and so of all before it).
+        const Pending* gate = last_check.k > 0 && last_check.launch <= launch - 2 ? &last_check
+                              : prev_check.k > 0 && prev_check.launch <= launch - 2 ? &prev_check
+                                                                                    : nullptr;
         if (gate && gate->k != gated) {
           TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, events_[gate->slot], 0));
           gated = gate->k;
         }
         a.lagged = true;
-        double* res = res_.data() + 2 * (k & 1);
-        sweep_ranks(a, u_[src].data(), u_[src ^ 1].data(), rule.is_check(k), res);
+        a.lag_k = launch >= 2 ? ends[static_cast<std::size_t>(launch - 2)] : 0;
+        double* res = res_.data() + 2 * (launch & 1);
+        if (t == 1) {
+          sweep_ranks(a, u_[src].data(), u_[src ^ 1].data(), rule.is_check(k), res);
+        } else {
+          // One launch over the own rows, then the t rows next to each neighbour to it (the next
+          // launch waits for them); the residual is this rank's own rows' max.
+          TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, halo_done_, 0));
+          a.j0 = lay_.first();  // a pass of one sweep: the one-sweep kernel over the own rows
+          a.rows = lay_.own;
+          a.partial_out = res;
+          (rule.is_check(k) ? checked : unchecked)<<<grid, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
+          TALLY_CHECK_LAUNCH();
+          exchange(u_[src ^ 1].data(), t, stream_);
+        }
         if (rule.is_check(k)) {
           const int slot = static_cast<int>(checks++ % slots);
           h_slots_[slot].iteration = -1;
@@ -215,29 +285,27 @@ class CudaSolver final : public Solver<T> {
           publish_global<<<1, 1, 0, res_stream_>>>(res, state_.data(), d_slots_ + slot, k, rule.tol);
           TALLY_CHECK_LAUNCH();
           TALLY_CUDA_TRY(cudaEventRecord(events_[slot], res_stream_));
-          pending.push_back({k, slot});
+          pending.push_back({k, slot, launch});
           prev_check = last_check;
-          last_check = {k, slot};
+          last_check = {k, slot, launch};
         }
       } else if (rule.is_check(k)) {
         const int slot = static_cast<int>(checks++ % slots);
         a.slot = d_slots_ + slot;
         h_slots_[slot].iteration = -1;
-        checked_<<<grid_, block, 0, stream_>>>(
-            u_[src].data(), u_[src ^ 1].data(), a);
+        checked<<<grid, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
         TALLY_CUDA_TRY(cudaEventRecord(events_[slot], stream_));
-        pending.push_back({k, slot});
+        pending.push_back({k, slot, launch});
       } else {
-        unchecked_<<<grid_, block, 0, stream_>>>(
-            u_[src].data(), u_[src ^ 1].data(), a);
+        unchecked<<<grid, block, 0, stream_>>>(u_[src].data(), u_[src ^ 1].data(), a);
         TALLY_CHECK_LAUNCH();
       }
       // Read what is ready; wait only when too much is queued beyond the oldest unread check. Across
       // ranks only the waits: they come at the same sweeps on every rank, so every rank sees the
       // stop after the same sweep and enqueues the same collectives.
       while (!pending.empty() && !stopped) {
-        const bool must_wait = k - pending.front().k >= lookahead_sweeps || pending.size() >= slots / 2;
+        const bool must_wait = launch - pending.front().launch >= lookahead_launches || pending.size() >= slots / 2;
         if ((ranks_ && !must_wait) || !take(must_wait)) break;
       }
     }
@@ -261,7 +329,9 @@ class CudaSolver final : public Solver<T> {
     if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
       throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
                   " but its last check seen was another");
-    cur_ ^= static_cast<int>((r.iterations - rule.first) & 1);
+    const auto done = std::find(ends.begin(), ends.end(), r.iterations);
+    if (done == ends.end()) throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) + ", no launch's end");
+    cur_ ^= static_cast<int>((done - ends.begin() + 1) & 1);  // the launches run, each writing the other buffer
     return r;
   }
 
@@ -270,25 +340,25 @@ class CudaSolver final : public Solver<T> {
   /// Checked: this rank's residual in res[0] (res[1]: the boundary rows'). The next sweep's kernels
   /// wait for the exchange.
   void sweep_ranks(SweepArgs<T> a, const T* u, T* v, bool check, double* res) {
-    const long long last = rows_ - 2;  // the block's interior rows: 1..last
+    const long long first = lay_.first(), last = lay_.end() - 1;  // the block's own rows: first..last
     const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
-    const Kernel kernel = check ? checked_ : unchecked_;
+    const Kernel<T> kernel = check ? checked_ : unchecked_;
     TALLY_CUDA_TRY(cudaStreamWaitEvent(stream_, halo_done_, 0));  // u's halo rows have arrived
-    // Rows 1 and last (one row when they coincide, rows 1 and 2 when nothing lies between).
-    a.j0 = 1;
+    // Rows first and last (one row when they coincide, two when nothing lies between).
+    a.j0 = first;
     a.rows = 1;
-    a.jb = last > 1 ? last : -1;
-    a.partial_out = res + (last > 2 ? 1 : 0);
-    kernel<<<dim3(grid_.x, last > 1 ? 2 : 1), block, 0, stream_>>>(u, v, a);
+    a.jb = last > first ? last : -1;
+    a.partial_out = res + (last > first + 1 ? 1 : 0);
+    kernel<<<dim3(grid_.x, last > first ? 2 : 1), block, 0, stream_>>>(u, v, a);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaEventRecord(boundary_done_, stream_));
     TALLY_CUDA_TRY(cudaStreamWaitEvent(halo_stream_, boundary_done_, 0));
     // The rows between, enqueued before the exchange: the host-staged exchange waits for the boundary
     // rows on the host at its start. On the GPU the exchange's kernel (higher priority) still starts
     // as soon as the boundary rows are done.
-    if (last > 2) {
-      a.j0 = 2;
-      a.rows = last - 2;
+    if (last > first + 1) {
+      a.j0 = first + 1;
+      a.rows = last - first - 1;
       a.jb = -1;
       a.partial_out = res;
       a.partial_in = res + 1;
@@ -297,18 +367,38 @@ class CudaSolver final : public Solver<T> {
       TALLY_CHECK_LAUNCH();
     }
     auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
-    auto halo = ranks_->start_exchange<T>(row(1), row(0), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
+    auto halo = ranks_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
     halo.wait();  // NCCL: returns at once; host-staged: the rows travel now, the copies back go on the stream
+    TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
+  }
+
+  /// Several ranks, passes of t > 1: after the work on `after` so far, the n own rows of v next to
+  /// each neighbour to it, its n into v's halo rows, on the halo stream (halo_done_ marks the end).
+  void exchange(T* v, long long n, cudaStream_t after) {
+    const long long js = lay_.first(), je = lay_.end();
+    const bool prev = ranks_->rank() > 0, next = ranks_->rank() + 1 < ranks_->size();
+    auto rows = [&](bool there, long long j) {  // rows j..j+n-1 (with their padding), or none
+      return there ? std::span<T>(v + j * pitch_, static_cast<std::size_t>(n * pitch_)) : std::span<T>();
+    };
+    TALLY_CUDA_TRY(cudaEventRecord(boundary_done_, after));
+    TALLY_CUDA_TRY(cudaStreamWaitEvent(halo_stream_, boundary_done_, 0));
+    auto halo = ranks_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je),
+                                          reduce::Memory::device, halo_stream_);
+    halo.wait();
     TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
   }
 
   Problem p_;
   Coeffs<T> c_;
   const reduce::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
-  long long rows_;             // rows held: the whole field, or the block with its halo rows
+  int t_ = 1;                  // sweeps a pass asked for (0: auto)
+  int deepest_ = 1;            // the deepest pass the ranks' blocks allow
+  HaloLayout lay_;             // the rows held: own rows and halos (one rank: the whole field)
+  long long rows_;             // = lay_.rows()
   bool async_ = true;  // which sweep kernel
-  using Kernel = void (*)(const T*, T*, SweepArgs<T>);
-  Kernel checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
+  Kernel<T> checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
+  Kernel<T> blocked_[max_sweeps_per_pass + 1][2] = {};  // [s][checked]: s sweeps a launch
+  dim3 blocked_grid_[max_sweeps_per_pass + 1];
   int warps_ = 4;      // its block's warps
   long long pitch_ = 0;
   dim3 grid_;

@@ -1,8 +1,8 @@
 #pragma once
 // heat2d's CUDA sweep kernels and the device state they share with the host side (solver_cuda.cu):
-// one kernel per sweep updates the field and, on checked sweeps, folds the residual
-// max |u_new - u| with the library's gang reduction, whose last block publishes it (or, across
-// ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines kernels).
+// one kernel per sweep (or per pass of S sweeps: sweep_blocked) updates the field and, on checked
+// sweeps, folds the residual max |u_new - u| with the library's gang reduction, whose last block
+// publishes it (or, across ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines kernels).
 //
 // Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
 // (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row; a
@@ -71,18 +71,19 @@ struct SweepArgs {
   double tol;
   double* partial_out = nullptr;       // several ranks: the last block leaves max(r, *partial_in) here
   const double* partial_in = nullptr;  // instead of publishing
-  bool lagged = false;                 // several ranks: obey only a stop two sweeps back (stopped())
+  bool lagged = false;                 // several ranks: obey only a stop two launches back (stopped())
+  long long lag_k = 0;                 // ... at or before this sweep (the last of the launch two back)
 };
 
-/// Whether this sweep was queued after the run stopped (uniform over the launch). One rank: the
-/// flag the previous sweep's last block set. Across ranks sweep k's verdict is published while
-/// sweep k + 1 runs, so a sweep obeys only a stop at least two sweeps back, which the host ordered
-/// before it: the flag cannot change under a running launch.
+/// Whether this launch was queued after the run stopped (uniform over the launch). One rank: the
+/// flag the previous launch's last block set. Across ranks launch L's verdict is published while
+/// launch L + 1 runs, so a launch obeys only a stop at least two launches back, which the host
+/// ordered before it: the flag cannot change under a running launch.
 template <class T>
 __device__ __forceinline__ bool stopped(const SweepArgs<T>& a) {
   if (!a.lagged) return __ldcg(&a.d_state->stop) != running;
   const long long at = __ldcg(&a.d_state->stop_at);
-  return at > 0 && at <= a.k - 2;
+  return at > 0 && at <= a.lag_k;
 }
 
 // ---- the pieces both sweep kernels share ---------------------------------------------------------
@@ -283,6 +284,110 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
       sp += a.pitch;
       prev = cur;
       cur = next;
+    }
+  }
+  finish_sweep<T, Check>(a, local, tmp);
+}
+
+// ---- kernel "blocked": S sweeps a pass (2.5-D streaming temporal blocking, as in AN5D) ------------
+// Each warp owns a tile of 32 lanes x V columns and a strip of rows, and streams down it: when row n
+// of the field arrives, sweep level s (1..S) computes its row n - s from level s - 1's rows
+// n - s - 1, n - s, n - s + 1, which the lane holds in registers (each level keeps its last two
+// rows); west/east neighbours come from the adjacent lanes by shuffle, so no lane ever waits for
+// another warp. Level S's rows go to memory, each read and written once per pass. The price: a
+// level's tile is valid one column narrower on each side than the level below it (the end lanes
+// have no neighbours), so warps' tiles overlap by 2 H columns (H = S rounded up to V, for aligned
+// vectors) and only the middle W columns are stored; strips overlap by S rows. The overlap is
+// recomputed, and its reads mostly hit L1/L2. Every level evaluates update() exactly as the
+// one-sweep kernels do, so the fields are the same bits; the residual is level S's
+// max |u_S - u_{S-1}| over the stored points, through the same gang reduction.
+constexpr int blocked_warps = 8;
+constexpr int blocked_blocks_sm = 2;
+constexpr int blocked_queue = 4;  // rows of the field loaded ahead (in registers)
+
+template <class T, int S>
+struct BlockedTile {
+  static constexpr int V = dev::vec16<T>;
+  static constexpr int H = (S + V - 1) / V * V;   // halo columns on each side of a warp's tile
+  static constexpr int W = tile_lanes * V - 2 * H;  // columns a warp stores
+};
+
+template <class T, int S, bool Check>
+__global__ void __launch_bounds__(tile_lanes* blocked_warps, blocked_blocks_sm)
+    sweep_blocked(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  using Tile = BlockedTile<T, S>;
+  constexpr int V = Tile::V, P = blocked_queue;
+  using Vec = dev::Vec<T, V>;
+  __shared__ dev::GangStorage<T> tmp;
+  if (stopped(a)) return;  // queued after the run stopped
+
+  const int lane = static_cast<int>(threadIdx.x);
+  const long long tile = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const long long x0 = tile * Tile::W - Tile::H + lane * V;  // this lane's first column
+  const bool loads = x0 >= 0 && x0 < a.pitch;               // whole vectors: pitch and x0 are multiples of V
+  const bool stores = lane * V >= Tile::H && lane * V < Tile::H + Tile::W && x0 < a.pitch;
+  // The strip's output rows [js, je) of the interior rows [a.j0, a.j0 + a.rows); a warp beyond the
+  // grid's width gets none (it still joins the block's reduction).
+  long long js = a.j0 + static_cast<long long>(blockIdx.y) * a.rows / gridDim.y;
+  long long je = a.j0 + (static_cast<long long>(blockIdx.y) + 1) * a.rows / gridDim.y;
+  if (tile * Tile::W >= a.nx) je = js;  // warp-uniform
+  const long long n0 = js - S > 0 ? js - S : 0;                   // the first row read
+  const long long nlast = je - 1 + S < a.ny - 1 ? je - 1 + S : a.ny - 1;  // the last row read
+  const long long nend = je - 1 + S;  // the step at which level S computes row je - 1
+
+  long long jl = n0;
+  auto load_next = [&](Vec& r) {
+    if (loads && jl <= nlast) r = dev::load_vec<V>(u + jl * a.pitch + x0);
+    ++jl;
+  };
+  Vec q[P], prev[S], cur[S];  // the rows queued; each level's rows m - 1 and m (levels 0..S-1)
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    q[p] = Vec{};
+    load_next(q[p]);
+  }
+#pragma unroll
+  for (int s = 0; s < S; ++s) prev[s] = cur[s] = Vec{};
+  T local = Max::identity<T>();
+  for (long long n = n0; js < je && n <= nend; n += P) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      Vec nw = q[p];  // level 0's row n + p
+      load_next(q[p]);
+      if (n + p > nend) continue;
+#pragma unroll
+      for (int s = 1; s <= S; ++s) {
+        const long long m = n + p - s;  // level s's new row, from level s - 1's prev (m - 1), cur (m), nw (m + 1)
+        const Vec& c = cur[s - 1];
+        const T w = __shfl_up_sync(0xffffffffu, c.v[V - 1], 1);  // lane 0: its own, invalid anyway
+        const T e = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+        Vec out = c;                    // edge rows (and rows outside the field, never used) stay
+        if (m >= 1 && m < a.ny - 1) {   // warp-uniform
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const T west = k == 0 ? w : c.v[k - 1];
+            const T east = k == V - 1 ? e : c.v[k + 1];
+            const T nv = update(c.v[k], west, east, prev[s - 1].v[k], nw.v[k], a.c);
+            const long long i = x0 + k;
+            const bool inside = i >= 1 && i < a.nx - 1;
+            out.v[k] = inside ? nv : c.v[k];  // edge columns and padding: unchanged
+            if constexpr (Check) {
+              if (s == S && inside && stores && m >= js) {
+                const T d = nv - c.v[k];
+                local = Max::combine(local, d < T(0) ? -d : d);  // NaN stays NaN
+              }
+            }
+          }
+          if (s == S && stores && m >= js) {
+            T* sp = v + m * a.pitch + x0;
+            if constexpr (sizeof(T) == 8) __stcs(reinterpret_cast<double2*>(sp), make_double2(out.v[0], out.v[1]));
+            else __stcs(reinterpret_cast<float4*>(sp), make_float4(out.v[0], out.v[1], out.v[2], out.v[3]));
+          }
+        }
+        prev[s - 1] = c;
+        cur[s - 1] = nw;
+        nw = out;
+      }
     }
   }
   finish_sweep<T, Check>(a, local, tmp);

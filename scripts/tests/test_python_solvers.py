@@ -47,6 +47,20 @@ def test_heat2d_validate(tally):
     assert r.validation_passed and r.eigen_max_abs_diff is not None and r.eigen_max_abs_diff <= r.eigen_tolerance
 
 
+def test_heat2d_sweeps_per_pass_same_bits(tally):
+    # Temporal blocking changes the passes over memory, never the arithmetic: t = 4 and auto give
+    # t = 1's field and history bit for bit; a t that does not divide check_every is refused.
+    one = tally.heat2d.solve(nx=45, ny=31, tol=1e-7, check_every=4, sweeps_per_pass=1, backend="cpu")
+    for t in (4, "auto"):
+        r = tally.heat2d.solve(nx=45, ny=31, tol=1e-7, check_every=4, sweeps_per_pass=t, backend="cpu")
+        assert r.iterations == one.iterations and r.field.tobytes() == one.field.tobytes(), t
+        np.testing.assert_array_equal(r.residual_value, one.residual_value)
+    with pytest.raises(ValueError, match="--sweeps-per-pass 3"):
+        tally.heat2d.solve(nx=17, check_every=4, sweeps_per_pass=3, backend="cpu")
+    with pytest.raises(ValueError, match="--sweeps-per-pass"):
+        tally.heat2d.solve(nx=17, sweeps_per_pass="fast", backend="cpu")
+
+
 def test_mcpi_matches_the_executable(tally, build_dir, tmp_path):
     exe = require_app(build_dir, "mcpi")
     p, out = run_app(exe, tmp_path, "--n", "2^21", "--batch", "2^19")

@@ -56,6 +56,17 @@ def test_heat2d_iterations_second_call_reuses_every_run(out, build_dir):
     assert (out / "summary.md").read_text().count("## heat2d-iterations") == 1
 
 
+def test_heat2d_blocking_gives_t1s_bits_for_every_t(out, build_dir):
+    require_app(build_dir, "heat2d")
+    found, _ = run("heat2d-blocking", out, build_dir)  # raises when a t's residual or sweeps differ
+    assert found["same_as_t1"]
+    rows = report.read_csv(out / "heat2d_blocking.csv")
+    assert len(rows) == 2 * 2 * 8
+    assert {int(r["t"]) for r in rows} == set(range(1, 9))
+    assert all(float(r["per_sweep_us"]) > 0 for r in rows)
+    assert (out / "heat2d_blocking.png").stat().st_size > 10_000
+
+
 def test_mcpi_error_falls_as_one_over_sqrt_n(out, build_dir):
     require_app(build_dir, "mcpi")
     found, _ = run("mcpi-convergence", out, build_dir)

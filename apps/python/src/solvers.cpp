@@ -180,7 +180,7 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
                       const std::string& bc_top, const std::string& bc_bottom, const std::string& bc_left,
                       const std::string& bc_right, const std::string& init, const std::string& precision,
                       const std::string& backend, int device, const std::string& cuda_kernel, bool validate,
-                      const std::optional<std::string>& out, const std::string& call) {
+                      int sweeps_per_pass, const std::optional<std::string>& out, const std::string& call) {
   using namespace heat2d;
   // As heat2d's main(): everything is checked before anything is computed.
   if (mode != "steady" && mode != "transient") throw InputError("--mode: '" + mode + "' is not one of steady, transient");
@@ -208,6 +208,8 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
   ro.cuda_kernel = cuda_kernel;
   ro.validate = validate;
   ro.progress = false;
+  ro.sweeps_per_pass = sweeps_per_pass;  // 0: auto; checked against --check-every as the executable does
+  (void)resolve_sweeps_per_pass(sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(p, 1));
   const std::optional<DeviceInfo> dev = device_of(ro.backend, device);
   check_out(out);
   nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro, max_iter, out, call, dev)
@@ -385,7 +387,7 @@ void bind_solvers(nb::module_& m) {
   m.def("heat2d_solve", &heat2d_solve, arg("nx"), arg("ny").none(), arg("mode"), arg("tol"), arg("max_iter"),
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
         arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"),
-        arg("out").none(), arg("call"));
+        arg("sweeps_per_pass"), arg("out").none(), arg("call"));
   m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"), arg("batch"),
         arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),

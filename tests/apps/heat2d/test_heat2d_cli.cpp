@@ -50,6 +50,11 @@ TEST_CASE("heat2d refuses bad input with exit code 2 and writes nothing", "[heat
       "--precision half",
       "--no-such-option",
       "--backend cpu --nx 1000000 --ny 60000",  // 6e10 points: more than the host's memory
+      "--check-every 10 --sweeps-per-pass 4",   // no pass ends at sweep 10
+      "--sweeps-per-pass 2",                    // --check-every 1
+      "--check-every 16 --sweeps-per-pass 9",   // deeper than any pass
+      "--check-every 16 --sweeps-per-pass 0",
+      "--check-every 16 --sweeps-per-pass two",
   };
   for (const auto& args : bad) {
     INFO("heat2d " << args);
@@ -149,6 +154,21 @@ TEST_CASE("heat2d writes the documented HDF5 layout and one JSON line", "[heat2d
   CHECK(thr.read_attr<double>("points_per_s") > 0);
   CHECK(thr.read_attr<double>("gb_per_s") > 0);
   CHECK(f.has("provenance"));
+  CHECK(f.read_attr<std::int64_t>("sweeps_per_pass") ==
+        tally::heat2d::resolve_sweeps_per_pass(0, 4, tally::reduce::Backend::cpu));  // auto
+  // Four sweeps a pass: the same file's field and residual history, bit for bit.
+  const std::string out4 = (dir / "run4.h5").string();
+  REQUIRE(run_command(exe() + " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --sweeps-per-pass 4 --quiet --out " +
+                      out4 + " 2>/dev/null") == 0);
+  {
+    auto f4 = tally::h5::File::open(out4);
+    CHECK(f4.read_attr<std::int64_t>("sweeps_per_pass") == 4);
+    CHECK(f4.read_attr<std::int64_t>("iterations") == iterations);
+    const auto field4 = f4.read<double>("field");
+    CHECK((field4.size() == field.size() && std::memcmp(field4.data(), field.data(), field.size() * sizeof(double)) == 0));
+    CHECK(f4.read<std::int64_t>("residual/iteration") == f.read<std::int64_t>("residual/iteration"));
+    CHECK(heat2d_test::same_bits(f4.read<double>("residual/value"), f.read<double>("residual/value")));
+  }
 
   std::ifstream xmf(dir / "run.xmf");
   REQUIRE(xmf.good());

@@ -43,10 +43,10 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 /// Solves from u0 on one rank (a local solver) and split over the job; compares on rank 0.
 template <class T>
-void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& rule) {
+void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& rule, int t = 1) {
   const auto& comm = world();
   INFO(p.nx << "x" << p.ny << " " << to_string(p.mode) << " check-every " << rule.check_every << " on " << comm.size()
-            << " ranks");
+            << " ranks, t = " << t);
   if (backend == tally::reduce::Backend::cuda && comm.size() > 1) {
     // use_device: once per job. world() is const but the job's Comm is not (rank_main.cpp's `w`).
     static bool device_set = false;
@@ -62,7 +62,7 @@ void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& r
   one->get_field(f1);
 
   const Block b = local_block(p, comm.size(), comm.rank());
-  auto split = make_solver<T>(backend, p, {device, "registers", &comm});
+  auto split = make_solver<T>(backend, p, {device, "registers", &comm, t});
   split->set_field(rows_of(u0, p, b));
   const SolveResult rn = split->solve(rule);
   std::vector<T> block(static_cast<std::size_t>(b.rows * p.nx));
@@ -130,6 +130,25 @@ TEST_CASE("heat2d split over the ranks gives one rank's fields and residuals bit
       }
       const std::vector<float> uf(ud.begin(), ud.end());
       compare_split<float>(p, uf, make_stop_rule(p, 1e-3, 100000, 2));
+    }
+  }
+}
+
+TEST_CASE("heat2d split over the ranks with t sweeps a pass (halos t rows deep) gives one rank's bits", "[heat2d][ranks][blocked]") {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{37, 29}, {64, 40}, {130, 14}};
+  std::uint64_t salt = 200;
+  for (const auto& [nx, ny] : shapes) {
+    for (Mode mode : {Mode::steady, Mode::transient}) {
+      const Problem p = grid(nx, ny, mode);
+      const auto ud = random_field<double>(p, ++salt);
+      const int deepest = deepest_pass(p, world().size());
+      for (int t : {0, 2, 3, 4}) {  // 0: auto
+        if (t > deepest) continue;
+        compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 41, 12), t);  // a last pass of 5 sweeps
+        compare_split<double>(p, ud, make_stop_rule(p, 1e-3, 100000, 12), t);  // converges
+      }
+      const std::vector<float> uf(ud.begin(), ud.end());
+      if (deepest >= 4) compare_split<float>(p, uf, make_stop_rule(p, 1e-3, 100000, 4), 4);
     }
   }
 }

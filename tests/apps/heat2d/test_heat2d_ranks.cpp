@@ -205,6 +205,11 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
   CHECK(rc == 2);
   CHECK(fs::is_empty(dir));
 
+  // A pass deeper than the smallest block (18 interior rows on 3 ranks: 6 each) has no halo to read.
+  CHECK(ranks_exiting("--backend cpu --nx 16 --ny 20 --check-every 14 --sweeps-per-pass 7 --out " + out, 3, 2, text) == 3);
+  CHECK(count(text, "smallest block has 6 rows") == 1);
+  CHECK(fs::is_empty(dir));
+
   // A bad value on every rank: exit 2 everywhere.
   CHECK(ranks_exiting("--backend cpu --tol -1 --out " + out, 2, 2, text) == 2);
   CHECK(fs::is_empty(dir));
