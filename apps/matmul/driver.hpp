@@ -44,6 +44,9 @@ struct Case {
   std::string precision;
   std::vector<Measured> levels;
   std::optional<Measured> vendor, eigen;
+  /// cuBLAS in its fast-TF32 mode (float, GPU): shown for comparison, not part of passed() (its
+  /// error is TF32's, above the FP32 tolerance).
+  std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
   Timings timings;  ///< this rank's
   int ranks = 1;

@@ -12,8 +12,10 @@
 // N) in shared memory with 16-byte cp.async, `stages` deep, so that (stages - 1) slices per block are
 // in flight while one is multiplied. Rows of A beyond M, columns of B beyond N and K beyond the
 // block's range are zero-filled by cp.async (src-size < 16), so the MMA tiles need no bounds checks.
-// On sm_90, float, with 16-byte rows (TcConfig::tma), one thread fetches each slice with 2-D TMA
-// tensor copies into unpadded, 128-byte-swizzled tiles instead; the tensor's bounds zero-fill.
+// On sm_90 with 16-byte rows (TcConfig::tma; float, and double with m16n8k8 DMMA), one thread fetches
+// each slice with 2-D TMA tensor copies into unpadded, 128-byte-swizzled tiles instead; the tensor's
+// bounds zero-fill. The same block product (TcProduct::run over the whole K) is the tiled-tc level's
+// (tiled_tc.cuh).
 // Warps: (BM / WM) x (BN / WN) warp tiles of C per worker group, KG groups (threadIdx.y) splitting
 // each slice's K steps; the groups' tiles are combined by worker_reduce (in group order).
 //
@@ -124,6 +126,42 @@ struct Dmma {
     for (int j = 0; j < KM / 4; ++j) f.v[j] = p[(t + 4 * j) * sb + g];
   }
 
+  // TMA's 128-byte-swizzled tiles (KM = 8; rows of 16 doubles, the 16-byte chunk c of row r stored at
+  // c ^ (r % 8)). K slots relabelled as in Tf32x3 (slot j of lane t, k = t + 4 j in the PTX layout, is
+  // taken at physical k 2 t + j, for A and B alike): a lane's two A values of a row are one 16-byte
+  // load. A: the 8 lanes of a 16-byte phase are g = 2p, 2p + 1 with t = 0..3; lane g reads row
+  // tma_row(g), and rows tma_row(2p), tma_row(2p + 1) differ in bit 2, so the XOR puts them in the two
+  // halves of the 128-byte row: 8 distinct chunks. B: 8-byte loads, 16 lanes a phase (g = 0..3 or
+  // 4..7, t = 0..3) at rows 2t + j, columns g: chunk (g / 2) ^ (2t + j) takes 8 values, g % 2 the half
+  // of the chunk: 16 distinct words. Both conflict-free. C's rows follow A's (TcProduct::row_of).
+  static constexpr bool swizzled = KM == 8;
+  __device__ __forceinline__ static int tma_row(int g) { return ((g & 1) << 2) | (g >> 1); }
+  /// What a lane's addresses share: k-step q's A chunk is 4q ^ xa, tile n's B chunk of row 2t + j is
+  /// 4n ^ xb[j] (4q, 4n and the lane's part share no bits).
+  struct SwizzleLane {
+    int a_off, xa, b_off[2], xb[2];
+    __device__ __forceinline__ explicit SwizzleLane(int lane) {
+      const int g = lane / 4, t = lane % 4, ra = tma_row(g);
+      a_off = ra * 16;
+      xa = t ^ ra;
+      for (int j = 0; j < 2; ++j) b_off[j] = (2 * t + j) * 16 + g % 2, xb[j] = (g / 2) ^ (2 * t + j);
+    }
+  };
+  /// tile: the A tile (rows x 16) at the MMA tile's first row (a multiple of 8); q: the k-step in it.
+  __device__ __forceinline__ static void load_a_swizzled(AFrag& f, const double* tile, int q, const SwizzleLane& sl) {
+    static_assert(KM == 8, "swizzled tiles: m16n8k8");
+    const double* p = tile + sl.a_off + 2 * ((4 * q) ^ sl.xa);
+    const double2 v0 = *reinterpret_cast<const double2*>(p);            // row g: registers 0, 2
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 8 * 16);   // row g + 8: registers 1, 3
+    f.v[0] = v0.x, f.v[2] = v0.y, f.v[1] = v1.x, f.v[3] = v1.y;
+  }
+  /// tile: the B tile (K rows x 16 columns) holding the 8 columns 8 n .. 8 n + 7.
+  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const double* tile, int q, int n, const SwizzleLane& sl) {
+    const double* p = tile + q * 8 * 16;
+    f.v[0] = p[sl.b_off[0] + 2 * ((4 * n) ^ sl.xb[0])];
+    f.v[1] = p[sl.b_off[1] + 2 * ((4 * n) ^ sl.xb[1])];
+  }
+
   __device__ __forceinline__ static void mma(double (&d)[4], const AFrag& a, const BFrag& b) {
 #if __CUDA_ARCH__ >= 900
     if constexpr (KM == 4)
@@ -194,6 +232,7 @@ struct Tf32x3 {
   // (g sa / 2 + t) mod 16 distinct for sa = 8 (mod 32); B, 4-byte loads of 32 lanes:
   // (2 t sb + g) mod 32 distinct for sb = 4 (mod 16).
   static constexpr int a_pad = 8, b_pad = 4;
+  static constexpr bool swizzled = true;  // TMA tiles: load_a_swizzled / load_b_swizzled below
   static constexpr bool a_pad_ok(int sa) { return sa % 32 == 8; }
   static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
   struct AFrag { std::uint32_t hi[4], lo[4]; };
@@ -389,9 +428,9 @@ struct TcConfig {
   static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
-  static_assert(!tma || (std::is_same_v<Math, Tf32x3> && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
+  static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
-                "tensor-copy tiles: float, 1024-byte aligned");
+                "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
   static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
                 "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
   static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
@@ -477,7 +516,8 @@ struct TcProduct {
           else M::mma(acc[mt][nt], af[mt], bf[nt]);
         }
     }
-    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] += chain[mt][nt][i]; });
+    if constexpr (M::promote)  // the thread level of the reduction over K: one chain per slice, in order
+      for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::combine(acc[mt][nt][i], chain[mt][nt][i]); });
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
