@@ -82,8 +82,13 @@ using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1,
 // tiled-tc (tiled_tc.cuh): 128 x 128 of C per block in 4 cp.async stages (one block per SM). Float:
 // 8 warps of 64 x 32, 32-deep slices (chains of 4 k-steps; 146 KiB; up to 255 registers a thread);
 // double: 16 warps of 32 x 32, 16-deep slices (146 KiB, 128 registers).
-using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 32, 4, 1>;
+using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2>;
 using TcTiledD = k::tc::TcConfig<k::tc::Dmma<8>, 128, 128, 32, 32, 1, 16, 4, 1>;
+using TcTiledV1 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 64, 3, 1>;
+using TcTiledV2 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 32, 32, 1, 32, 4, 1>;
+using TcTiledV0 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 32, 4, 1>;
+using TcTiledV5 = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 64, 2, 2>;
+using TcTiledV6 = k::tc::TcConfig<k::tc::Tf32x3, 64, 128, 64, 32, 1, 32, 3, 2>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -380,8 +385,15 @@ class CudaEngine final : public Engine<T> {
       case Level::tiled_tc:
         if (prop_.major < 8) throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " + std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
         if constexpr (sizeof(T) == 4) {
-          if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::steps)) launch_tiled_tc<TcTiled>();
-          else launch_tiled<Big>();  // K < 56: FP32 on the CUDA cores (tiled_tc.cuh)
+          const char* v = std::getenv("TALLY_MATMUL_TC_VARIANT");
+          const int variant = v ? std::atoi(v) : 0;
+          if (!k::tc::tf32x3_within_tolerance(s_.k, TcTiled::steps)) launch_tiled<Big>();  // K < 56: FP32 on the CUDA cores (tiled_tc.cuh)
+          else if (variant == 1) launch_tiled_tc<TcTiledV1>();
+          else if (variant == 2) launch_tiled_tc<TcTiledV2>();
+          else if (variant == 5) launch_tiled_tc<TcTiledV5>();
+          else if (variant == 6) launch_tiled_tc<TcTiledV6>();
+          else if (variant == 9) launch_tiled_tc<TcTiledV0>();
+          else launch_tiled_tc<TcTiled>();
         } else {
           launch_tiled_tc<TcTiledD>();
         }
