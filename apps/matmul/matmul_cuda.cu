@@ -89,6 +89,7 @@ using TcTiledV2 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 32, 32, 1, 32, 4, 1>;
 using TcTiledV0 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 32, 4, 1>;
 using TcTiledV5 = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 64, 2, 2>;
 using TcTiledV6 = k::tc::TcConfig<k::tc::Tf32x3, 64, 128, 64, 32, 1, 32, 3, 2>;
+using TcTiledV7 = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -387,11 +388,12 @@ class CudaEngine final : public Engine<T> {
         if constexpr (sizeof(T) == 4) {
           const char* v = std::getenv("TALLY_MATMUL_TC_VARIANT");
           const int variant = v ? std::atoi(v) : 0;
-          if (!k::tc::tf32x3_within_tolerance(s_.k, TcTiled::steps)) launch_tiled<Big>();  // K < 56: FP32 on the CUDA cores (tiled_tc.cuh)
+          if (!k::tc::tf32x3_within_tolerance(s_.k, TcTiledV7::chain_steps)) launch_tiled<Big>();  // K < 56: FP32 on the CUDA cores (tiled_tc.cuh)
           else if (variant == 1) launch_tiled_tc<TcTiledV1>();
           else if (variant == 2) launch_tiled_tc<TcTiledV2>();
           else if (variant == 5) launch_tiled_tc<TcTiledV5>();
           else if (variant == 6) launch_tiled_tc<TcTiledV6>();
+          else if (variant == 7) launch_tiled_tc<TcTiledV7>();
           else if (variant == 9) launch_tiled_tc<TcTiledV0>();
           else launch_tiled_tc<TcTiled>();
         } else {

@@ -210,7 +210,8 @@ struct Dmma {
 ///    is not IEEE (truncation after alignment was measured on A100 and H100), so we assume only a
 ///    faithful sum per MMA, error <= 2u (|C| + sum |products|), and keep its bias from building up
 ///    by restarting the tensor-core accumulator from zero every S k-steps (S = the k-steps a worker
-///    group takes of one shared-memory slice, TcConfig::steps): a chain of 3 S MMAs, in each step two
+///    group takes of TcConfig::chain_slices shared-memory slices, TcConfig::chain_steps; the first
+///    MMA of a chain reads a zero operand, Tf32x3::mma_first): a chain of 3 S MMAs, in each step two
 ///    that add terms 2^-11 smaller, then the large one. With s_q = sum |a||b| over step q's 8 products
 ///    and |C| <= s_1 + ... + s_(q-1) before step q, the chain's error is <= 2u sum_q (3 (s_1 + ... +
 ///    s_(q-1)) + (1 + 2^-9) s_q) <= 2u (3 S - 2 + 2^-9) sum |a||b| over its 8 S products.
@@ -304,6 +305,19 @@ struct Tf32x3 {
   /// chain += a b for one k-step: the small products first, then the large one (see above).
   __device__ __forceinline__ static void mma(float (&chain)[4], const AFrag& a, const BFrag& b) {
     mma_tf32(chain, a.lo, b.hi);
+    mma_tf32(chain, a.hi, b.lo);
+    mma_tf32(chain, a.hi, b.hi);
+  }
+  /// chain = a b: the same, the first MMA reading a zero accumulator operand (the same bits as
+  /// zeroing the chain first, without the moves).
+  __device__ __forceinline__ static void mma_first(float (&chain)[4], const AFrag& a, const BFrag& b) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+                 : "=f"(chain[0]), "=f"(chain[1]), "=f"(chain[2]), "=f"(chain[3])
+                 : "r"(a.lo[0]), "r"(a.lo[1]), "r"(a.lo[2]), "r"(a.lo[3]), "r"(b.hi[0]), "r"(b.hi[1]), "f"(0.0f));
+#else
+    __trap();
+#endif
     mma_tf32(chain, a.hi, b.lo);
     mma_tf32(chain, a.hi, b.hi);
   }
@@ -402,11 +416,14 @@ struct SliceLoader {
 /// Tma (sm_90, float, K and N multiples of 4): slices arrive by 2-D tensor copies issued by one thread
 /// (A as BK / 32 tiles of BM x 32, B as BN / 32 tiles of BK x 32, 128-byte swizzled, unpadded)
 /// instead of every thread's cp.async; what lies outside A or B arrives as zeros.
-template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false>
+/// ChainSlices (3xTF32): consecutive slices one MMA chain spans (chain_steps k-steps in all).
+template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
+          int ChainSlices_ = 1>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr int chain_slices = ChainSlices_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -433,7 +450,9 @@ struct TcConfig {
                 "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
   static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
                 "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
-  static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
+  static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
+  static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
+  static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
 /// The block's product over [k_begin, k_end): acc holds, for each warp-tile MMA tile (mt, nt) and C
@@ -443,6 +462,7 @@ struct TcProduct {
   using M = typename Cfg::Math;
   using T = typename Cfg::T;
   T acc[Cfg::MT][Cfg::NT][4];
+  T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];  // promoting math: the open MMA chain
 
   __device__ __forceinline__ static int warp_row(int mt) {
     return (static_cast<int>(threadIdx.x) / 32) / (Cfg::BN / Cfg::WN) * Cfg::WM + mt * 16;
@@ -481,17 +501,31 @@ struct TcProduct {
         for (int i = 0; i < 4; ++i) f(mt, nt, i);
   }
 
-  /// acc += this group's K steps (from k_first) of the slice in stage buffer `as` (A, then B).
-  /// Promoting math (3xTF32) runs one chain from zero over them and folds it into acc with
-  /// round-to-nearest; exact math (DMMA) accumulates in place.
-  __device__ __forceinline__ void multiply(const T* as, int k_first, int lane) {
+  /// acc += this group's K steps (from k_first) of slice t in stage buffer `as` (A, then B).
+  /// Promoting math (3xTF32) runs one chain from zero over Cfg::chain_slices slices (the first one
+  /// starts it, the last one of the group, or of the range, folds it into acc with round-to-nearest);
+  /// exact math (DMMA) accumulates in place.
+  __device__ __forceinline__ void multiply(const T* as, int k_first, int lane, idx t, idx slices) {
+    if constexpr (M::promote && Cfg::chain_slices > 1) {
+      if (t % Cfg::chain_slices == 0) multiply_slice<true>(as, k_first, lane);
+      else multiply_slice<false>(as, k_first, lane);
+      if (t % Cfg::chain_slices == Cfg::chain_slices - 1 || t + 1 == slices) fold();
+    } else {
+      multiply_slice<true>(as, k_first, lane);
+      if constexpr (M::promote) fold();
+    }
+  }
+  /// The thread level of the reduction over K: each chain into acc, in order.
+  __device__ __forceinline__ void fold() {
+    for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::combine(acc[mt][nt][i], chain[mt][nt][i]); });
+  }
+  template <bool First>
+  __device__ __forceinline__ void multiply_slice(const T* as, int k_first, int lane) {
     const T* bs = as + Cfg::a_elems;
     [[maybe_unused]] const auto sl = [&] {
       if constexpr (Cfg::tma) return typename M::SwizzleLane(lane);
       else return 0;
     }();
-    T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];
-    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { chain[mt][nt][i] = T{0}; });
 #pragma unroll
     for (int q = 0; q < Cfg::steps; ++q) {
       const int kk = k_first + q * M::km;
@@ -512,12 +546,11 @@ struct TcProduct {
       for (int mt = 0; mt < Cfg::MT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < Cfg::NT; ++nt) {
-          if constexpr (M::promote) M::mma(chain[mt][nt], af[mt], bf[nt]);
-          else M::mma(acc[mt][nt], af[mt], bf[nt]);
+          if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
+          else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
+          else M::mma(chain[mt][nt], af[mt], bf[nt]);
         }
     }
-    if constexpr (M::promote)  // the thread level of the reduction over K: one chain per slice, in order
-      for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::combine(acc[mt][nt][i], chain[mt][nt][i]); });
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
@@ -556,7 +589,7 @@ struct TcProduct {
       phases ^= 1u << rd;
       __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
       if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
-      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }
@@ -604,7 +637,7 @@ struct TcProduct {
       __syncthreads();                   // ... everyone's; and slice t - 1's buffer (wr) is free again
       if (t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       cp_async_commit();
-      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }
