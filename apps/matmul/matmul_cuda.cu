@@ -79,17 +79,15 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // taking 16 of a 128-deep slice; 64 x 64: 32 x 16 per warp, 2 groups each taking 16 of a 32-deep slice.
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
-// tiled-tc (tiled_tc.cuh): 128 x 128 of C per block in 4 cp.async stages (one block per SM). Float:
-// 8 warps of 64 x 32, 32-deep slices (chains of 4 k-steps; 146 KiB; up to 255 registers a thread);
-// double: 16 warps of 32 x 32, 16-deep slices (146 KiB, 128 registers).
-using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2>;
+// tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
+// cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
+// (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
+// 2.048-2.065 / 16.01-16.15; 64-deep slices in 2 stages 1.991 / 15.43 (not adopted: its odd-shape
+// tests have not run on a GPU yet); 64 x 128 blocks 2.101 / 16.29; 128 x 128 blocks of 8 warps (one
+// block per SM) 2.164-2.181 / 16.83-17.11, the same with 64-deep slices 2.107 / 16.49, with 16 warps
+// of 32 x 32 2.348 / 18.57. Double: 128 x 128, 16 warps of 32 x 32, 16-deep slices, 4 stages.
+using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
 using TcTiledD = k::tc::TcConfig<k::tc::Dmma<8>, 128, 128, 32, 32, 1, 16, 4, 1>;
-using TcTiledV1 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 64, 3, 1>;
-using TcTiledV2 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 32, 32, 1, 32, 4, 1>;
-using TcTiledV0 = k::tc::TcConfig<k::tc::Tf32x3, 128, 128, 64, 32, 1, 32, 4, 1>;
-using TcTiledV5 = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 64, 2, 2>;
-using TcTiledV6 = k::tc::TcConfig<k::tc::Tf32x3, 64, 128, 64, 32, 1, 32, 3, 2>;
-using TcTiledV7 = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -386,16 +384,8 @@ class CudaEngine final : public Engine<T> {
       case Level::tiled_tc:
         if (prop_.major < 8) throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " + std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
         if constexpr (sizeof(T) == 4) {
-          const char* v = std::getenv("TALLY_MATMUL_TC_VARIANT");
-          const int variant = v ? std::atoi(v) : 0;
-          if (!k::tc::tf32x3_within_tolerance(s_.k, TcTiledV7::chain_steps)) launch_tiled<Big>();  // K < 56: FP32 on the CUDA cores (tiled_tc.cuh)
-          else if (variant == 1) launch_tiled_tc<TcTiledV1>();
-          else if (variant == 2) launch_tiled_tc<TcTiledV2>();
-          else if (variant == 5) launch_tiled_tc<TcTiledV5>();
-          else if (variant == 6) launch_tiled_tc<TcTiledV6>();
-          else if (variant == 7) launch_tiled_tc<TcTiledV7>();
-          else if (variant == 9) launch_tiled_tc<TcTiledV0>();
-          else launch_tiled_tc<TcTiled>();
+          if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
+          else launch_tiled<Big>();  // K < 77: FP32 on the CUDA cores (tiled_tc.cuh)
         } else {
           launch_tiled_tc<TcTiledD>();
         }

@@ -2,14 +2,16 @@
 // The tiled-tc level: square and rectangular products on the tensor cores at FP32 / FP64 accuracy.
 // One block per BM x BN tile of C over the whole K, its product the Gram path's tensor-core block
 // product (tensor_core.cuh, TcProduct::run): 16-byte cp.async slices in `stages` buffers, 3xTF32
-// m16n8k8 MMAs (Tf32x3: x = hi + lo, lo_a hi_b + hi_a lo_b + hi_a hi_b) in one chain per slice,
-// each chain folded into the FP32 accumulators with Sum::combine (the thread level of the reduction
-// over K, in K order: bitwise reproducible); in double, DMMA m16n8k8 (exact FP64 FMAs, accumulated in
-// place). No split K and no worker groups: a big C has tiles enough to fill the machine.
+// m16n8k8 MMAs (Tf32x3: x = hi + lo, lo_a hi_b + hi_a lo_b + hi_a hi_b) in chains of
+// Cfg::chain_steps k-steps, each folded into the FP32 accumulators with Sum::combine (the thread
+// level of the reduction over K, in K order: bitwise reproducible); in double, DMMA m16n8k8 (exact
+// FP64 FMAs, accumulated in place). No split K and no worker groups: a big C has tiles enough to
+// fill the machine.
 //
 // Float accuracy: Tf32x3's bound, u (20 + 6 S + min(K / 8, 3.6 sqrt K)) |A||B| with S k-steps a chain,
-// against the FP32 tolerance u (1 + min(K, 10 sqrt K)): inside it from K = 56 (S = 4). Below that
-// (microseconds of work) the level runs the CUDA-core tiled kernel: tf32x3_within_tolerance.
+// against the FP32 tolerance u (1 + min(K, 10 sqrt K)): inside it from K = 77 at S = 8 (K = 50 at
+// S = 4). Below that (microseconds of work) the level runs the CUDA-core tiled kernel
+// (tf32x3_within_tolerance).
 
 #include <cmath>
 #include <cstdint>
