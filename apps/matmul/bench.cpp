@@ -25,14 +25,15 @@ void print_table_header(bool cuda) {
 
 void print_rows(const Case& cs, const std::string& suffix) {
   const std::string name = cs.precision + " " + cs.shape.str() + suffix;
-  auto row = [&](const Measured& m) {
+  auto row = [&](const Measured& m, bool judged = true) {
     const std::string bw = cs.bandwidth_gbs ? fmt("%.0f%%", 100.0 * m.gbps / *cs.bandwidth_gbs) : "-";
     const std::string pct = std::isnan(m.pct_vendor) ? "-" : fmt("%.0f%%", m.pct_vendor);
     std::printf("| %s | %s | %.3f | %.0f | %.0f | %s | %s | %.1e | %.1e | %s |\n", name.c_str(), m.name.c_str(), 1e3 * m.time_s,
-                m.gflops, m.gbps, bw.c_str(), pct.c_str(), m.rel_error, m.tolerance, m.passed ? "yes" : "NO");
+                m.gflops, m.gbps, bw.c_str(), pct.c_str(), m.rel_error, m.tolerance, !judged ? "(TF32)" : m.passed ? "yes" : "NO");
   };
   for (const auto& m : cs.levels) row(m);
   if (cs.vendor) row(*cs.vendor);
+  if (cs.vendor_tf32) row(*cs.vendor_tf32, false);
   if (cs.eigen) row(*cs.eigen);
   std::fflush(stdout);
 }
@@ -44,7 +45,8 @@ struct BenchCase {
 };
 
 std::vector<BenchCase> bench_cases(Backend b, const std::vector<std::string>& precisions, int ranks) {
-  const std::vector<Level> all(all_levels.begin(), all_levels.end());
+  std::vector<Level> all(all_levels.begin(), all_levels.end());
+  if (b == Backend::cuda) all.assign(cuda_levels.begin(), cuda_levels.end());
   // Tall-skinny: only gang splits K across blocks; tiled has a single block for M, N <= 64 (seconds per
   // run) and the one-element-per-warp/block levels have only M*N-way parallelism.
   const std::vector<Level> fast{Level::gang};
@@ -60,6 +62,7 @@ std::vector<BenchCase> bench_cases(Backend b, const std::vector<std::string>& pr
       }
     } else if (b == Backend::cuda) {
       out.push_back({{4096, 4096, 4096}, f, all});
+      out.push_back({{8192, 8192, 8192}, f, {Level::tiled, Level::tiled_tc}});  // the tensor cores' target
       out.push_back({{8192, 1024, 2048}, f, all});
       out.push_back({{64, 64, std::int64_t{1} << 24}, f, fast});
       out.push_back({{16, 16, std::int64_t{1} << 26}, f, fast});

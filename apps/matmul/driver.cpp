@@ -108,15 +108,21 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
 
 }  // namespace
 
-std::vector<Level> resolve_levels(const std::vector<std::string>& names) {
+std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend) {
   std::vector<Level> out;
   for (const auto& n : names) {
-    if (n == "all") return {all_levels.begin(), all_levels.end()};
+    if (n == "all") {
+      if (backend == Backend::cuda) return {cuda_levels.begin(), cuda_levels.end()};
+      return {all_levels.begin(), all_levels.end()};
+    }
     const Level l = parse_level(n);
+    if (l == Level::tiled_tc && backend != Backend::cuda)
+      throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
     if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   }
   return out;
 }
+
 
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
 /// holds its K slab (split_range of K): A[:, k0:k1] and B[k0:k1, :], multiplies it, and the partial Cs
@@ -189,6 +195,11 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     auto c = engine->c();
     cs.vendor = judge<T>("cublas", job_seconds(*t), c, ref, s);
     c_vendor = as_reference(c);
+  }
+  if (auto t = engine->run_vendor_tf32(o.warmup, o.repeats)) {
+    auto c = engine->c();
+    cs.vendor_tf32 = judge<T>("cublas-tf32", job_seconds(*t), c, ref, s);
+    if (c_vendor) cs.vendor_tf32->diff_cublas = relative_error<T>(c, *c_vendor), cs.vendor_tf32->pct_vendor = 100.0 * cs.vendor->time_s / cs.vendor_tf32->time_s;
   }
   if (eigen) {
     HostTimer wall;
@@ -271,6 +282,7 @@ static void write_measured(h5::Location g, const Measured& m, bool full) {
 void write_case(h5::Location& where, const Case& cs) {
   for (const auto& m : cs.levels) write_measured(where.group("levels/" + m.name), m, true);
   if (cs.vendor) write_measured(where.group("cublas"), *cs.vendor, false);
+  if (cs.vendor_tf32) write_measured(where.group("cublas_tf32"), *cs.vendor_tf32, true);
   if (cs.eigen) write_measured(where.group("eigen"), *cs.eigen, false);
 }
 
@@ -321,6 +333,8 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
       if (cuda) j.add(m.name + "_pct_cublas", m.pct_vendor);
     }
     if (cs.vendor) j.add("cublas_time_s", cs.vendor->time_s).add("cublas_gflops", cs.vendor->gflops).add("cublas_rel_error", cs.vendor->rel_error);
+    if (cs.vendor_tf32)
+      j.add("cublas_tf32_time_s", cs.vendor_tf32->time_s).add("cublas_tf32_gflops", cs.vendor_tf32->gflops).add("cublas_tf32_rel_error", cs.vendor_tf32->rel_error);
     if (cs.eigen) j.add("eigen_time_s", cs.eigen->time_s).add("eigen_gflops", cs.eigen->gflops).add("eigen_rel_error", cs.eigen->rel_error);
     if (cs.bandwidth_gbs) j.add("copy_bandwidth_gbs", *cs.bandwidth_gbs);
     j.add("out", o.common.out);
@@ -361,7 +375,7 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   for (int i = 1; i < argc; ++i) args += std::string(i > 1 ? " " : "") + argv[i];
   comm.require_same(args, "the command line (matmul's options)");
   CLI::App app{"matmul: C = A B with every element a dot product reduced at the chosen level (vector, worker, "
-               "worker+vector, gang, tiled), checked against a double-double reference, cuBLAS and Eigen",
+               "worker+vector, gang, tiled, tiled-tc), checked against a double-double reference, cuBLAS and Eigen",
                "matmul"};
   Options o;
   o.common.out = "results/matmul.h5";
@@ -370,9 +384,9 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   cli::add_number(app, "--n", o.n, "Columns of B and C", cli::positive)->capture_default_str();
   cli::add_number(app, "--k", o.k, "Columns of A, rows of B: the length of each dot product", cli::positive)->capture_default_str();
   cli::add_number(app, "--size", o.size, "Sets M = N = K", cli::positive);
-  app.add_option("--level", o.levels, "Where the reduction over K runs: vector, worker, worker+vector, gang, tiled or all (comma list allowed)")
+  app.add_option("--level", o.levels, "Where the reduction over K runs: vector, worker, worker+vector, gang, tiled, tiled-tc (CUDA: tensor cores) or all (comma list allowed)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "all"}))
+      ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "all"}))
       ->capture_default_str();
   app.add_option("--a", o.a_path, "Read A from an HDF5 dataset, FILE:/DATASET (2-D, M x K)");
   app.add_option("--b", o.b_path, "Read B from an HDF5 dataset, FILE:/DATASET (2-D, K x N)");
@@ -401,7 +415,7 @@ int run(int argc, char** argv, reduce::Comm& comm) {
       device = comm.pick_device(o.common.device);  // each rank its GPU (--device with one rank)
       if (device < 0) throw InputError("--backend cuda: no usable CUDA device on this rank");
     }
-    levels = resolve_levels(o.levels);
+    levels = resolve_levels(o.levels, backend);
     s = resolve_shape(o, app);
     if (!o.bench && s.k < comm.size())
       throw InputError("--k: K = " + std::to_string(s.k) + " is split across " + std::to_string(comm.size()) +

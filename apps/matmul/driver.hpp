@@ -44,6 +44,9 @@ struct Case {
   std::string precision;
   std::vector<Measured> levels;
   std::optional<Measured> vendor, eigen;
+  /// cuBLAS in its fast-TF32 mode (float, GPU): shown for comparison, not part of passed() (its
+  /// error is TF32's, above the FP32 tolerance).
+  std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
   Timings timings;  ///< this rank's
   int ranks = 1;
@@ -69,8 +72,9 @@ template <class T>
 Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
               const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
               const HostInputs<T>* given = nullptr);
-/// --level's names as the executable takes them: "all" is every level; repeats are dropped.
-std::vector<Level> resolve_levels(const std::vector<std::string>& names);
+/// --level's names as the executable takes them: "all" is every level of the backend (tiled-tc on
+/// CUDA only; asking for it on the CPU throws InputError); repeats are dropped.
+std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
 /// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).

@@ -18,14 +18,15 @@ std::string to_string(Level l) {
     case Level::worker_vector: return "worker+vector";
     case Level::gang: return "gang";
     case Level::tiled: return "tiled";
+    case Level::tiled_tc: return "tiled-tc";
   }
   return "?";
 }
 
 Level parse_level(std::string_view s) {
-  for (Level l : all_levels)
+  for (Level l : cuda_levels)
     if (to_string(l) == s) return l;
-  throw InputError("--level: unknown level '" + std::string(s) + "' (allowed: vector, worker, worker+vector, gang, tiled, all)");
+  throw InputError("--level: unknown level '" + std::string(s) + "' (allowed: vector, worker, worker+vector, gang, tiled, tiled-tc, all)");
 }
 
 std::string Shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }

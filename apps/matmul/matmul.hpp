@@ -6,6 +6,7 @@
 //   worker+vector  one block per C element, every thread splits K, block_reduce
 //   gang           K split across blocks, tile partials combined in block order (gang_arrive/gang_combine)
 //   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
+//   tiled-tc       the tiled product on the tensor cores (CUDA, sm_80+): 3xTF32 in float, DMMA in double
 // Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
 // Engine; the driver (main.cpp, driver.cpp) knows no backend.
 
@@ -27,11 +28,15 @@ class Comm;
 
 namespace tally::matmul {
 
-enum class Level { vector, worker, worker_vector, gang, tiled };
+enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc };
+/// The reduction-placement levels, on every backend.
 inline constexpr std::array<Level, 5> all_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
                                                  Level::tiled};
+/// Those and tiled-tc, the tiled product on the tensor cores: the CUDA backend's levels.
+inline constexpr std::array<Level, 6> cuda_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
+                                                  Level::tiled, Level::tiled_tc};
 [[nodiscard]] std::string to_string(Level l);
-/// "vector", "worker", "worker+vector", "gang", "tiled"; throws tally::InputError naming --level otherwise.
+/// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"; throws tally::InputError naming --level otherwise.
 [[nodiscard]] Level parse_level(std::string_view s);
 
 struct Shape {
@@ -120,6 +125,9 @@ class Engine {
   [[nodiscard]] virtual Reference reference() = 0;
   /// The vendor library (cuBLAS without TF32) on this backend, median seconds; nullopt on the CPU.
   virtual std::optional<double> run_vendor(int warmup, int repeats) = 0;
+  /// cuBLAS SGEMM in its fast-TF32 compute mode (float on the GPU; nullopt elsewhere), for comparison:
+  /// its error is TF32's, above the FP32 tolerance.
+  virtual std::optional<double> run_vendor_tf32(int /*warmup*/, int /*repeats*/) { return std::nullopt; }
   /// Number of K splits of the gang level (0: chosen from the device and the shape).
   virtual void set_split_k(std::int64_t splits) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.

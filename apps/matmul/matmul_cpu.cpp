@@ -140,6 +140,8 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
         }
       return;
     }
+    case Level::tiled_tc:
+      throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
   }
 }
 

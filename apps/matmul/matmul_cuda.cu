@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
+#include "tiled_tc.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -70,6 +72,22 @@ using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
 // tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
 // 16 x 16 x 2^26); this one streams it at 2.20 ms.
 using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
+// Double on sm_90 with K and N even (16-byte rows): slices by TMA tensor copies too, DMMA m16n8k8 from
+// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies keep 5 slices of
+// 32 KiB in flight per SM, where the cp.async / register-staged tiles spend every thread's issue
+// slots on 16-byte pieces. 16 x 16: one warp a worker group (C as two m16n8 tiles), 8 groups each
+// taking 16 of a 128-deep slice; 64 x 64: 32 x 16 per warp, 2 groups each taking 16 of a 32-deep slice.
+using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
+using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
+// tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
+// cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
+// (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
+// 2.048-2.065 / 16.01-16.15; 64-deep slices in 2 stages 1.991 / 15.43 (not adopted: its odd-shape
+// tests have not run on a GPU yet); 64 x 128 blocks 2.101 / 16.29; 128 x 128 blocks of 8 warps (one
+// block per SM) 2.164-2.181 / 16.83-17.11, the same with 64-deep slices 2.107 / 16.49, with 16 warps
+// of 32 x 32 2.348 / 18.57. Double: 128 x 128, 16 warps of 32 x 32, 16-deep slices, 4 stages.
+using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
+using TcTiledD = k::tc::TcConfig<k::tc::Dmma<8>, 128, 128, 32, 32, 1, 16, 4, 1>;
 
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
@@ -100,6 +118,8 @@ class CudaEngine final : public Engine<T> {
     MATMUL_CUBLAS_TRY(cublasSetStream(blas_, stream_));
     // FP32/FP64 as asked: no TF32 tensor-core path (DEFAULT_MATH uses TF32 only when told to).
     MATMUL_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+    // For comparisons of the gang level's copy paths: TALLY_MATMUL_TMA=0 keeps the tensor-copy tiles off.
+    if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -127,6 +147,10 @@ class CudaEngine final : public Engine<T> {
   }
   std::optional<double> run_vendor(int warmup, int repeats) override {
     return time([&] { cublas(); }, warmup, repeats);
+  }
+  std::optional<double> run_vendor_tf32(int warmup, int repeats) override {
+    if constexpr (sizeof(T) == 4) return time([&] { cublas_tf32(); }, warmup, repeats);
+    else return std::nullopt;
   }
   void set_combine(typename Engine<T>::Combine combine) override { combine_ = std::move(combine); }
 
@@ -195,6 +219,15 @@ class CudaEngine final : public Engine<T> {
                                     b_.data(), static_cast<int>(s_.n), a_.data(), static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
   }
 
+  /// SGEMM with CUBLAS_COMPUTE_32F_FAST_TF32: cuBLAS's own single-pass TF32 tensor-core mode (its
+  /// error is TF32's, ~2^-11 per product: for the table only, it fails the FP32 tolerance).
+  void cublas_tf32() {
+    const float one = 1, zero = 0;
+    MATMUL_CUBLAS_TRY(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k),
+                                   &one, b_.data(), CUDA_R_32F, static_cast<int>(s_.n), a_.data(), CUDA_R_32F, static_cast<int>(s_.k), &zero,
+                                   c_.data(), CUDA_R_32F, static_cast<int>(s_.n), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+  }
+
   unsigned grid_for(idx work, idx per_block) const {
     return static_cast<unsigned>(std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * 64));
   }
@@ -260,7 +293,7 @@ class CudaEngine final : public Engine<T> {
                    Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
   }
 
-  /// A rows x cols row-major float matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
+  /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
   /// swizzled, zeros outside.
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows) {
     if (!encode_) {
@@ -274,14 +307,14 @@ class CudaEngine final : public Engine<T> {
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
-    const CUresult r = encode_(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<T*>(base), dims, strides, box, unit,
+    const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
   }
 
-  /// The float Gram tile fed by tensor copies: sm_90, K and N multiples of 4 (16-byte row strides).
+  /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
   void launch_gang_tma() {
     auto kernel = k::tc::gang_level_tma<Cfg>;
@@ -293,7 +326,8 @@ class CudaEngine final : public Engine<T> {
     TALLY_CHECK_LAUNCH();
   }
   [[nodiscard]] bool use_tma() const {
-    return sizeof(T) == 4 && prop_.major >= 9 && s_.k % 4 == 0 && s_.n % 4 == 0;
+    constexpr idx ch = 16 / sizeof(T);
+    return tma_allowed_ && prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
   }
 
   /// The tensor-core Gram path: max(M, N) in (32, 64] (below, the CUDA-core tiles; float C of at
@@ -325,8 +359,10 @@ class CudaEngine final : public Engine<T> {
       case Level::gang: {
         const idx big = std::max(s_.m, s_.n);
         if (big <= 16) {
-          if constexpr (sizeof(T) == 8) launch_gang<Ts16d>();  // double: half the slice, the same bytes
-          else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
+          if constexpr (sizeof(T) == 8) {
+            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>();
+            else launch_gang<Ts16d>();  // double: half the slice, the same bytes
+          } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
         }
         else if (big <= 32) launch_gang<Ts32>();
@@ -336,6 +372,7 @@ class CudaEngine final : public Engine<T> {
             if (use_tma()) launch_gang_tma<TcFloatTma>();
             else launch_gang_tc<TcFloat>();
           }
+          else if (use_tma()) launch_gang_tma<TcDoubleTma>();
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -344,7 +381,27 @@ class CudaEngine final : public Engine<T> {
       case Level::tiled:
         launch_tiled<Big>();
         return;
+      case Level::tiled_tc:
+        if (prop_.major < 8) throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " + std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
+        if constexpr (sizeof(T) == 4) {
+          if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
+          else launch_tiled<Big>();  // K < 77: FP32 on the CUDA cores (tiled_tc.cuh)
+        } else {
+          launch_tiled_tc<TcTiledD>();
+        }
+        return;
     }
+  }
+
+  template <class Cfg>
+  void launch_tiled_tc() {
+    const bool vec = s_.k % Cfg::CH == 0 && s_.n % Cfg::CH == 0;
+    auto kernel = vec ? k::tc::tiled_level_tc<Cfg, true> : k::tc::tiled_level_tc<Cfg, false>;
+    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::smem_bytes)));
+    const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
+    kernel<<<static_cast<unsigned>(tiles), dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, stream_>>>(
+        a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+    TALLY_CHECK_LAUNCH();
   }
 
   Shape s_;
@@ -356,6 +413,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<T> a_, b_, c_, partials_;
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
+  bool tma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
 };
 

@@ -12,15 +12,13 @@
 // N) in shared memory with 16-byte cp.async, `stages` deep, so that (stages - 1) slices per block are
 // in flight while one is multiplied. Rows of A beyond M, columns of B beyond N and K beyond the
 // block's range are zero-filled by cp.async (src-size < 16), so the MMA tiles need no bounds checks.
-// On sm_90, float, with 16-byte rows (TcConfig::tma), one thread fetches each slice with 2-D TMA
-// tensor copies into unpadded, 128-byte-swizzled tiles instead; the tensor's bounds zero-fill.
+// On sm_90 with 16-byte rows (TcConfig::tma; float, and double with m16n8k8 DMMA), one thread fetches
+// each slice with 2-D TMA tensor copies into unpadded, 128-byte-swizzled tiles instead; the tensor's
+// bounds zero-fill. The same block product (TcProduct::run over the whole K) is the tiled-tc level's
+// (tiled_tc.cuh).
 // Warps: (BM / WM) x (BN / WN) warp tiles of C per worker group, KG groups (threadIdx.y) splitting
 // each slice's K steps; the groups' tiles are combined by worker_reduce (in group order).
-//
-// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"; g = lane / 4, t = lane % 4): for
-// m16n8kKM, A register i holds A(g + 8 (i % 2), t + 4 (i / 2)), B register j holds B(t + 4 j, g), and
-// C register i holds C(g + 8 (i / 2), 2 t + i % 2). m8n8k4.f64: A(g, t), B(t, g), C(g, 2 t + i), i.e.
-// the upper half of the m16n8k4 layout, so an m16n8k4 is two m8n8k4 on rows g and g + 8.
+// The MMA arithmetic and fragment loads (Dmma, Tf32x3) are in tc_mma.cuh.
 
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver call is made here)
 
@@ -28,6 +26,7 @@
 #include <type_traits>
 
 #include "kernels.cuh"
+#include "tc_mma.cuh"
 
 namespace tally::matmul::kernels::tc {
 
@@ -93,182 +92,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
   __trap();
 #endif
 }
-
-// ---- double: DMMA -----------------------------------------------------------------------------------
-/// m16n8kKM in FP64 with the layout above (KM = 4, 8 or 16). Native on sm_90; on sm_80/86/89 as two
-/// m8n8k4 per k-group of 4 (rows g and g + 8). Every product is an exact FP64 FMA (.rn).
-template <int KM>
-struct Dmma {
-  using T = double;
-  static constexpr int km = KM;
-  static constexpr bool promote = false;  // FP64 MMAs round to nearest: accumulate in place
-  static constexpr int max_chain = 0;     // no chains
-  // Row paddings (elements) that make the fragment loads conflict-free: 8-byte loads, 16 lanes per
-  // wavefront (g in 0..3, t in 0..3); A: (g sa + t) mod 16 distinct for sa = 4 (mod 16), B likewise.
-  static constexpr int a_pad = 4, b_pad = 4;
-  static constexpr bool a_pad_ok(int sa) { return sa % 16 == 4; }
-  static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
-  struct AFrag { double v[KM / 2]; };
-  struct BFrag { double v[KM / 4]; };
-
-  /// p: A(row0, k0) in shared memory, row stride sa.
-  __device__ __forceinline__ static void load_a(AFrag& f, const double* p, int sa, int lane) {
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int i = 0; i < KM / 2; ++i) f.v[i] = p[(g + 8 * (i % 2)) * sa + t + 4 * (i / 2)];
-  }
-  /// p: B(k0, col0) in shared memory, row stride sb.
-  __device__ __forceinline__ static void load_b(BFrag& f, const double* p, int sb, int lane) {
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int j = 0; j < KM / 4; ++j) f.v[j] = p[(t + 4 * j) * sb + g];
-  }
-
-  __device__ __forceinline__ static void mma(double (&d)[4], const AFrag& a, const BFrag& b) {
-#if __CUDA_ARCH__ >= 900
-    if constexpr (KM == 4)
-      asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                   : "d"(a.v[0]), "d"(a.v[1]), "d"(b.v[0]));
-    else if constexpr (KM == 8)
-      asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(b.v[0]), "d"(b.v[1]));
-    else
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
-                   "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
-                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(a.v[4]), "d"(a.v[5]), "d"(a.v[6]),
-                     "d"(a.v[7]), "d"(b.v[0]), "d"(b.v[1]), "d"(b.v[2]), "d"(b.v[3]));
-#elif __CUDA_ARCH__ >= 800
-#pragma unroll
-    for (int j = 0; j < KM / 4; ++j) {  // k-group j: A registers 2j (row g) and 2j + 1 (row g + 8)
-      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                   : "+d"(d[0]), "+d"(d[1]) : "d"(a.v[2 * j]), "d"(b.v[j]));
-      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                   : "+d"(d[2]), "+d"(d[3]) : "d"(a.v[2 * j + 1]), "d"(b.v[j]));
-    }
-#else
-    __trap();
-#endif
-  }
-};
-
-// ---- float: 3xTF32 ----------------------------------------------------------------------------------
-/// FP32 products from TF32 MMAs (m16n8k8, FP32 accumulators), error-compensated: with
-/// x = hi + lo, a b ~ lo_a hi_b + hi_a lo_b + hi_a hi_b (lo_a lo_b dropped).
-///
-/// The split: hi = rna_tf32(x) in two integer operations (add half a TF32 ulp to the magnitude, clear
-/// the 13 low bits; cvt.rna.tf32.f32 is emulated on sm_90 with 4); x - hi is exact in FP32 and passed
-/// as it is: the tensor core reads an FP32 register as TF32 by dropping the 13 low bits (CUTLASS's big
-/// + small 3xTF32 relies on the same), so lo enters truncated. (Truncating hi too saves one operation
-/// per element and ran no faster on an H200: the kernel is not bound by the split's issue slots.)
-///
-/// Why the error stays within tolerance<float>(K) = u (1 + min(K, 10 sqrt K)), u = 2^-24:
-///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi| of
-///    x - hi, so the dropped terms (lo_a lo_b and the two residuals) are below 5 * 2^-22 |a||b| =
-///    20u |a||b|.
-///  * TF32 x TF32 products (11-bit significands) are exact in the tensor core; how it adds them to C
-///    is not IEEE (truncation after alignment was measured on A100 and H100), so we assume only a
-///    faithful sum per MMA, error <= 2u (|C| + sum |products|), and keep its bias from building up
-///    by restarting the tensor-core accumulator from zero every S k-steps (S = the k-steps a worker
-///    group takes of one shared-memory slice, TcConfig::steps): a chain of 3 S MMAs, in each step two
-///    that add terms 2^-11 smaller, then the large one. With s_q = sum |a||b| over step q's 8 products
-///    and |C| <= s_1 + ... + s_(q-1) before step q, the chain's error is <= 2u sum_q (3 (s_1 + ... +
-///    s_(q-1)) + (1 + 2^-9) s_q) <= 2u (3 S - 2 + 2^-9) sum |a||b| over its 8 S products.
-///  * each chain's result is added to an FP32 register accumulator with round-to-nearest (then
-///    worker_reduce and the ordered gang combine, also RN): the model of the CUDA-core path, over
-///    about K / (8 S) terms instead of K, so at most u min(K / (8 S), 10 sqrt(K / (8 S))) sum |a||b|.
-///  Total <= u (20 + 6 S + min(K / 8, 3.6 sqrt K)) sum |a||b|: within the tolerance for K >= 80 at
-///  S <= 8 (TcConfig asserts it); the host uses this path for K >= TcConfig::min_k = 1024 only. A
-///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where the
-///  CUDA-core path gives Inf or NaN.
-struct Tf32x3 {
-  using T = float;
-  static constexpr int km = 8;
-  static constexpr bool promote = true;  // see above: a chain per slice, folded into FP32 with RN
-  static constexpr int max_chain = 8;    // k-steps per chain the error bound above is written for
-  // K-slot relabelling: slot j of lane t (k = t + 4 j in the PTX layout) is taken at physical k 2 t + j,
-  // for A and B alike (a permutation of the contraction index), so a lane's two A values of a row are
-  // adjacent: one 8-byte load. Paddings for conflict-free loads: A, 8-byte loads of 16 lanes:
-  // (g sa / 2 + t) mod 16 distinct for sa = 8 (mod 32); B, 4-byte loads of 32 lanes:
-  // (2 t sb + g) mod 32 distinct for sb = 4 (mod 16).
-  static constexpr int a_pad = 8, b_pad = 4;
-  static constexpr bool a_pad_ok(int sa) { return sa % 32 == 8; }
-  static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
-  struct AFrag { std::uint32_t hi[4], lo[4]; };
-  struct BFrag { std::uint32_t hi[2], lo[2]; };
-
-  __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
-    const std::uint32_t bits = __float_as_uint(x);
-    hi = (bits + 0x1000u) & 0xFFFFE000u;
-    lo = __float_as_uint(x - __uint_as_float(hi));
-  }
-  __device__ __forceinline__ static void load_a(AFrag& f, const float* p, int sa, int lane) {
-    const int g = lane / 4, t = lane % 4;
-    const float2 r0 = *reinterpret_cast<const float2*>(p + g * sa + 2 * t);        // registers 0, 2
-    const float2 r1 = *reinterpret_cast<const float2*>(p + (g + 8) * sa + 2 * t);  // registers 1, 3
-    split(r0.x, f.hi[0], f.lo[0]);
-    split(r1.x, f.hi[1], f.lo[1]);
-    split(r0.y, f.hi[2], f.lo[2]);
-    split(r1.y, f.hi[3], f.lo[3]);
-  }
-  __device__ __forceinline__ static void load_b(BFrag& f, const float* p, int sb, int lane) {
-    const int g = lane / 4, t = lane % 4;
-    split(p[2 * t * sb + g], f.hi[0], f.lo[0]);
-    split(p[(2 * t + 1) * sb + g], f.hi[1], f.lo[1]);
-  }
-
-  /// The same fragments from TMA's swizzled tiles (see TcConfig::tma and the TMA section): A from a
-  /// BM x 32 tile, B from a BK x 32 tile, k-step q at K columns (rows of B) 8 q .. 8 q + 7 of the
-  /// tile. A's rows are permuted: lane g reads row tma_row(g) (+ 8) of its MMA tile, so that the
-  /// 8-byte loads of lanes g = 0..3 (rows 0, 2, 4, 6) fall in 8 distinct 16-byte chunks; B's rows
-  /// 2t, 2t + 1 put lanes g / 4 = 0, 1 into 8 distinct chunks: both conflict-free.
-  /// What a lane's addresses share, computed once: k-step q's A chunk is 2q ^ xa, tile n's B chunk
-  /// for row 2t + j is 2n ^ xb[j] (2q, 2n even, so the XOR is the tile's chunk plus the lane's).
-  struct SwizzleLane {
-    int a_off, xa, b_off[2], xb[2];
-    __device__ __forceinline__ explicit SwizzleLane(int lane) {
-      const int g = lane / 4, t = lane % 4, ra = tma_row(g);
-      a_off = ra * 32 + 2 * (t % 2);
-      xa = (t / 2) ^ ra;
-      for (int j = 0; j < 2; ++j) b_off[j] = (2 * t + j) * 32 + g % 4, xb[j] = (g / 4) ^ (2 * t + j);
-    }
-  };
-  __device__ __forceinline__ static int tma_row(int g) { return (g % 4) * 2 + g / 4; }
-  /// tile: the A tile at the MMA tile's first row (a multiple of 8).
-  __device__ __forceinline__ static void load_a_swizzled(AFrag& f, const float* tile, int q, const SwizzleLane& sl) {
-    const float* p = tile + sl.a_off + (((2 * q) ^ sl.xa) << 2);
-    const float2 v0 = *reinterpret_cast<const float2*>(p);
-    const float2 v1 = *reinterpret_cast<const float2*>(p + 8 * 32);
-    split(v0.x, f.hi[0], f.lo[0]);
-    split(v1.x, f.hi[1], f.lo[1]);
-    split(v0.y, f.hi[2], f.lo[2]);
-    split(v1.y, f.hi[3], f.lo[3]);
-  }
-  /// tile: the B tile holding the 8 columns 8 n .. 8 n + 7.
-  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const float* tile, int q, int n, const SwizzleLane& sl) {
-    const float* p = tile + q * 8 * 32;
-    split(p[sl.b_off[0] + (((2 * n) ^ sl.xb[0]) << 2)], f.hi[0], f.lo[0]);
-    split(p[sl.b_off[1] + (((2 * n) ^ sl.xb[1]) << 2)], f.hi[1], f.lo[1]);
-  }
-
-  __device__ __forceinline__ static void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    __trap();
-#endif
-  }
-  /// chain += a b for one k-step: the small products first, then the large one (see above).
-  __device__ __forceinline__ static void mma(float (&chain)[4], const AFrag& a, const BFrag& b) {
-    mma_tf32(chain, a.lo, b.hi);
-    mma_tf32(chain, a.hi, b.lo);
-    mma_tf32(chain, a.hi, b.hi);
-  }
-};
 
 // ---- the copies: a block's K range, slice by slice --------------------------------------------------
 /// One operand's share of a slice for one thread: Copies 16-byte pieces, piece l from row
@@ -363,11 +186,14 @@ struct SliceLoader {
 /// Tma (sm_90, float, K and N multiples of 4): slices arrive by 2-D tensor copies issued by one thread
 /// (A as BK / 32 tiles of BM x 32, B as BN / 32 tiles of BK x 32, 128-byte swizzled, unpadded)
 /// instead of every thread's cp.async; what lies outside A or B arrives as zeros.
-template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false>
+/// ChainSlices (3xTF32): consecutive slices one MMA chain spans (chain_steps k-steps in all).
+template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
+          int ChainSlices_ = 1>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr int chain_slices = ChainSlices_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -389,12 +215,14 @@ struct TcConfig {
   static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
-  static_assert(!tma || (std::is_same_v<Math, Tf32x3> && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
+  static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
-                "tensor-copy tiles: float, 1024-byte aligned");
+                "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
   static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
                 "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
-  static_assert(!Math::promote || steps <= Math::max_chain, "tensor-core chains the error bound covers");
+  static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
+  static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
+  static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
 /// The block's product over [k_begin, k_end): acc holds, for each warp-tile MMA tile (mt, nt) and C
@@ -404,6 +232,7 @@ struct TcProduct {
   using M = typename Cfg::Math;
   using T = typename Cfg::T;
   T acc[Cfg::MT][Cfg::NT][4];
+  T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];  // promoting math: the open MMA chain
 
   __device__ __forceinline__ static int warp_row(int mt) {
     return (static_cast<int>(threadIdx.x) / 32) / (Cfg::BN / Cfg::WN) * Cfg::WM + mt * 16;
@@ -442,17 +271,31 @@ struct TcProduct {
         for (int i = 0; i < 4; ++i) f(mt, nt, i);
   }
 
-  /// acc += this group's K steps (from k_first) of the slice in stage buffer `as` (A, then B).
-  /// Promoting math (3xTF32) runs one chain from zero over them and folds it into acc with
-  /// round-to-nearest; exact math (DMMA) accumulates in place.
-  __device__ __forceinline__ void multiply(const T* as, int k_first, int lane) {
+  /// acc += this group's K steps (from k_first) of slice t in stage buffer `as` (A, then B).
+  /// Promoting math (3xTF32) runs one chain from zero over Cfg::chain_slices slices (the first one
+  /// starts it, the last one of the group, or of the range, folds it into acc with round-to-nearest);
+  /// exact math (DMMA) accumulates in place.
+  __device__ __forceinline__ void multiply(const T* as, int k_first, int lane, idx t, idx slices) {
+    if constexpr (M::promote && Cfg::chain_slices > 1) {
+      if (t % Cfg::chain_slices == 0) multiply_slice<true>(as, k_first, lane);
+      else multiply_slice<false>(as, k_first, lane);
+      if (t % Cfg::chain_slices == Cfg::chain_slices - 1 || t + 1 == slices) fold();
+    } else {
+      multiply_slice<true>(as, k_first, lane);
+      if constexpr (M::promote) fold();
+    }
+  }
+  /// The thread level of the reduction over K: each chain into acc, in order.
+  __device__ __forceinline__ void fold() {
+    for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::combine(acc[mt][nt][i], chain[mt][nt][i]); });
+  }
+  template <bool First>
+  __device__ __forceinline__ void multiply_slice(const T* as, int k_first, int lane) {
     const T* bs = as + Cfg::a_elems;
     [[maybe_unused]] const auto sl = [&] {
       if constexpr (Cfg::tma) return typename M::SwizzleLane(lane);
       else return 0;
     }();
-    T chain[M::promote ? Cfg::MT : 1][M::promote ? Cfg::NT : 1][4];
-    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { chain[mt][nt][i] = T{0}; });
 #pragma unroll
     for (int q = 0; q < Cfg::steps; ++q) {
       const int kk = k_first + q * M::km;
@@ -473,11 +316,11 @@ struct TcProduct {
       for (int mt = 0; mt < Cfg::MT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < Cfg::NT; ++nt) {
-          if constexpr (M::promote) M::mma(chain[mt][nt], af[mt], bf[nt]);
-          else M::mma(acc[mt][nt], af[mt], bf[nt]);
+          if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
+          else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
+          else M::mma(chain[mt][nt], af[mt], bf[nt]);
         }
     }
-    if constexpr (M::promote) for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] += chain[mt][nt][i]; });
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
@@ -516,7 +359,7 @@ struct TcProduct {
       phases ^= 1u << rd;
       __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
       if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
-      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }
@@ -564,7 +407,7 @@ struct TcProduct {
       __syncthreads();                   // ... everyone's; and slice t - 1's buffer (wr) is free again
       if (t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       cp_async_commit();
-      multiply(smem + rd * Cfg::stage_elems, k_first, lane);
+      multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
     }

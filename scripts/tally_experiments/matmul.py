@@ -1,7 +1,9 @@
 """matmul-levels: GFLOP/s against size for each reduction level, cuBLAS and Eigen; error against K.
 
 Every element of C = A B is a dot product of length K reduced at one level (vector, worker,
-worker+vector, gang) or by the tiled kernel. Throughput: square m = n = k. Error: a thin C
+worker+vector, gang) or by the tiled kernel, on the CUDA cores or (tiled-tc, CUDA backend) the
+tensor cores at FP32 accuracy (3xTF32). GPU runs also show cuBLAS SGEMM and, for comparison, cuBLAS
+in its fast-TF32 mode, whose error is TF32's (above the FP32 tolerance; not counted as a failure). Throughput: square m = n = k. Error: a thin C
 (m = n fixed) with K growing, in float and double; a sum of K rounded terms has a worst-case
 relative error ~ K eps and a typical one ~ sqrt(K) eps, shown as reference lines.
 """
@@ -13,7 +15,7 @@ from . import fits, h5read, plotting, report
 from .context import Context
 from .runner import Run, make_run
 
-LEVELS = ["vector", "worker", "worker+vector", "gang", "tiled"]
+LEVELS = ["vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"]
 EPS = {"float": float(np.finfo(np.float32).eps) / 2, "double": float(np.finfo(np.float64).eps) / 2}
 
 
@@ -48,8 +50,8 @@ def runs(ctx: Context) -> list[Run]:
     return out
 
 
-def read_run(path) -> tuple[dict, dict[str, dict], dict, dict]:
-    """(root attrs, {level: attrs}, cublas attrs, eigen attrs); missing groups give {}."""
+def read_run(path) -> tuple[dict, dict[str, dict], dict, dict, dict]:
+    """(root attrs, {level: attrs}, cublas attrs, eigen attrs, cublas fast-TF32 attrs); missing groups give {}."""
     import h5py
 
     with h5py.File(path, "r") as f:
@@ -57,7 +59,8 @@ def read_run(path) -> tuple[dict, dict[str, dict], dict, dict]:
         levels = {name: h5read.attrs(g) for name, g in f["levels"].items()} if "levels" in f else {}
         cublas = h5read.attrs(f["cublas"]) if "cublas" in f else {}
         eigen = h5read.attrs(f["eigen"]) if "eigen" in f else {}
-    return root, levels, cublas, eigen
+        tf32 = h5read.attrs(f["cublas_tf32"]) if "cublas_tf32" in f else {}
+    return root, levels, cublas, eigen, tf32
 
 
 def _ordered(names) -> list[str]:
@@ -68,7 +71,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     perf_rows, err_rows = [], []
     backend = "-"
     for r in runs:
-        root, levels, cublas, eigen = read_run(r.path)
+        root, levels, cublas, eigen, tf32 = read_run(r.path)
         backend = root.get("backend", backend)
         m, n, k, prec = int(root["m"]), int(root["n"]), int(root["k"]), root["precision"]
         kind = "perf" if r.path.name.startswith("perf-") else "err"
@@ -81,10 +84,11 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
                    "passed": None if a.get("passed") is None else h5read.as_bool(a["passed"])}
             (perf_rows if kind == "perf" else err_rows).append(row)
         if kind == "perf":
-            for name, a in (("cuBLAS", cublas), ("Eigen", eigen)):
-                if a:
+            for name, a in (("cuBLAS", cublas), ("cuBLAS TF32", tf32), ("Eigen", eigen)):
+                if a:  # TF32's error is above the FP32 tolerance by design: shown, not judged
                     perf_rows.append({"precision": prec, "m": m, "n": n, "k": k, "impl": name,
-                                      "time_s": a.get("time_s"), "gflops": a.get("gflops")})
+                                      "time_s": a.get("time_s"), "gflops": a.get("gflops"),
+                                      "rel_error": a.get("rel_error")})
 
     pcols = ["precision", "m", "n", "k", "impl", "time_s", "gflops", "gbps", "pct_cublas",
              "rel_error", "passed"]
@@ -94,7 +98,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
 
     # GFLOP/s against size
     impls = _ordered({r["impl"] for r in perf_rows if r["impl"] in LEVELS}) + \
-        [x for x in ("cuBLAS", "Eigen") if any(r["impl"] == x for r in perf_rows)]
+        [x for x in ("cuBLAS", "cuBLAS TF32", "Eigen") if any(r["impl"] == x for r in perf_rows)]
     fig, axes = plotting.subplots(1, 2, width=6.2, height=4.4)
     ax = axes[0][0]
     best = {}
@@ -102,7 +106,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
         sel = sorted((r for r in perf_rows if r["impl"] == impl), key=lambda r: r["m"])
         x = [r["m"] for r in sel]
         y = [r["gflops"] for r in sel]
-        style = {"cuBLAS": ("k", "-", "D"), "Eigen": ("0.4", "--", "v")}.get(impl)
+        style = {"cuBLAS": ("k", "-", "D"), "cuBLAS TF32": ("k", ":", "d"), "Eigen": ("0.4", "--", "v")}.get(impl)
         if style:
             ax.loglog(x, y, color=style[0], ls=style[1], marker=style[2], label=impl)
         else:
@@ -117,7 +121,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     # relative error against K
     ax = axes[0][1]
     err_impls = _ordered({r["impl"] for r in err_rows})
-    markers = dict(zip(LEVELS, "os^vD"))
+    markers = dict(zip(LEVELS, "os^vDP"))
     for prec, color_shift in (("float", 0), ("double", 1)):
         for j, impl in enumerate(err_impls):
             sel = sorted((r for r in err_rows if r["impl"] == impl and r["precision"] == prec),
@@ -176,7 +180,8 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     lines = [f"## matmul-levels ({ctx.size_label}, backend {backend})",
              "",
              "Throughput (2mnk flops / time) of each reduction level on square float matrices, with "
-             "cuBLAS (GPU runs) and Eigen; and the relative error of C against K.",
+             "cuBLAS (GPU runs: SGEMM, and its fast-TF32 mode, whose error is TF32's, shown for "
+             "comparison) and Eigen; and the relative error of C against K.",
              "",
              report.md_table(["size", "implementation", "time (s)", "GFLOP/s", "GB/s", "% cuBLAS",
                               "rel. error", "passed"], prows),

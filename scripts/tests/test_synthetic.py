@@ -133,9 +133,11 @@ def test_matmul(ctx, with_cublas):
         o = r.options
         flops = 2.0 * o["m"] * o["n"] * o["k"]
         u = matmul.EPS[o["precision"]]
+        # a GPU run (with_cublas) has the tensor-core level and cuBLAS's fast-TF32 mode too
+        levels = matmul.LEVELS if with_cublas else [lv for lv in matmul.LEVELS if lv != "tiled-tc"]
         with h5py.File(r.path, "w") as f:
-            write_root(f, r, levels="vector,worker,worker+vector,gang,tiled", status="ok")
-            for j, lv in enumerate(matmul.LEVELS):
+            write_root(f, r, levels=",".join(levels), status="ok")
+            for j, lv in enumerate(levels):
                 g = f.create_group(f"levels/{lv}")
                 t = flops / (1e9 * (1 + j)) * (1 + 64 / o["m"])
                 g.attrs.update({"time_s": t, "gflops": flops / t / 1e9, "gbps": 1.0, "pct_cublas": 10.0,
@@ -143,14 +145,19 @@ def test_matmul(ctx, with_cublas):
                                 "tolerance": u * (1 + 10 * math.sqrt(o["k"])), "passed": True})
             if with_cublas:
                 f.create_group("cublas").attrs.update({"time_s": flops / 1e11, "gflops": 100.0})
+                f.create_group("cublas_tf32").attrs.update({"time_s": flops / 2e11, "gflops": 200.0,
+                                                            "rel_error": 1e-4, "passed": False})
             f.create_group("eigen").attrs.update({"time_s": flops / 5e9, "gflops": 5.0})
     ctx.out.mkdir(parents=True, exist_ok=True)
     found = matmul.analyse(ctx, runs)
     assert found["all_passed"]
     assert found["error_slopes"]["vector"] == pytest.approx(0.5, abs=1e-6)
     assert ("cuBLAS" in found["best_gflops"]) == with_cublas
+    assert ("cuBLAS TF32" in found["best_gflops"]) == with_cublas
+    assert ("tiled-tc" in found["best_gflops"]) == with_cublas
     perf = report.read_csv(ctx.out / "matmul_levels.csv")
-    assert len(perf) == len(matmul.perf_sizes(True)) * (5 + 1 + with_cublas)
+    # levels, Eigen; on the GPU the tensor-core level, cuBLAS and cuBLAS TF32
+    assert len(perf) == len(matmul.perf_sizes(True)) * (5 + 1 + 3 * with_cublas)
 
 
 HEADER = "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref"

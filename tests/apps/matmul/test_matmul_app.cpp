@@ -99,6 +99,7 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
   rejects({"--a", in + ":/A", "--k", "7"});                     // --k disagrees with the file
   rejects({"--b", in + ":/B", "--k", "5"});                     // B has 6 rows
   rejects({"--level", "diagonal"});                            // unknown level
+  rejects({"--level", "gang,tiled-tc"});                       // the tensor-core level: CUDA only
   rejects({"--m", "0"});                                       // empty matrix
   rejects({"--repeats", "0"});
   if (tally::reduce::cuda_device_count() == 0) rejects({"--backend", "cuda"});  // no GPU here

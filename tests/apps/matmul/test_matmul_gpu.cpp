@@ -1,6 +1,7 @@
-// Every CUDA level against a long-double triple loop on the CPU, on fresh random inputs: odd sizes
-// (not multiples of any tile or vector width), rectangular and tall-skinny shapes, float and double;
-// the device reference and cuBLAS against the same oracle; the gang level bit for bit across reruns.
+// Every CUDA level (tiled-tc included) against a long-double triple loop on the CPU, on fresh random
+// inputs: odd sizes (not multiples of any tile or vector width), rectangular and tall-skinny shapes,
+// float and double; the device reference and cuBLAS against the same oracle; the gang and tiled-tc
+// levels bit for bit across reruns.
 #include <cstring>
 #include <limits>
 
@@ -22,7 +23,7 @@ void check_shape(Shape s, std::uint64_t salt) {
   auto engine = make_cuda_engine<T>(s, 0);
   engine->set_inputs(a, b);
   const double tol = tolerance<T>(s.k);
-  for (Level l : all_levels) {
+  for (Level l : cuda_levels) {
     engine->run(l, 0, 1);  // C is NaN-poisoned before the run: unwritten elements fail
     const auto c = engine->c();
     const double err = tally::test::max_scaled_error<T>(c, oracle);
@@ -46,10 +47,17 @@ const Shape shapes[] = {
     {37, 53, 1001},                    // odd everything
     {257, 129, 515},                   // just over the 128 tile
     {128, 256, 64},                    // exact tiles, vector loads throughout
-    {5, 300, 3},                       // K below one slice
+    {5, 300, 3},                       // K below one slice (tiled-tc: K < 56, the CUDA-core tile)
+    // tiled-tc (3xTF32 / DMMA, 128 x 128 block tiles): several tile rows and columns with C padded,
+    // K ending inside a 32-deep slice, with 16-byte copies (K, N multiples of 4) and element-wise;
+    // 9 tile rows: a partial group of the blocks' tile order.
+    {200, 136, 2052},
+    {129, 257, 3001},
+    {1100, 300, 200},
     {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile (float: tensor cores), element-wise copies
     {16, 16, 1 << 18},                 // the same with 16-byte copies
     {13, 9, (1 << 16) + 8},            // C padded inside the 16 x 16 tile, K ending inside a slice
+    {10, 14, (1 << 16) + 6},           // double on sm_90 (K, N even): the TMA-fed DMMA 16 x 16 tile, C padded
     {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
     // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+;
     // in float on sm_90, K and N multiples of 4 ("16-byte copies") take the TMA-fed tile, whose tensor
@@ -88,7 +96,7 @@ TEST_CASE("the device generator matches the host and every level reproduces data
     CHECK(engine->b() == b);
     const auto naive = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
     tally::test::NaiveProduct exact{{ec.c.begin(), ec.c.end()}, naive.abs};
-    for (Level l : all_levels) {
+    for (Level l : cuda_levels) {
       engine->run(l, 0, 1);
       const auto c = engine->c();
       INFO(ec.precision << " " << s.str() << " seed " << ec.seed << " level " << to_string(l));
@@ -104,15 +112,15 @@ TEST_CASE("the device generator matches the host and every level reproduces data
 namespace {
 
 template <class T>
-void check_rerun_bits(Shape s) {
+void check_rerun_bits(Shape s, Level level = Level::gang) {
   auto engine = make_cuda_engine<T>(s, 0);
   engine->generate(tally::test::seed());
-  engine->run(Level::gang, 0, 1);
+  engine->run(level, 0, 1);
   const auto first = engine->c();
   for (int r = 0; r < 5; ++r) {
-    engine->run(Level::gang, 0, 1);
+    engine->run(level, 0, 1);
     const auto again = engine->c();
-    INFO(s.str() << (sizeof(T) == 4 ? " float" : " double") << ", rerun " << r);
+    INFO(s.str() << (sizeof(T) == 4 ? " float" : " double") << " level " << to_string(level) << ", rerun " << r);
     REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(T)) == 0);
   }
 }
@@ -120,10 +128,18 @@ void check_rerun_bits(Shape s) {
 }  // namespace
 
 TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
-  // 64 x 64 and 48 x 33 (odd K) take the tensor-core path on sm_80+, 200 x 300 the CUDA-core tiles.
-  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{200, 300, 5000}}) {
+  // 64 x 64 and 48 x 33 (odd K) take the tensor-core path on sm_80+ (64 x 64 and 16 x 16 double:
+  // the TMA-fed tiles on sm_90), 200 x 300 the CUDA-core tiles.
+  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{16, 16, 1 << 20}, Shape{200, 300, 5000}}) {
     check_rerun_bits<float>(s);
     check_rerun_bits<double>(s);
+  }
+}
+
+TEST_CASE("the CUDA tiled-tc level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
+  for (const Shape s : {Shape{520, 390, 4100}, Shape{129, 257, 3001}}) {
+    check_rerun_bits<float>(s, Level::tiled_tc);
+    check_rerun_bits<double>(s, Level::tiled_tc);
   }
 }
 
