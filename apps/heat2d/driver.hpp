@@ -66,8 +66,9 @@ std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::spa
 /// Solves one problem from `start` (this rank's block, halo rows included: a restart's field at
 /// sweep rule.first) or, when empty, from initial_field. Several ranks: each builds its block of the initial field, the solver is
 /// created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field
-/// is gathered to rank 0, which alone computes the analytic error and --validate (on the whole
-/// field); validation_passed is rank 0's verdict on every rank.
+/// is gathered to rank 0 (RunOptions::gather; else each rank keeps its block and the analytic error
+/// is computed in parts, rank 0 holding the result), which alone runs --validate (on the whole field,
+/// gathered for it); validation_passed is rank 0's verdict on every rank.
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o, std::span<const T> start = {});
 

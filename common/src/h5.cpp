@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <type_traits>
 
 #include "tally/common/error.hpp"
@@ -377,6 +378,10 @@ File File::create(const std::string& path) {
 File File::create_collective(const std::string& path, const Ranks& ranks) {
 #ifdef TALLY_HAS_PARALLEL_HDF5
   if (path.empty()) throw InputError("--out: the output path is empty");
+  int mpi_up = 0;
+  if (ranks.mpi_comm < 0 || MPI_Initialized(&mpi_up) != MPI_SUCCESS || !mpi_up)
+    throw std::invalid_argument("ranks.mpi_comm: no MPI communicator (" + std::to_string(ranks.mpi_comm) +
+                                ", MPI initialised: " + (mpi_up ? "yes" : "no") + ")");
   const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(ranks.mpi_comm));
   long long pid = getpid();  // rank 0's names the temporary file of every rank
   if (MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm) != MPI_SUCCESS) throw Error("HDF5: MPI_Bcast of the temporary name of '" + path + "' failed");

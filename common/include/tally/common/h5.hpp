@@ -114,7 +114,8 @@ class File : public Location {
   /// Opens an existing file read-only. Throws tally::InputError naming the path.
   static File open(const std::string& path);
 
-  /// Collective over `ranks` (parallel_built() only, else tally::Error): every rank opens
+  /// Collective over `ranks` (parallel_built() only, else tally::Error; std::invalid_argument without
+  /// an MPI communicator, e.g. a single-process Comm's -1): every rank opens
   /// "<path>.tmp.<rank 0's pid>" with the MPI-IO driver. Only write_rows and close_collective are
   /// collective-safe; the rest of the file is written by one rank after reopen().
   static File create_collective(const std::string& path, const Ranks& ranks);
