@@ -51,7 +51,8 @@ constexpr std::size_t exact_partials_bytes(std::int64_t blocks) {
   return static_cast<std::size_t>(blocks) * sizeof(exact::Accumulator<T>);
 }
 
-/// The filters' sink in shared memory: integer atomics on the block's accumulator.
+/// The filters' sink: integer atomics on an accumulator in shared memory (the block's) or in global
+/// memory (one that several blocks add to).
 template <class T>
 struct SharedSink {
   exact::Accumulator<T>* acc;
@@ -116,6 +117,17 @@ struct ExactThread {
     f.add_product(a, b, sink), seen = true;
   }
 };
+
+/// Adds one thread's filter into its sink's accumulator by atomics (`seen`: the filter took an
+/// input), leaving the filter empty: for kernels where each thread sums its own output's share.
+template <class T>
+__device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<T>& sink, bool seen) {
+  if (seen) sink.word_add(exact::Accumulator<T>::seen_word, 1);
+  if (!f.all_negative_zero()) sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
+  sink.add(f.hi);
+  sink.add(f.lo);
+  f = exact::Filter{};
+}
 
 /// Adds every thread's filter into the block's shared accumulator (all threads call; a barrier
 /// after). The filters of a warp are first combined by a shuffle tree of exact additions, so that
