@@ -128,6 +128,9 @@ class Engine {
   /// cuBLAS SGEMM in its fast-TF32 compute mode (float on the GPU; nullopt elsewhere), for comparison:
   /// its error is TF32's, above the FP32 tolerance.
   virtual std::optional<double> run_vendor_tf32(int /*warmup*/, int /*repeats*/) { return std::nullopt; }
+  /// Exact mode (matmul --exact, exact.hpp): every level computes each element's exact dot product
+  /// rounded once (the vendor library stays ordinary).
+  virtual void set_exact(bool on) = 0;
   /// Number of K splits of the gang level (0: chosen from the device and the shape).
   virtual void set_split_k(std::int64_t splits) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.

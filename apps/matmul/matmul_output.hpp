@@ -2,7 +2,7 @@
 // matmul's result file of a single run (not --bench), written by the executable (driver.cpp) and the
 // Python module (tally.matmul) alike (output.cpp):
 //   /           attributes app, m, n, k, precision, backend, levels, status, seed, repeats, warmup, a, b,
-//               tolerance, split_k (copy_bandwidth_gbs on the GPU); C with --write-c
+//               tolerance, split_k, exact (copy_bandwidth_gbs on the GPU); C with --write-c
 //   levels/<name>, cublas, eigen   each one's attributes (write_case)
 //   timings     rank 0's seconds; ranks/ (write_ranks); provenance/, device/
 #include <optional>

@@ -25,6 +25,7 @@ void write_result(h5::Location& f, const Case& cs, const Options& o, Backend bac
   f.attr("b", b_source);
   f.attr("tolerance", tolerance<T>(s.k));
   f.attr("split_k", o.split_k);
+  f.attr("exact", o.exact ? 1 : 0);
   if (cs.bandwidth_gbs) f.attr("copy_bandwidth_gbs", *cs.bandwidth_gbs);
   write_case(f, cs);
   if (c) f.write<T>("C", *c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});

@@ -109,3 +109,23 @@ def test_matmul_inputs_from_numpy(tally):
 def test_bad_input_raises_the_executables_message(tally, call, msg):
     with pytest.raises(ValueError, match=msg):
         call(tally)
+
+
+def test_matmul_exact_is_the_correctly_rounded_product(tally):
+    # exact=True: every level's C is the exact product rounded once; fractions is the reference.
+    from fractions import Fraction
+    rng = np.random.default_rng(SEED_EXACT := int(np.random.SeedSequence().entropy % 2**32))
+    print(f"seed {SEED_EXACT}")
+    a = (rng.standard_normal((5, 37)) * 10.0 ** rng.integers(-8, 8, (5, 37))).astype(np.float32)
+    b = (rng.standard_normal((37, 3)) * 10.0 ** rng.integers(-8, 8, (37, 3))).astype(np.float32)
+    r = tally.matmul.run(a=a, b=b, level="vector,worker,gang,tiled", exact=True, eigen=False, return_c=True,
+                         backend="cpu", repeats=1, warmup=0)
+    assert r.passed, [(x.name, x.passed) for x in r.levels]
+    def round_f32(q):  # q rounded once to float32, ties to even (no double rounding through float64)
+        f = np.float32(float(q))
+        cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+        return min(cands, key=lambda c: (abs(Fraction(float(c)) - q), int(c.view(np.uint32)) & 1))
+
+    want = np.array([[round_f32(sum(Fraction(float(a[i, k])) * Fraction(float(b[k, j])) for k in range(37)))
+                      for j in range(3)] for i in range(5)], dtype=np.float32)
+    assert r.c.tobytes() == want.tobytes()

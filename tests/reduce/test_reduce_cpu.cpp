@@ -9,6 +9,7 @@
 using TestBackend = tally::test::CpuBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
+#include "dot_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
@@ -89,7 +90,7 @@ TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[r
 
 namespace tally::test::exact_checks {
 
-TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and both instruction-set builds", "[reduce][exact][determinism]") {
+TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and every instruction-set build", "[reduce][exact][determinism]") {
   Workspace ws(Backend::cpu);
   std::uint64_t salt = 9400;
   for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2}}) {
@@ -106,12 +107,50 @@ TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and bot
         INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
         CHECK(bitwise_equal(one, run<CpuBackend, double, double>(ws, Backend::cpu, in, lv)));
       }
-#if defined(TALLY_HAVE_CPU_AVX2)
       const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
-      std::vector<double> base_out(one.size());
-      reduce::detail::base::exact_cpu_isa<double, double>(p, base_out.data());
-      CHECK(bitwise_equal(one, base_out));
+      std::vector<double> isa_out(one.size());
+#if defined(TALLY_HAVE_CPU_AVX2)
+      reduce::detail::base::exact_cpu_isa<double, double>(p, isa_out.data());
+      CHECK(bitwise_equal(one, isa_out));
+      if (__builtin_cpu_supports("avx2")) {
+        reduce::detail::avx2::exact_cpu_isa<double, double>(p, isa_out.data());
+        CHECK(bitwise_equal(one, isa_out));
+      }
 #endif
+#if defined(TALLY_HAVE_CPU_AVX512)
+      if (__builtin_cpu_supports("avx512f")) {
+        reduce::detail::avx512::exact_cpu_isa<double, double>(p, isa_out.data());
+        CHECK(bitwise_equal(one, isa_out));
+      }
+#endif
+    }
+  }
+}
+
+TEST_CASE("cpu: the exact sum of floats is bitwise the same in every instruction-set build", "[reduce][exact][isa]") {
+  std::uint64_t salt = 9450;
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{1023, 33, 2}}) {
+    const auto x = wide_values<float>(static_cast<std::size_t>(e.size()), ++salt);
+    for (Levels lv : {Levels::all(), Levels(Level::vector), Levels(Level::gang)}) {
+      const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
+      std::vector<float> base_out(static_cast<std::size_t>(p.out_size)), isa_out(base_out.size());
+      reduce::detail::base::exact_cpu_isa<float, float>(p, base_out.data());
+      INFO(lv.to_string() << " of " << shape_name(e, false));
+#if defined(TALLY_HAVE_CPU_AVX2)
+      if (__builtin_cpu_supports("avx2")) {
+        reduce::detail::avx2::exact_cpu_isa<float, float>(p, isa_out.data());
+        CHECK(bitwise_equal(base_out, isa_out));
+      }
+#endif
+#if defined(TALLY_HAVE_CPU_AVX512)
+      if (__builtin_cpu_supports("avx512f")) {
+        reduce::detail::avx512::exact_cpu_isa<float, float>(p, isa_out.data());
+        CHECK(bitwise_equal(base_out, isa_out));
+      }
+#endif
+      Workspace ws(Backend::cpu);
+      CHECK(bitwise_equal(base_out, run<CpuBackend, float, float>(ws, Backend::cpu,
+                                                                  View<const float>::contiguous(x.data(), e.ng, e.nw, e.nv), lv)));
     }
   }
 }
@@ -173,6 +212,36 @@ TEST_CASE("exact::Accumulator rounds sparse, wide and cancelling limb patterns c
       CHECK(bits_of(a.round<double>()) == bits_of(exact_reference<double>(x)));
       CHECK(bits_of(a.round<float>()) == bits_of(exact_reference<float>(x)));
     }
+  }
+}
+
+TEST_CASE("exact::Filter::add_n (the CUDA flat kernel's step) leaves the state and flushes of add() one by one", "[reduce][exact]") {
+  // A sink that records every residual and special value in order: add_n must hand over the same.
+  struct Log {
+    std::vector<double> r;
+    void add(double x) { r.push_back(x); }
+    void special(double x) { r.push_back(x), r.push_back(-1234.5); }
+  };
+  std::uint64_t salt = 9900;
+  for (int trial = 0; trial < 40; ++trial) {
+    auto x = wide_values<float>(4000, ++salt);  // every exponent: many errors and flushes
+    auto g = tally::test::rng(salt);
+    for (int k = 0; k < 8; ++k)  // a few specials in some groups of four
+      if (trial % 2 == 0) x[g() % x.size()] = k % 3 == 0 ? NAN : k % 3 == 1 ? INFINITY : -INFINITY;
+    exact::Filter one, four;
+    Log a, b;
+    for (float v : x) one.add(v, a);
+    for (std::size_t i = 0; i + 4 <= x.size(); i += 4) {
+      const float q[4] = {x[i], x[i + 1], x[i + 2], x[i + 3]};
+      four.add_n(q, b);
+    }
+    INFO("trial " << trial);
+    CHECK(bits_of(one.hi) == bits_of(four.hi));
+    CHECK(bits_of(one.lo) == bits_of(four.lo));
+    REQUIRE(a.r.size() == b.r.size());
+    bool same = true;
+    for (std::size_t k = 0; k < a.r.size(); ++k) same = same && (bits_of(a.r[k]) == bits_of(b.r[k]) || (std::isnan(a.r[k]) && std::isnan(b.r[k])));
+    CHECK(same);
   }
 }
 

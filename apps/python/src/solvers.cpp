@@ -345,7 +345,7 @@ nb::dict matmul_case(reduce::Backend b, int device, matmul::Shape s, const std::
 nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& precision,
                     const std::vector<std::string>& level_names, const std::string& backend, int device, std::uint64_t seed,
                     int warmup, int repeats, std::int64_t split_k, bool eigen, std::optional<nb::ndarray<>> a,
-                    std::optional<nb::ndarray<>> b, bool return_c, bool write_c, const std::optional<std::string>& out,
+                    std::optional<nb::ndarray<>> b, bool return_c, bool write_c, bool exact, const std::optional<std::string>& out,
                     const std::string& call) {
   using namespace matmul;
   check_precision(precision);
@@ -371,6 +371,7 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
   o.repeats = repeats;
   o.warmup = warmup;
   o.split_k = split_k;
+  o.exact = exact;
   nb::dict d = precision == "float" ? matmul_case<float>(be, device, s, levels, o, a, b, return_c, out, call)
                                     : matmul_case<double>(be, device, s, levels, o, a, b, return_c, out, call);
   d["shape"] = nb::make_tuple(m, n, k);
@@ -392,7 +393,7 @@ void bind_solvers(nb::module_& m) {
         arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
         arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
-        arg("b").none(), arg("return_c"), arg("write_c"), arg("out").none(), arg("call"));
+        arg("b").none(), arg("return_c"), arg("write_c"), arg("exact"), arg("out").none(), arg("call"));
 }
 
 }  // namespace tally::python

@@ -26,11 +26,11 @@ from ._result import Result, call_text, out_path
 
 
 def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backend="auto", device=0, seed=20260101,
-        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False, write_c=False, out=None):
+        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False, write_c=False, exact=False, out=None):
     """Multiplies and checks (and writes the executable's file to `out`); see the module's documentation."""
     call = call_text("tally.matmul.run", m=m, n=n, k=k, size=size, precision=precision, level=level, backend=backend,
                      device=device, seed=seed, warmup=warmup, repeats=repeats, split_k=split_k, eigen=eigen, a=a, b=b,
-                     write_c=write_c, out=out)
+                     write_c=write_c, exact=exact, out=out)
     if size is not None:
         m = n = k = size
     if a is not None:
@@ -40,7 +40,7 @@ def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backe
     levels = [s.strip() for s in level.split(",")] if isinstance(level, str) else list(level)
     r = Result(_tally.matmul_run(int(m), int(n), int(k), precision, levels, backend, int(device), int(seed), int(warmup),
                                  int(repeats), int(split_k), bool(eigen), a, b, bool(return_c), bool(write_c),
-                                 out_path(out), call))
+                                 bool(exact), out_path(out), call))
     r["levels"] = [Result(x) for x in r["levels"]]
     for key in ("vendor", "eigen"):
         if r[key] is not None:
