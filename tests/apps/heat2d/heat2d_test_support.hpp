@@ -115,7 +115,7 @@ inline int run_command(const std::string& cmd, std::string* out = nullptr) {
 
 /// Bitwise equality of two double sequences (residual histories: NaN compares equal to itself).
 inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
 /// A random constant in [-1, 1] as an option value (printed with all its digits).
