@@ -39,6 +39,7 @@ struct CudaBackend {
 using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
+#include "segmented_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
