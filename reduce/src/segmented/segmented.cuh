@@ -103,13 +103,17 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       continue;
     }
     const std::int64_t c0 = my.k * kChunk, c1 = min(my.len, c0 + kChunk);
-    Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp);
+    Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
     if (my.count == 1) {
       if (threadIdx.x == 0) out[my.seg] = v;
     } else {
       if (threadIdx.x == 0) partials[c] = v;
       if (device::gang_arrive(tickets + my.first, static_cast<unsigned int>(my.count), last)) {
-        v = combine_partials<Op>(partials + my.first, my.count, tmp);
+        // The segment's partials in chunk order: strided over the threads, then the block tree.
+        v = detail::op_identity<Op, Acc>();
+        for (std::int64_t k = threadIdx.x; k < my.count; k += kBlock)
+          v = detail::op_combine<Op, Acc>(v, device::load_coherent(partials + my.first + k));
+        v = device::block_reduce<Op>(v, tmp);
         if (threadIdx.x == 0) out[my.seg] = v;
       }
     }

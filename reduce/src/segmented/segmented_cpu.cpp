@@ -1,14 +1,15 @@
 // Segmented reductions: the argument checks (both backends) and the CPU backend.
 //
 // CPU: segments of at most kCpuLong elements are folded one per task iteration (a parallel loop over
-// segments; each folds its elements into kLanes interleaved accumulators, lane l taking elements
-// l, l + kLanes, ..., joined in lane order). Longer segments go, one after the other, through the
-// library's own full reduction (reduce_cpu), which cuts them into fixed chunks combined in chunk order
-// and uses every thread. Both orders depend on the segment alone: the bits do not depend on the
-// thread count, nor on the other segments.
+// blocks of segments; each folds its elements into kLanes interleaved accumulators, lane l taking
+// elements l, l + kLanes, ..., joined in lane order). Longer segments are cut into chunks of kCpuLong,
+// folded the same way over every thread, and the chunks' partials joined in chunk order. Both orders
+// depend on the segment alone: the bits depend neither on the thread count nor on the other segments.
+// Op: an operator of ops.hpp or a Reducer (reducer.hpp), loaded with its position in the segment.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "instantiate.hpp"
 #include "tally/reduce/segmented.hpp"
@@ -51,16 +52,17 @@ constexpr std::int64_t kCpuLong = std::int64_t{1} << 15;  // longer: the full re
 constexpr int kLanes = 8;                                 // interleaved accumulators of a short segment
 constexpr std::int64_t kSegBlock = 256;                   // segments per parallel-loop iteration
 
+// x[0, len), positions index0.. of their segment, into kLanes interleaved accumulators joined in order.
 template <class Op, class T, class Acc>
-Acc fold_segment(const T* x, std::int64_t len) {
+Acc fold_segment(const T* x, std::int64_t len, std::int64_t index0 = 0) {
   Acc lane[kLanes];
-  for (auto& l : lane) l = Op::template identity<Acc>();
+  for (auto& l : lane) l = op_identity<Op, Acc>();
   std::int64_t i = 0;
   for (; i + kLanes <= len; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = Op::template combine<Acc>(lane[l], static_cast<Acc>(x[i + l]));
-  for (int l = 0; i < len; ++i, ++l) lane[l] = Op::template combine<Acc>(lane[l], static_cast<Acc>(x[i]));
-  Acc r = Op::template identity<Acc>();
-  for (const Acc& l : lane) r = Op::template combine<Acc>(r, l);
+    for (int l = 0; l < kLanes; ++l) lane[l] = op_combine<Op, Acc>(lane[l], segment_load<Op, Acc>(x[i + l], index0 + i + l));
+  for (int l = 0; i < len; ++i, ++l) lane[l] = op_combine<Op, Acc>(lane[l], segment_load<Op, Acc>(x[i], index0 + i));
+  Acc r = op_identity<Op, Acc>();
+  for (const Acc& l : lane) r = op_combine<Op, Acc>(r, l);
   return r;
 }
 
@@ -75,12 +77,23 @@ void segmented_cpu(const T* in, std::int64_t n, const Off* off, std::int64_t n_s
     const std::int64_t s1 = std::min(n_seg, (b + 1) * kSegBlock);
     for (std::int64_t s = b * kSegBlock; s < s1; ++s) {
       const std::int64_t lo = off[s], len = static_cast<std::int64_t>(off[s + 1]) - lo;
-      if (len <= kCpuLong) out[s] = fold_segment<Op, T, Acc>(in + lo, len);
+      if (len <= 0) out[s] = empty_segment<Op, Acc>();
+      else if (len <= kCpuLong) out[s] = fold_segment<Op, T, Acc>(in + lo, len);
     }
   }
+  // Long segments: chunks of kCpuLong over the threads, the partials joined in chunk order.
+  std::vector<Acc> part;
   for (std::int64_t s = 0; s < n_seg; ++s) {
     const std::int64_t lo = off[s], len = static_cast<std::int64_t>(off[s + 1]) - lo;
-    if (len > kCpuLong) reduce_cpu<Op, T, Acc>(Problem{in + lo, {1, 1, len}, len, len, Levels::all(), 1}, out + s);
+    if (len <= kCpuLong) continue;
+    const std::int64_t chunks = (len + kCpuLong - 1) / kCpuLong;
+    part.resize(static_cast<std::size_t>(chunks));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < chunks; ++c)
+      part[static_cast<std::size_t>(c)] = fold_segment<Op, T, Acc>(in + lo + c * kCpuLong, std::min(kCpuLong, len - c * kCpuLong), c * kCpuLong);
+    Acc r = op_identity<Op, Acc>();
+    for (const Acc& p : part) r = op_combine<Op, Acc>(r, p);
+    out[s] = r;
   }
 }
 

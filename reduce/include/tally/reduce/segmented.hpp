@@ -41,6 +41,26 @@ enum class SegmentCheck {
 };
 
 namespace detail {
+/// Element x at position `index` of its segment as Op's accumulator: a Reducer's load (reducer.hpp;
+/// ArgMax's index is the position within the segment, as CUB's), else a conversion to Acc.
+template <class Op, class Acc, class T>
+TALLY_HD Acc segment_load(const T& x, std::int64_t index) {
+  if constexpr (Reducer<Op>) {
+    return reducer_load<Op>(x, index);
+  } else {
+    (void)index;
+    return static_cast<Acc>(x);
+  }
+}
+/// An empty segment's result: Op's identity, except for the reducers that need input (ArgMax, ArgMin),
+/// whose index is then -1 next to the identity's value (CUB's convention for empty segments).
+template <class Op, class Acc>
+TALLY_HD Acc empty_segment() {
+  Acc r = op_identity<Op, Acc>();
+  if constexpr (reducer_needs_input<Op>()) r.index = -1;
+  return r;
+}
+
 /// Sizes and pointers (host side, cheap): throws std::invalid_argument naming the argument.
 void validate_segment_sizes(std::int64_t n, const void* in, std::int64_t n_offsets, const void* offsets,
                             std::int64_t n_out, const void* out);
@@ -65,6 +85,7 @@ template <class Off>
 inline constexpr bool is_segment_offset = std::is_same_v<Off, std::int32_t> || std::is_same_v<Off, std::int64_t>;
 
 template <class Op, class T, class Acc = T, class Off>
+  requires(!Reducer<Op>)
 void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
                       stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
   static_assert(!std::is_same_v<Op, ExactSum>, "segmented_reduce: no exact sum (use reduce() per segment)");

@@ -12,7 +12,9 @@
 //   __shared__ tally::reduce::device::BlockReduceStorage<float> tmp;
 //   float s = tally::reduce::device::block_segment_reduce<Sum, float>(x + b, e - b, tmp);
 //
-// Empty segments give Op's identity. Every lane of the warp (thread of the block) must call the warp
+// Op: an operator of ops.hpp (Sum, Max, ...) or a Reducer (reducer.hpp: ArgMax, MeanVar, a user's type);
+// a Reducer's load sees each element's position within the segment. Empty segments give Op's
+// identity (thread form: detail::empty_segment, ArgMax/ArgMin's index -1). Every lane of the warp (thread of the block) must call the warp
 // (block) form with the same segment.
 
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include "tally/reduce/device/vector.cuh"
 #include "tally/reduce/device/worker.cuh"
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/segmented.hpp"
 
 namespace tally::reduce::device {
 
@@ -35,7 +38,8 @@ template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, std::int64_t n, std::int64_t begin,
                                                      std::int64_t end) {
   constexpr int V = vec16<T>, B = 4;
-  Acc acc = Op::template identity<Acc>();
+  if (begin >= end) return detail::empty_segment<Op, Acc>();
+  Acc acc = detail::op_identity<Op, Acc>();
   if (V > 1 && is_aligned<V>(x)) {
     const std::int64_t k1 = (end + V - 1) / V;
     for (std::int64_t k = begin / V; k < k1; k += B) {
@@ -56,7 +60,7 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           const std::int64_t i = (k + u) * V + j;
-          if (k + u < k1 && i >= begin && i < end) acc = Op::template combine<Acc>(acc, static_cast<Acc>(v[u].v[j]));
+          if (k + u < k1 && i >= begin && i < end) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], i - begin));
         }
     }
     return acc;
@@ -68,22 +72,23 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
       if (i + u < end) v[u] = x[i + u];
 #pragma unroll
     for (int u = 0; u < segment_unroll; ++u)
-      if (i + u < end) acc = Op::template combine<Acc>(acc, static_cast<Acc>(v[u]));
+      if (i + u < end) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], i + u - begin));
   }
   return acc;
 }
 
-/// acc folded with x[first], x[first + step], ... below len, in that order, segment_unroll loads in flight.
+/// acc folded with x[first], x[first + step], ... below len, in that order, segment_unroll loads in
+/// flight; element i is loaded as position index0 + i of its segment.
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t first, std::int64_t len,
-                                                    std::int64_t step) {
+                                                    std::int64_t step, std::int64_t index0 = 0) {
   std::int64_t i = first;
   for (; i + (segment_unroll - 1) * step < len; i += segment_unroll * step) {
     T v[segment_unroll];
 #pragma unroll
     for (int u = 0; u < segment_unroll; ++u) v[u] = x[i + u * step];
 #pragma unroll
-    for (int u = 0; u < segment_unroll; ++u) acc = Op::template combine<Acc>(acc, static_cast<Acc>(v[u]));
+    for (int u = 0; u < segment_unroll; ++u) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   }
   T v[segment_unroll - 1];
 #pragma unroll
@@ -91,7 +96,7 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
     if (i + u * step < len) v[u] = x[i + u * step];
 #pragma unroll
   for (int u = 0; u < segment_unroll - 1; ++u)
-    if (i + u * step < len) acc = Op::template combine<Acc>(acc, static_cast<Acc>(v[u]));
+    if (i + u * step < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   return acc;
 }
 
@@ -99,17 +104,18 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
 /// warp_reduce. Every lane gets the result.
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, std::int64_t len) {
-  const Acc acc = strided_segment_fold<Op, Acc>(Op::template identity<Acc>(), x, static_cast<std::int64_t>(lane_id()), len,
+  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<std::int64_t>(lane_id()), len,
                                                 std::int64_t{warp_size});
   return warp_reduce<Op>(acc);
 }
 
 /// x[0, len) by the calling block: thread t folds x[t], x[t + blockDim], ... in order, then
-/// block_reduce. The result is valid in thread 0.
+/// block_reduce. The result is valid in thread 0. index0: the position of x[0] in its segment (a chunk).
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc block_segment_reduce(const T* __restrict__ x, std::int64_t len, BlockReduceStorage<Acc>& tmp) {
-  const Acc acc = strided_segment_fold<Op, Acc>(Op::template identity<Acc>(), x, static_cast<std::int64_t>(block_thread_rank()),
-                                                len, static_cast<std::int64_t>(block_size()));
+__device__ __forceinline__ Acc block_segment_reduce(const T* __restrict__ x, std::int64_t len, BlockReduceStorage<Acc>& tmp,
+                                                    std::int64_t index0 = 0) {
+  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<std::int64_t>(block_thread_rank()),
+                                                len, static_cast<std::int64_t>(block_size()), index0);
   return block_reduce<Op>(acc, tmp);
 }
 
