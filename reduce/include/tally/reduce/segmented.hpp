@@ -57,7 +57,9 @@ TALLY_HD Acc segment_load(const T& x, std::int64_t index) {
 template <class Op, class Acc>
 TALLY_HD Acc empty_segment() {
   Acc r = op_identity<Op, Acc>();
-  if constexpr (reducer_needs_input<Op>()) r.index = -1;
+  if constexpr (requires { Op::needs_input; }) {  // reducer_needs_input(), spelt out: that one is host-only
+    if constexpr (Op::needs_input) r.index = -1;
+  }
   return r;
 }
 
