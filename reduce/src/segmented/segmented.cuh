@@ -8,11 +8,10 @@
 //     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
 //     order by the last chunk to finish (a ticket per segment, gang_arrive).
 // Three launches:
-//   1. short_kernel: a warp per tile of kTile = 128 consecutive segments (grid-stride over tiles):
-//      each lane reduces its 4 short segments with all their loads in flight together (one round
-//      trip for typical short segments, not four), then the warp reduces the tile's medium segments
-//      one after the other; lane 0 writes the tile's count of long chunks. A tile's serial work is
-//      bounded (at most 128 kWarpMax elements), so no warp is left with much more than its share.
+//   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
+//      reduces its short segment, then the warp reduces the tile's medium segments one after the
+//      other; lane 0 writes the tile's count of long chunks. A tile's serial work is at most
+//      32 kWarpMax elements, so no warp is left with much more than its share.
 //   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
 //   3. long_kernel: a persistent grid, block b taking chunks b, b + grid, ...; chunk c's tile by a
 //      binary search of the scan, its segment by a warp scan of the tile's 32 chunk counts.
@@ -29,14 +28,12 @@ namespace tally::reduce::detail::cuda::seg {
 inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many elements
 inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
 inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
-inline constexpr int kRows = 4;                   ///< segments per lane in a tile
-inline constexpr int kTile = device::warp_size * kRows;  ///< segments per tile (a warp's unit of work)
-inline constexpr int kShortBlocksSm = 3;          ///< short_kernel's residency (its U segments' loads take registers)
+inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
 
 TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
 
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kBlock, kShortBlocksSm)
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
                  int* __restrict__ tile_chunks) {
   enter_after_predecessor();
@@ -45,35 +42,18 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
   const std::int64_t tiles = (n_seg + kTile - 1) / kTile;
   for (std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size; tile < tiles;
        tile += warps) {  // warp-uniform
-    // Lane l holds segments tile * kTile + u * 32 + l, u < kRows: every row's offsets load coalesced,
-    // all of them in flight at once, then all the lane's short segments' loads at once.
-    std::int64_t b[kRows], e[kRows];
-    bool take[kRows];
-#pragma unroll
-    for (int u = 0; u < kRows; ++u) {
-      const std::int64_t s = tile * kTile + u * device::warp_size + lane;
-      b[u] = e[u] = 0;
-      if (s < n_seg) b[u] = off[s], e[u] = off[s + 1];
+    const std::int64_t s = tile * kTile + lane;
+    std::int64_t b = 0, len = 0;
+    if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
+    if (s < n_seg && len <= kThreadMax) out[s] = device::thread_segment_reduce<Op, Acc>(in, n, b, b + len);
+    for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
+      const int src = __ffs(static_cast<int>(mid)) - 1;
+      const std::int64_t sb = __shfl_sync(0xffffffffu, b, src), sl = __shfl_sync(0xffffffffu, len, src);
+      const Acc r = device::warp_segment_reduce<Op, Acc>(in + sb, sl);
+      if (lane == 0) out[tile * kTile + src] = r;
     }
-#pragma unroll
-    for (int u = 0; u < kRows; ++u) take[u] = tile * kTile + u * device::warp_size + lane < n_seg && e[u] - b[u] <= kThreadMax;
-    Acc r[kRows];
-    device::thread_segments_reduce<Op, Acc>(in, n, b, e, take, r);
-    unsigned chunks = 0;
-#pragma unroll
-    for (int u = 0; u < kRows; ++u) {
-      const std::int64_t s = tile * kTile + u * device::warp_size + lane, len = e[u] - b[u];
-      if (take[u]) out[s] = r[u];
-      chunks += static_cast<unsigned>(chunks_of(len));
-      for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
-        const int src = __ffs(static_cast<int>(mid)) - 1;
-        const std::int64_t sb = __shfl_sync(0xffffffffu, b[u], src), sl = __shfl_sync(0xffffffffu, len, src);
-        const Acc w = device::warp_segment_reduce<Op, Acc>(in + sb, sl);
-        if (lane == 0) out[tile * kTile + u * device::warp_size + src] = w;
-      }
-    }
-    chunks = __reduce_add_sync(0xffffffffu, chunks);
-    if (lane == 0) tile_chunks[tile] = static_cast<int>(chunks);
+    const int chunks = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len)));
+    if (lane == 0) tile_chunks[tile] = chunks;
   }
 }
 
@@ -102,23 +82,19 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         if (prefix[m] > c) hi = m;
         else lo = m + 1;
       }
-      const std::int64_t r = c - (lo > 0 ? prefix[lo - 1] : 0);  // the chunk's rank in its tile
+      const std::int64_t before = lo > 0 ? prefix[lo - 1] : 0;
       const int lane = static_cast<int>(threadIdx.x);
-      std::int64_t base = 0;  // chunks of the tile's earlier segments (rows before u, in index order)
-      for (int u = 0; u < kRows; ++u) {
-        const std::int64_t s = lo * kTile + u * device::warp_size + lane;
-        std::int64_t b = 0, len = 0;
-        if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
-        const auto count = static_cast<int>(chunks_of(len));
-        int incl = count;
-        for (int d = 1; d < device::warp_size; d *= 2) {
-          const int y = __shfl_up_sync(0xffffffffu, incl, d);
-          if (lane >= d) incl += y;
-        }
-        const std::int64_t first = base + incl - count;
-        if (count > 0 && r >= first && r < first + count) slot = ChunkSlot{s, b, len, r - first, count, c - (r - first)};
-        base += __shfl_sync(0xffffffffu, incl, device::warp_size - 1);
+      const std::int64_t s = lo * kTile + lane;
+      std::int64_t b = 0, len = 0;
+      if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
+      const auto count = static_cast<int>(chunks_of(len));
+      int incl = count;
+      for (int d = 1; d < device::warp_size; d *= 2) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += y;
       }
+      const std::int64_t r = c - before;
+      if (count > 0 && r >= incl - count && r < incl) slot = ChunkSlot{s, b, len, r - (incl - count), count, before + incl - count};
     }
     __syncthreads();
     const ChunkSlot my = slot;

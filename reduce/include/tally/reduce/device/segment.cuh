@@ -77,51 +77,6 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
   return acc;
 }
 
-/// U short segments [b[u], e[u]) of x[0, n) (those with take[u]) by this thread, into r[u]: each folded
-/// in element order, exactly as thread_segment_reduce, but the U segments' loads issued together (Q
-/// aligned 16-byte blocks of each per round), so that a thread keeps U segments' bytes in flight.
-template <class Op, class Acc, int U, class T>
-__device__ __forceinline__ void thread_segments_reduce(const T* __restrict__ x, std::int64_t n, const std::int64_t (&b)[U],
-                                                       const std::int64_t (&e)[U], const bool (&take)[U], Acc (&r)[U]) {
-  constexpr int V = vec16<T> > 1 ? vec16<T> : 1;
-  const bool vec = V > 1 && is_aligned<V>(x);
-  constexpr int Q = 2;  // blocks per segment and round: U * Q vectors in flight
-  std::int64_t k0[U], k1[U], rounds = 0;
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    r[u] = take[u] && b[u] >= e[u] ? detail::empty_segment<Op, Acc>() : detail::op_identity<Op, Acc>();
-    // Scalar loads (x off the 16-byte grid): "blocks" of V elements loaded one by one.
-    k0[u] = take[u] ? b[u] / V : 0, k1[u] = take[u] && e[u] > b[u] ? (e[u] + V - 1) / V : k0[u];
-    rounds = max(rounds, k1[u] - k0[u]);
-  }
-  for (std::int64_t j = 0; j < rounds; j += Q) {
-    Vec<T, V> v[U][Q];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int q = 0; q < Q; ++q) {
-        const std::int64_t blk = k0[u] + j + q;
-        if (blk >= k1[u]) continue;
-        if (vec && (blk + 1) * V <= n) {
-          v[u][q] = load_vec<V>(x + blk * V);
-        } else {
-#pragma unroll
-          for (int t = 0; t < V; ++t) v[u][q].v[t] = blk * V + t >= b[u] && blk * V + t < e[u] ? x[blk * V + t] : T{};
-        }
-      }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int q = 0; q < Q; ++q)
-#pragma unroll
-        for (int t = 0; t < V; ++t) {
-          const std::int64_t i = (k0[u] + j + q) * V + t;
-          if (k0[u] + j + q < k1[u] && i >= b[u] && i < e[u])
-            r[u] = detail::op_combine<Op, Acc>(r[u], detail::segment_load<Op, Acc>(v[u][q].v[t], i - b[u]));
-        }
-  }
-}
-
 /// acc folded with x[first], x[first + step], ... below len, in that order, segment_unroll loads in
 /// flight; element i is loaded as position index0 + i of its segment.
 template <class Op, class Acc, class T>
