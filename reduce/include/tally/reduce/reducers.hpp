@@ -140,6 +140,29 @@ inline T run_extreme(const T* x, std::int64_t n, bool* nan) {
   return r;
 }
 
+/// min and max of x[0..n) in one pass (NaN and the sign of zero ignored; *nan set if a NaN is there).
+template <class T>
+inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* nan) {
+  T lo[run_lanes], hi[run_lanes];
+  bool un[run_lanes];
+  for (int l = 0; l < run_lanes; ++l) lo[l] = hi[l] = x[0], un[l] = false;
+  std::int64_t k = 0;
+  for (; k + run_lanes <= n; k += run_lanes)
+    for (int l = 0; l < run_lanes; ++l) {
+      const T v = x[k + l];
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
+      if constexpr (std::is_floating_point_v<T>) un[l] |= v != v;
+    }
+  for (; k < n; ++k) {
+    lo[0] = x[k] < lo[0] ? x[k] : lo[0];
+    hi[0] = x[k] > hi[0] ? x[k] : hi[0];
+    if constexpr (std::is_floating_point_v<T>) un[0] |= x[k] != x[k];
+  }
+  for (int l = 1; l < run_lanes; ++l) lo[0] = lo[l] < lo[0] ? lo[l] : lo[0], hi[0] = hi[l] > hi[0] ? hi[l] : hi[0], un[0] |= un[l];
+  *mn = lo[0], *mx = hi[0], *nan = un[0];
+}
+
 /// ArgMax/ArgMin: a block whose extreme cannot beat acc (no NaN, worse, or equal with acc's index
 /// first) is skipped after its vectorised extreme; otherwise it is folded element by element.
 template <bool Greater, class R, class T>
@@ -206,7 +229,8 @@ struct MinMax {
     for (std::int64_t b = 0; b < n; b += detail::run_block) {
       const std::int64_t len = n - b < detail::run_block ? n - b : detail::run_block;
       bool nan = false;
-      value_type v{detail::run_extreme<false>(x + b, len, &nan), detail::run_extreme<true>(x + b, len, &nan)};
+      value_type v;
+      detail::run_minmax(x + b, len, &v.min, &v.max, &nan);
       if constexpr (std::is_floating_point_v<T>) {
         if (nan) return {detail::numeric_limits<T>::quiet_NaN(), detail::numeric_limits<T>::quiet_NaN()};
         for (std::int64_t k = 0; (v.min == T(0) || v.max == T(0)) && k < len; ++k)
