@@ -4,7 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#include "custom_reducers.hpp"
+#include "tally/reduce/generic.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/reduce/segmented_generic.hpp"
 
 namespace tally::test {
 
@@ -25,6 +28,17 @@ struct CpuBackend {
   template <class T>
   static std::vector<T> download(const Buffer<T>& b) { return b; }
   static stream_t stream() { return nullptr; }
+  /// A user reducer through the header-only engine.
+  template <class R, class T>
+  static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
+                            reduce::Workspace&) {
+    reduce::reduce_custom_cpu<R, T>(in, levels, out);
+  }
+  template <class R, class T, class Off>
+  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+                               reduce::Workspace&) {
+    reduce::segmented_reduce_custom_cpu<R, T, Off>(in, offsets, out);
+  }
 };
 
 }  // namespace tally::test
