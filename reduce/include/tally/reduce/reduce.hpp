@@ -38,6 +38,8 @@
 #include "tally/reduce/config.hpp"
 #include "tally/reduce/levels.hpp"
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/reducer.hpp"
+#include "tally/reduce/reducers.hpp"
 #include "tally/reduce/strategy.hpp"
 #include "tally/reduce/view.hpp"
 #include "tally/reduce/workspace.hpp"
@@ -75,9 +77,56 @@ void reduce_cuda_ladder(Strategy s, const Problem& p, Acc* d_out, Workspace& ws,
 template <class Acc>
 Acc copy_scalar_to_host(const Acc* d_value, stream_t stream);  // cudaMemcpyAsync + stream sync
 void check_workspace(const Workspace& ws, Backend b);
+
+// Generic reducers (reducer.hpp): the engines of generic.hpp / generic.cuh, compiled into the library
+// for is_compiled_reducer's pairs. `in`, `levels` and `out` have passed validate().
+template <class R, class T>
+void reducer_cpu(View<const T> in, Levels levels, typename R::value_type* out, std::int64_t out_size);
+template <class R, class T>
+void reducer_cuda(View<const T> in, Levels levels, typename R::value_type* d_out, std::int64_t out_size, Workspace& ws,
+                  stream_t stream);
+/// A full reduction's value, copied to the host (waits for `stream`).
+template <class R, class T>
+typename R::value_type reducer_cuda_to_host(View<const T> in, Workspace& ws, stream_t stream);
+/// Throws std::invalid_argument when a reducer that needs input (`name`: argmax, argmin) would
+/// reduce an empty set: some output and no element per output.
+void check_nonempty(const char* name, Extents e, Levels levels, std::int64_t out_size);
 }  // namespace detail
 
+/// A generic reducer (reducers.hpp: ArgMax<T>, ArgMin<T>, MinMax<T>, MeanVar) over `levels`: out has
+/// R::value_type elements, one per remaining position as for the operators above. CUDA: `out` in
+/// device memory, asynchronous on `stream`. Arg-reductions of an empty set throw std::invalid_argument.
+/// User reducers: reduce_custom_cpu (generic.hpp) and reduce_custom_cuda / reduce_custom (generic.cuh).
+template <class R, class T>
+  requires(Reducer<R> && is_compiled_reducer<R, T>)
+void reduce(Backend backend, View<const T> in, Levels levels, std::span<typename R::value_type> out, Workspace& ws,
+            stream_t stream = nullptr) {
+  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
+  detail::validate(p, out.data());
+  detail::check_workspace(ws, backend);
+  if constexpr (reducer_needs_input<R>()) detail::check_nonempty(R::name, in.ext, levels, p.out_size);
+  if (backend == Backend::cpu) detail::reducer_cpu<R, T>(in, levels, out.data(), p.out_size);
+  else detail::reducer_cuda<R, T>(in, levels, out.data(), p.out_size, ws, stream);
+}
+
+/// All three levels of `in` by a generic reducer, the value on the host (on CUDA: waits for `stream`).
+template <class R, class T>
+  requires(Reducer<R> && is_compiled_reducer<R, T>)
+typename R::value_type reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+  if (backend == Backend::cpu) {
+    typename R::value_type r = R::identity();
+    reduce<R, T>(backend, in, Levels::all(), std::span<typename R::value_type>(&r, 1), ws, stream);
+    return r;
+  }
+  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), 1};
+  detail::validate(p, &p);  // any non-null output: the scalar lives in the workspace
+  detail::check_workspace(ws, backend);
+  if constexpr (reducer_needs_input<R>()) detail::check_nonempty(R::name, in.ext, Levels::all(), 1);
+  return detail::reducer_cuda_to_host<R, T>(in, ws, stream);
+}
+
 template <class Op, class T, class Acc = T>
+  requires(!Reducer<Op>)
 void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
             stream_t stream = nullptr) {
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
@@ -108,6 +157,7 @@ void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Worksp
 /// Reduces all three levels and returns the scalar on the host. On CUDA this is the one explicit
 /// synchronisation: it waits for `stream`. The device-side scalar lives in the workspace.
 template <class Op, class T, class Acc = T>
+  requires(!Reducer<Op>)
 Acc reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
   if (backend == Backend::cpu) {
     Acc r{};

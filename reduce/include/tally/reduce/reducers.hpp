@@ -1,0 +1,172 @@
+#pragma once
+// The library's generic reducers (reducer.hpp): arg-max/arg-min with a 64-bit flat index, min and
+// max in one pass, and mean/variance by Welford/Chan. Compiled into tally::reduce for int32, int64,
+// float and double inputs (is_compiled_reducer); reduce<R>() in reduce.hpp runs them on either backend.
+//
+// Ties and NaN (ArgMax, ArgMin): the FIRST index wins. combine() compares indices, so it is
+// commutative and associative: any combination tree gives the same (value, index), and the CPU and
+// CUDA backends, every level set and launch shape return the same bits. Larger (ArgMin: smaller)
+// value wins; equal values (+0 and -0 are equal) -> smaller index; a NaN beats every number; two
+// NaNs -> smaller index. An arg-reduction of nothing is an error (std::invalid_argument).
+//
+// MinMax: both extremes in one read; NaN anywhere gives NaN in both (a canonical quiet NaN, so the
+// bits do not depend on which NaN was met first); -0 < +0 (IEEE 754-2019 minimum/maximum), so the
+// result is again a selection that no tree changes. Empty: (+inf, -inf) (integers: (max, lowest)).
+//
+// MeanVar: (count, mean, M2) in double, merged by Chan's pairwise formula (Welford's update is the
+// case of one element), so values near 1e8 with spread 1 keep their variance where the naive
+// sum-of-squares formula loses every digit. The merge order is fixed by the launch shape:
+// deterministic run to run (the bits may differ between backends, like a float sum's). Mean of
+// nothing is NaN (count 0); population variance of nothing and sample variance of fewer than two
+// values are NaN. A NaN input gives NaN; an infinite one gives Inf or NaN as the arithmetic does.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tally/reduce/ops.hpp"
+#include "tally/reduce/reducer.hpp"
+
+namespace tally::reduce {
+
+/// ValueIndex::index of an identity (no element): larger than every real index, so it never wins a tie.
+inline constexpr std::int64_t no_index = detail::numeric_limits<std::int64_t>::max();
+
+template <class T>
+struct ValueIndex {
+  T value;
+  std::int64_t index;  ///< flat index within the reduced axes (unflatten() gives coordinates)
+};
+
+template <class T>
+struct MinMaxPair {
+  T min;
+  T max;
+};
+
+enum class VarianceKind { population, sample };
+
+struct Moments {
+  double count;  ///< number of elements (exact below 2^53)
+  double mean;
+  double m2;     ///< sum of squared deviations from the mean
+  /// NaN for an empty set.
+  [[nodiscard]] TALLY_HD double mean_or_nan() const { return count > 0 ? mean : detail::numeric_limits<double>::quiet_NaN(); }
+  /// m2 / count (population) or m2 / (count - 1) (sample); NaN when that divides by zero or less.
+  [[nodiscard]] TALLY_HD double variance(VarianceKind kind = VarianceKind::population) const {
+    const double d = kind == VarianceKind::sample ? count - 1 : count;
+    return d > 0 ? m2 / d : detail::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+namespace detail {
+/// Whether a wins over b for an arg-reduction (Greater: ArgMax). A total order on (value, index).
+template <bool Greater, class T>
+TALLY_HD bool arg_wins(const ValueIndex<T>& a, const ValueIndex<T>& b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool an = is_nan(a.value), bn = is_nan(b.value);
+    if (an || bn) return an && (!bn || a.index < b.index);
+  }
+  if (Greater ? a.value > b.value : a.value < b.value) return true;
+  return a.value == b.value && a.index < b.index;
+}
+
+template <class T>
+TALLY_HD T lowest_or_neg_inf() {
+  if constexpr (std::is_floating_point_v<T>) return -numeric_limits<T>::infinity();
+  else return numeric_limits<T>::lowest();
+}
+template <class T>
+TALLY_HD T highest_or_inf() {
+  if constexpr (std::is_floating_point_v<T>) return numeric_limits<T>::infinity();
+  else return numeric_limits<T>::max();
+}
+
+/// max / min with NaN -> canonical NaN and -0 < +0: the result is one of a total order's elements.
+template <bool Greater, class T>
+TALLY_HD T select_total(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (is_nan(a) || is_nan(b)) return numeric_limits<T>::quiet_NaN();
+    if (a == b) {  // equal: only +0 and -0 differ; 1/x tells them apart (-inf for -0)
+      if (a != T(0)) return a;
+      const bool a_neg = T(1) / a < T(0);
+      return (Greater ? a_neg : !a_neg) ? b : a;
+    }
+  }
+  return (Greater ? a > b : a < b) ? a : b;
+}
+}  // namespace detail
+
+/// Largest value and the first index holding it (NaN: the first NaN).
+template <class T>
+struct ArgMax {
+  using value_type = ValueIndex<T>;
+  static constexpr const char* name = "argmax";
+  static constexpr bool needs_input = true;
+  TALLY_HD static value_type identity() { return {detail::lowest_or_neg_inf<T>(), no_index}; }
+  TALLY_HD static value_type load(T x, std::int64_t index) { return {x, index}; }
+  TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
+    return detail::arg_wins<true>(a, b) ? a : b;
+  }
+};
+
+/// Smallest value and the first index holding it (NaN: the first NaN).
+template <class T>
+struct ArgMin {
+  using value_type = ValueIndex<T>;
+  static constexpr const char* name = "argmin";
+  static constexpr bool needs_input = true;
+  TALLY_HD static value_type identity() { return {detail::highest_or_inf<T>(), no_index}; }
+  TALLY_HD static value_type load(T x, std::int64_t index) { return {x, index}; }
+  TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
+    return detail::arg_wins<false>(a, b) ? a : b;
+  }
+};
+
+/// Smallest and largest value in one pass.
+template <class T>
+struct MinMax {
+  using value_type = MinMaxPair<T>;
+  static constexpr const char* name = "minmax";
+  TALLY_HD static value_type identity() { return {detail::highest_or_inf<T>(), detail::lowest_or_neg_inf<T>()}; }
+  TALLY_HD static value_type load(T x) { return {x, x}; }
+  TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
+    return {detail::select_total<false>(a.min, b.min), detail::select_total<true>(a.max, b.max)};
+  }
+};
+
+/// Count, mean and M2 (Welford/Chan) in double, for any arithmetic input.
+struct MeanVar {
+  using value_type = Moments;
+  static constexpr const char* name = "meanvar";
+  TALLY_HD static value_type identity() { return {0.0, 0.0, 0.0}; }
+  template <class T>
+  TALLY_HD static value_type load(T x) { return {1.0, static_cast<double>(x), 0.0}; }
+  /// Chan et al.: n = na + nb, d = mean_b - mean_a, mean = mean_a + d nb/n, M2 = M2a + M2b + d^2 na nb/n.
+  /// Where both counts are known at compile time (a tree over loaded elements), nb/n is a constant:
+  /// the engine's batch trees cost no division.
+  TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
+    if (b.count == 0) return a;
+    if (a.count == 0) return b;
+    const double n = a.count + b.count;
+    const double d = b.mean - a.mean;
+    const double f = b.count / n;
+    return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.count * f};
+  }
+};
+
+/// The (reducer, input) pairs compiled into tally::reduce (both backends).
+template <class R, class T>
+inline constexpr bool is_compiled_reducer =
+    (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+     std::is_same_v<T, double>) &&
+    (std::is_same_v<R, ArgMax<T>> || std::is_same_v<R, ArgMin<T>> || std::is_same_v<R, MinMax<T>> ||
+     std::is_same_v<R, MeanVar>);
+
+}  // namespace tally::reduce
+
+/// X(R, T) for every compiled (reducer, input) pair.
+#define TALLY_REDUCERS_FOR_TYPE(X, T) \
+  X(::tally::reduce::ArgMax<T>, T) X(::tally::reduce::ArgMin<T>, T) X(::tally::reduce::MinMax<T>, T) X(::tally::reduce::MeanVar, T)
+#define TALLY_REDUCERS_FOR_EACH(X)                                                                    \
+  TALLY_REDUCERS_FOR_TYPE(X, std::int32_t) TALLY_REDUCERS_FOR_TYPE(X, std::int64_t) \
+  TALLY_REDUCERS_FOR_TYPE(X, float) TALLY_REDUCERS_FOR_TYPE(X, double)
