@@ -42,8 +42,8 @@ std::string device_str(int d);
 
 /// The (gang, worker, vector) view of x and its level set. `order` lists the caller's reduced axes
 /// of extent > 1 in the view's order (outermost first): the library numbers the reduced elements
-/// row-major in that order (the flat index of ArgMax), which differs from the caller's C order
-/// where the mapping sorted axes by stride (a transposed array).
+/// row-major in that order (ArgMax's flat index and first-index rule), which differs from the
+/// caller's C order where the mapping sorted axes by stride (a transposed array).
 struct Mapped {
   tr::Extents ext;
   std::int64_t stride_w = 0, stride_g = 0;

@@ -4,14 +4,18 @@ and the three apps' solvers as functions.
     import numpy as np, tally
     x = np.random.rand(64, 1024, 4096).astype(np.float32)
     s = tally.reduce(x, "sum", axis=2)          # float32 (64, 1024); max/min propagate NaN
+    i = tally.argmax(x, axis=2)                 # int64 (64, 1024): first index, first NaN wins
+    v, m = tally.var_mean(x, axis=(0, 1))       # one pass, Welford/Chan in float64
 
 Arrays: NumPy, PyTorch (CPU and CUDA), CuPy; other DLPack or CUDA-array-interface arrays (JAX,
 Numba, ...) go through CuPy or PyTorch without a copy. See tally.reduce for the details.
 """
 from . import _tally
 from ._reduce import LayoutError, reduce, OPS
+from ._reducers import aminmax, argmax, argmin, mean, var, var_mean
 
-__all__ = ["reduce", "LayoutError", "OPS", "cuda_built", "cuda_device_count", "heat2d", "matmul", "mcpi"]
+__all__ = ["reduce", "argmax", "argmin", "aminmax", "var_mean", "mean", "var", "LayoutError", "OPS", "cuda_built",
+           "cuda_device_count", "heat2d", "matmul", "mcpi"]
 
 cuda_built = _tally.cuda_built
 cuda_device_count = _tally.cuda_device_count

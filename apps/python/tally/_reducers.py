@@ -1,0 +1,180 @@
+"""tally.argmax, argmin, aminmax, var_mean, mean, var: the library's generic reducers (ArgMax, ArgMin,
+MinMax, MeanVar in tally/reduce/reducers.hpp) on the caller's arrays, in one pass over x.
+
+The library writes one struct per result (value and index, min and max, count/mean/M2) into a buffer
+of int64 words that the caller's array family allocates on x's device; the results handed back are
+views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, where a field needs
+finishing (a variance divided by its count, NaN where undefined), new arrays made by the family's
+own elementwise operations on the results only, on the call's stream.
+
+Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
+order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
+would sort them into memory order (e.g. a full reduction of a transposed array), the library's
+first-index rule would pick memory's first of equal values, not NumPy's: that layout raises
+LayoutError, and copy=True reduces a copy in x's order.
+"""
+from . import _tally
+from ._arrays import _DTYPES, _adapter_for, _axis_mask, _explicit_stream, _foreign
+
+LayoutError = _tally.LayoutError
+_CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUCERS' order
+assert tuple(_CODE_OF) == tuple(_tally.REDUCERS)
+_FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
+           for key, (words, fields) in _tally.REDUCER_FIELDS.items()}
+_ITEMSIZE = (4, 8, 4, 8)
+
+
+class _Call:
+    """One reducer call: x's adapter, the reduced axes, the stream, and the results as fields."""
+
+    def __init__(self, x, reducer, axis, stream, copy):
+        ad = _adapter_for(x)
+        if ad is None:
+            imported, self.back = _foreign(x)
+            ad = _adapter_for(imported)
+            x = imported
+        else:
+            self.back = None
+        self.ad, self.x, self.reducer = ad, x, reducer
+        code = ad.code(x)
+        if code < 0:
+            raise TypeError(f"x: unsupported dtype {x.dtype} (tally reduces int32, int64, float32, float64)")
+        self.code = code
+        shape = tuple(x.shape)
+        ndim = len(shape)
+        self.mask = mask = _axis_mask(axis, ndim)
+        dev = ad.device(x)
+        self.explicit = stream is not None
+        self.s = (ad.stream(x) if dev >= 0 else 0) if stream is None else _explicit_stream(stream, dev)
+        self.dev = dev
+        words, self.fields = _FIELDS[reducer, _DTYPES[code]]
+        kept = tuple(n for a, n in enumerate(shape) if not mask >> a & 1)
+        self.buf = ad.empty(kept + (words,), 1, x)
+        try:
+            self._launch(x, mask)
+        except LayoutError:
+            if not copy:
+                raise
+            # Kept axes first, reduced axes last (C order): two groups, numbered as NumPy numbers them.
+            perm = [a for a in range(ndim) if not mask >> a & 1] + [a for a in range(ndim) if mask >> a & 1]
+            nk = len(kept)
+            self._launch(ad.permuted_copy(x, perm), ((1 << ndim) - 1) ^ ((1 << nk) - 1))
+
+    def _launch(self, x, mask):
+        ad, rc = self.ad, _CODE_OF[self.reducer]
+        if ad.raw:
+            return _tally.reducer_raw(*ad.describe(x), *ad.describe(self.buf), ad.bytes_strides, rc, mask, self.s)
+        return _tally.reducer_nd(x, self.buf, rc, mask, self.s)
+
+    def field(self, name):
+        """A field of every result: a strided view of the buffer with the field's dtype."""
+        code, offset = self.fields[name]
+        return self.buf.view(self.ad.types[code])[..., offset // _ITEMSIZE[code]]
+
+    def stream_context(self):
+        """Where elementwise work on results runs: the call's stream when the caller named one (the
+        family's current stream otherwise, which is the call's)."""
+        return self.ad.on_stream(self.s, self.dev) if self.explicit and self.dev >= 0 else _NULL
+
+    def result(self, a):
+        return a if self.back is None else self.back(a)
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NULL = _Null()
+
+
+def _arg(reducer, x, axis, return_values, stream, copy):
+    call = _Call(x, reducer, axis, stream, copy)
+    index = call.result(call.field("index"))
+    if not return_values:
+        return index
+    return call.result(call.field("value")), index
+
+
+def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
+    """The index of the largest element of x over `axis`, as numpy.argmax / torch.argmax, in one pass.
+
+    x, stream, copy: as tally.reduce (any layout its strided view takes, no copy unless copy=True),
+       and the reduced axes must lie in memory in x's order (outer axes at larger strides), since
+       ties go to the first index in that order: a transposed view reduced over several axes raises
+       LayoutError unless copy=True. One reduced axis (numpy.argmax's axis=int) has any strides.
+    axis: None (the index into x's C-order flattening), an int, or a tuple of ints (the index into
+       the C-order flattening of the reduced axes, in x's axis order: numpy.unravel_index with
+       their extents gives the coordinates).
+    Returns an int64 array of x's family on x's device (shape: x's without the reduced axes), or
+    with return_values=True the pair (values, indices), as torch.max(x, dim) (values of x's dtype).
+    Ties: the first index wins. NaN: the first NaN wins (NumPy's and PyTorch's rule). The same
+    (value, index) on every backend, layout and launch shape. An empty reduced set raises
+    ValueError (there is no identity). The values (and the indices where no axis had to be
+    renumbered) are strided views of one buffer of (value, index) structs.
+    """
+    return _arg("argmax", x, axis, return_values, stream, copy)
+
+
+def argmin(x, axis=None, *, return_values=False, stream=None, copy=False):
+    """The index of the smallest element of x over `axis`: as tally.argmax (first index, first NaN)."""
+    return _arg("argmin", x, axis, return_values, stream, copy)
+
+
+def aminmax(x, axis=None, *, stream=None, copy=False):
+    """(min, max) of x over `axis` in one read of x, as torch.aminmax (axis: None, int or tuple).
+
+    NaN anywhere in a reduced set gives NaN in both; -0.0 < +0.0. An empty reduced set gives the
+    library's identities (+inf, -inf) (integers: (max, lowest) of the dtype), as tally.reduce's max
+    and min do. Both results are views of one buffer of (min, max) pairs, of x's dtype.
+    """
+    call = _Call(x, "minmax", axis, stream, copy)
+    return call.result(call.field("min")), call.result(call.field("max"))
+
+
+def _moments(x, axis, correction, stream, copy, want_var, want_mean):
+    try:
+        corr = int(correction)
+        ok = corr == correction and corr >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"correction: expected a non-negative integer (0: population, 1: sample), got {correction!r}")
+    call = _Call(x, "meanvar", axis, stream, copy)
+    ad = call.ad
+    out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
+    count = call.field("count")
+    res = []
+    with call.stream_context():
+        if want_var:
+            d = count - corr if corr else count
+            res.append(ad.cast(call.field("m2") / ad.nan_unless(d > 0, d), out))
+        if want_mean:
+            res.append(ad.cast(ad.nan_unless(count > 0, call.field("mean")), out))
+    res = [call.result(r) for r in res]
+    return tuple(res) if len(res) > 1 else res[0]
+
+
+def var_mean(x, axis=None, correction=0, *, stream=None, copy=False):
+    """(variance, mean) of x over `axis` in one pass, as torch.var_mean (axis: None, int or tuple).
+
+    correction: the divisor is count - correction: 0 the population variance (numpy.var's default,
+       ddof=0), 1 the sample variance (torch.var_mean's default is 1: pass it explicitly).
+    Welford/Chan in float64 for every input dtype (values near 1e8 with spread 1 keep their
+    variance); results float32 for float32 x, float64 otherwise. Deterministic run to run. Mean of
+    an empty set, and a variance whose divisor is <= 0, are NaN.
+    """
+    return _moments(x, axis, correction, stream, copy, True, True)
+
+
+def mean(x, axis=None, *, stream=None, copy=False):
+    """The mean of x over `axis` (var_mean's; NaN for an empty set)."""
+    return _moments(x, axis, 0, stream, copy, False, True)
+
+
+def var(x, axis=None, correction=0, *, stream=None, copy=False):
+    """The variance of x over `axis` (var_mean's; correction=0 population, 1 sample)."""
+    return _moments(x, axis, correction, stream, copy, True, False)
