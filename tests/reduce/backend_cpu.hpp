@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "custom_reducers.hpp"
+#include "tally/reduce/generic.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -25,6 +27,12 @@ struct CpuBackend {
   template <class T>
   static std::vector<T> download(const Buffer<T>& b) { return b; }
   static stream_t stream() { return nullptr; }
+  /// A user reducer through the header-only engine.
+  template <class R, class T>
+  static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
+                            reduce::Workspace&) {
+    reduce::reduce_custom_cpu<R, T>(in, levels, out);
+  }
 };
 
 }  // namespace tally::test

@@ -9,6 +9,7 @@
 using TestBackend = tally::test::CpuBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
+#include "reducer_checks.hpp"
 
 namespace tally::test::reduce_checks {
 

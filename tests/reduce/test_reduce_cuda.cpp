@@ -8,6 +8,7 @@
 
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
+#include "custom_reducers.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -31,6 +32,11 @@ struct CudaBackend {
   template <class T>
   static std::vector<T> download(const Buffer<T>& b) { return b.to_host(); }
   static stream_t stream() { return nullptr; }
+  template <class R, class T>
+  static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
+                            reduce::Workspace& ws) {
+    custom_reduce_cuda<R, T>(in, levels, out, ws);
+  }
 };
 
 }  // namespace tally::test
@@ -39,6 +45,7 @@ struct CudaBackend {
 using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
+#include "reducer_checks.hpp"
 
 namespace tally::test::reduce_checks {
 

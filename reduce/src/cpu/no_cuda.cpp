@@ -34,6 +34,14 @@ TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_NO_CUDA_EXACT)
 template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&, stream_t);
 template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&, stream_t);
+template <class R, class T>
+void reducer_cuda(View<const T>, Levels, typename R::value_type*, std::int64_t, Workspace&, stream_t) { no_cuda(); }
+template <class R, class T>
+typename R::value_type reducer_cuda_to_host(View<const T>, Workspace&, stream_t) { no_cuda(); }
+#define TALLY_INSTANTIATE_NO_CUDA_REDUCER(R, T)                                                                  \
+  template void reducer_cuda<R, T>(View<const T>, Levels, typename R::value_type*, std::int64_t, Workspace&, stream_t); \
+  template typename R::value_type reducer_cuda_to_host<R, T>(View<const T>, Workspace&, stream_t);
+TALLY_REDUCERS_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA_REDUCER)
 template std::int32_t copy_scalar_to_host<std::int32_t>(const std::int32_t*, stream_t);
 template std::int64_t copy_scalar_to_host<std::int64_t>(const std::int64_t*, stream_t);
 template float copy_scalar_to_host<float>(const float*, stream_t);

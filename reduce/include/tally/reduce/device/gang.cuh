@@ -47,9 +47,28 @@ struct GangStorage {
 };
 
 /// Load that bypasses the (non-coherent) L1, for partials written by other blocks of this launch.
+/// Any trivially copyable T (a generic reducer's value): 4-byte words where size and alignment allow.
 template <class T>
 __device__ __forceinline__ T load_coherent(const T* p) {
-  return *static_cast<const volatile T*>(p);
+  if constexpr (std::is_arithmetic_v<T>) {
+    return *static_cast<const volatile T*>(p);
+  } else {
+    static_assert(std::is_trivially_copyable_v<T>, "partials must be trivially copyable");
+    T r;
+    if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+      const volatile unsigned* src = reinterpret_cast<const volatile unsigned*>(p);
+      unsigned w[sizeof(T) / 4];
+#pragma unroll
+      for (std::size_t k = 0; k < sizeof(T) / 4; ++k) w[k] = src[k];
+      std::memcpy(&r, w, sizeof(T));
+    } else {
+      const volatile unsigned char* src = reinterpret_cast<const volatile unsigned char*>(p);
+      unsigned char b[sizeof(T)];
+      for (std::size_t k = 0; k < sizeof(T); ++k) b[k] = src[k];
+      std::memcpy(&r, b, sizeof(T));
+    }
+    return r;
+  }
 }
 
 /// The ticket: an atomic add with acquire-release semantics at device scope, by one thread. Its
@@ -77,8 +96,8 @@ __device__ __forceinline__ bool gang_arrive(unsigned int* d_ticket, unsigned int
 /// Element e of a segment's partials, combined over its `count` blocks in block order.
 template <class Op, class T>
 __device__ __forceinline__ T gang_combine(const T* d_partials, std::int64_t count, std::int64_t width, std::int64_t e) {
-  T acc = Op::template identity<T>();
-  for (std::int64_t b = 0; b < count; ++b) acc = Op::template combine<T>(acc, load_coherent(d_partials + b * width + e));
+  T acc = detail::op_identity<Op, T>();
+  for (std::int64_t b = 0; b < count; ++b) acc = detail::op_combine<Op, T>(acc, load_coherent(d_partials + b * width + e));
   return acc;
 }
 
@@ -96,9 +115,9 @@ __device__ __forceinline__ bool gang_reduce(T x, T* d_partials, unsigned int* d_
   if (block_thread_rank() == 0) d_partials[block] = block_value;
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), tmp.last)) return false;
   // Each thread folds a fixed strided subset of the partials, then a fixed tree: deterministic.
-  T acc = Op::template identity<T>();
+  T acc = detail::op_identity<Op, T>();
   for (std::int64_t b = block_thread_rank(); b < nblocks; b += block_size())
-    acc = Op::template combine<T>(acc, load_coherent(d_partials + b));
+    acc = detail::op_combine<Op, T>(acc, load_coherent(d_partials + b));
   acc = block_reduce<Op>(acc, tmp.block);
   if (block_thread_rank() == 0) result = acc;
   return true;
@@ -152,7 +171,7 @@ TALLY_HD T select_value(select_key_t<T> k) {
 /// What the cell must hold before the first launch (the last block re-arms it to this).
 template <class Op, class T>
 TALLY_HD select_key_t<T> select_identity_key() {
-  return select_key<Op, T>(Op::template identity<T>());
+  return select_key<Op, T>(detail::op_identity<Op, T>());
 }
 
 /// Scalar max or min across the grid, one launch: each block's value is joined into `d_cell` by an

@@ -5,12 +5,19 @@
 #include <cstdint>
 
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/reducer.hpp"
 
 namespace tally::reduce::device {
 
 /// V consecutive T loaded as one aligned vector (V * sizeof(T) of 4, 8 or 16 bytes).
 template <class T, int V>
 struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+/// V elements of any type, loaded one by one (for element types whose size is not a power of two).
+template <class T, int V>
+struct Pack {
   T v[V];
 };
 
@@ -36,6 +43,34 @@ __device__ __forceinline__ Acc fold(Acc acc, const Vec<T, V>& x) {
 #pragma unroll
     for (int k = 0; k + w < V; k += 2 * w) t[k] = Op::template combine<Acc>(t[k], t[k + w]);
   return Op::template combine<Acc>(acc, t[0]);
+}
+
+/// t[0] = t[0] + t[1] + ... + t[N-1] as a fixed pairwise tree (N a power of two) under R::combine.
+template <class R, int N, class Val>
+__device__ __forceinline__ void tree_combine(Val (&t)[N]) {
+  static_assert((N & (N - 1)) == 0, "tree_combine: N must be a power of two");
+#pragma unroll
+  for (int w = 1; w < N; w *= 2)
+#pragma unroll
+    for (int k = 0; k + w < N; k += 2 * w) t[k] = R::combine(t[k], t[k + w]);
+}
+
+/// Generic reducers (reducer.hpp): U vectors of V elements, element k of vector u having flat index
+/// index[u] + k, loaded with R::load and combined as ONE fixed pairwise tree that is joined to acc
+/// last. The tree is off acc's dependency chain, and where the loaded values' parts are constants
+/// (MeanVar's count of 1) the compiler folds them through the tree: MeanVar divides once per batch.
+/// Pack: anything with an array member v[V] (Vec<T, V>, or a Pack<T, V> for types that no vector
+/// load fits).
+template <class R, int V, int U, class Pack>
+__device__ __forceinline__ typename R::value_type fold_batch(typename R::value_type acc, const Pack (&x)[U],
+                                                             const std::int64_t (&index)[U]) {
+  typename R::value_type t[U * V];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int k = 0; k < V; ++k) t[u * V + k] = reducer_load<R>(x[u].v[k], index[u] + k);
+  tree_combine<R>(t);
+  return R::combine(acc, t[0]);
 }
 
 /// Whether p is aligned for loads of V elements.

@@ -31,8 +31,8 @@ __device__ __forceinline__ T block_reduce(T x, BlockReduceStorage<T>& tmp) {
   if (nwarps == 1) return x;  // a single warp: no shared memory, no barrier
   if (lane == 0) tmp.warp_values[warp] = x;
   __syncthreads();
-  T r = Op::template identity<T>();
-  if (warp == 0) r = warp_reduce<Op>(lane < nwarps ? tmp.warp_values[lane] : Op::template identity<T>());
+  T r = detail::op_identity<Op, T>();
+  if (warp == 0) r = warp_reduce<Op>(lane < nwarps ? tmp.warp_values[lane] : detail::op_identity<Op, T>());
   __syncthreads();  // the storage is free again
   return r;
 }
@@ -46,7 +46,7 @@ __device__ __forceinline__ T worker_reduce(T x, T* smem) {
   smem[threadIdx.y * blockDim.x + threadIdx.x] = x;
   __syncthreads();
   if (threadIdx.y == 0) {
-    for (unsigned y = 1; y < blockDim.y; ++y) x = Op::template combine<T>(x, smem[y * blockDim.x + threadIdx.x]);
+    for (unsigned y = 1; y < blockDim.y; ++y) x = detail::op_combine<Op, T>(x, smem[y * blockDim.x + threadIdx.x]);
   }
   __syncthreads();
   return x;
