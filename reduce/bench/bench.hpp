@@ -65,6 +65,20 @@ std::string size_name(std::int64_t n);
 Report run_cuda(const Options& o);
 Report run_cpu(const Options& o);
 
+// ---- --suite segments (bench_segments.cu, bench_segments_cpu.cpp) ------------------------------------
+
+/// A segment-length mix of the segments suite, over n elements in all.
+struct SegmentCase {
+  std::string name;
+  std::int64_t uniform = 0;  ///< segments of this length (n a multiple of it); 0: the mix below
+  bool power_law = false;    ///< lengths with P(L > x) ~ x^-1.2 (1 <= L <= n/4); else 10^5 of length 1, then one of the rest
+};
+std::vector<SegmentCase> segment_cases(std::int64_t n);
+/// The case's n_seg + 1 offsets (0 .. n), from `seed`.
+std::vector<std::int64_t> segment_offsets(const SegmentCase& c, std::int64_t n, std::uint64_t seed);
+Report run_segments_cuda(const Options& o);
+Report run_segments_cpu(const Options& o);
+
 // ---- --suite ranks (bench_ranks.cpp) ---------------------------------------------------------------
 
 /// Element i of the ranks suite's global input: in (-1, 1), never 0 (an odd multiple of 2^-23), from

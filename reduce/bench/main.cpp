@@ -80,8 +80,8 @@ int run(int argc, char** argv, Comm& comm) {
   bool bench_flag = false;
   app.add_option("--suite", o.suite,
                  "Which table: all, sweep, ladder, levels, shapes, openacc, exact; or ranks (under mpiexec: the full "
-                 "sum split over the ranks, not part of all)")
-      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks"}))
+                 "sum split over the ranks, not part of all); or segments (segmented sums of 2^28 floats, not part of all)")
+      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks", "segments"}))
       ->capture_default_str();
   app.add_flag("--quick", o.quick, "Small sizes, a few seconds (works on the CPU backend)");
   app.add_flag("--bench", bench_flag, "The full table (the default; accepted for scripts/gpu-check.sh)");
@@ -132,8 +132,10 @@ int run(int argc, char** argv, Comm& comm) {
   } else if (backend == Backend::cuda) {
 #ifdef TALLY_HAS_CUDA
     dev = query_device(common.device);
-    rep = run_cuda(o);
+    rep = o.suite == "segments" ? run_segments_cuda(o) : run_cuda(o);
 #endif
+  } else if (o.suite == "segments") {
+    rep = run_segments_cpu(o);
   } else {
     rep = run_cpu(o);
   }
@@ -169,7 +171,7 @@ int run(int argc, char** argv, Comm& comm) {
   bool mismatch = false;
   for (const std::string& l : rep.summary) mismatch = mismatch || l.rfind("| MISMATCH", 0) == 0;
   if (mismatch) {
-    std::fprintf(stderr, "reduce-bench: results disagree (MISMATCH lines above: production vs CUB, or the exact sum on CUDA vs CPU); no file written\n");
+    std::fprintf(stderr, "reduce-bench: results disagree (MISMATCH lines above: production vs CUB, the exact sum on CUDA vs CPU, or a segmented sum vs CUB or its rerun); no file written\n");
     return exit_failure;
   }
   file.commit();

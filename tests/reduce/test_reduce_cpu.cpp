@@ -10,6 +10,7 @@ using TestBackend = tally::test::CpuBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
 #include "reducer_checks.hpp"
+#include "segmented_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
@@ -201,3 +202,26 @@ TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounde
 }
 
 }  // namespace tally::test::exact_checks
+
+namespace tally::test::segmented_checks {
+
+TEST_CASE("cpu: segmented reductions are bitwise the same for 1, 2 and 3 threads", "[reduce][segmented][determinism]") {
+  Workspace ws(Backend::cpu);
+  std::uint64_t salt = 25000;
+  for (int mix = 0; mix < kMixes; ++mix) {
+    salt += 2;
+    const Problem<Sum, float, float> p(mix_lengths(mix, salt), 0, salt + 1, false);
+    std::vector<float> one;
+    {
+      reduce_checks::Threads t(1);
+      one = run_segments<CpuBackend, Sum, float, float, int64_t>(ws, p);
+    }
+    for (int threads : {2, 3}) {
+      reduce_checks::Threads t(threads);
+      INFO(mix_name(mix) << ", 1 vs " << threads << " threads");
+      CHECK(bitwise_equal(one, run_segments<CpuBackend, Sum, float, float, int64_t>(ws, p)));
+    }
+  }
+}
+
+}  // namespace tally::test::segmented_checks

@@ -46,6 +46,7 @@ using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
 #include "exact_checks.hpp"
 #include "reducer_checks.hpp"
+#include "segmented_checks.hpp"
 
 namespace tally::test::reduce_checks {
 

@@ -4,6 +4,7 @@
 #include "instantiate.hpp"
 #include "tally/reduce/exact.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/reduce/segmented.hpp"
 
 namespace tally::reduce::detail {
 
@@ -19,6 +20,10 @@ template <class Op, class T, class Acc>
 void reduce_cuda_ladder(Strategy, const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
 template <class Acc>
 Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
+template <class Op, class T, class Acc, class Off>
+void segmented_cuda(const T*, std::int64_t, const Off*, std::int64_t, Acc*, Workspace&, stream_t) { no_cuda(); }
+template <class Off>
+void check_offsets_cuda(const Off*, std::int64_t, std::int64_t, Workspace&, stream_t) { no_cuda(); }
 template <class T, class Out>
 void exact_cuda(const Problem&, Out*, Workspace&, stream_t) { no_cuda(); }
 template <class T, class Out>
@@ -28,6 +33,14 @@ void exact_round_cuda(const exact::Accumulator<T>*, Out*, std::int64_t, Workspac
   template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
   template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
+#define TALLY_INSTANTIATE_NO_CUDA_SEG(Op, T, Acc)                                                                             \
+  template void segmented_cuda<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*, \
+                                                         Workspace&, stream_t);                                           \
+  template void segmented_cuda<Op, T, Acc, std::int64_t>(const T*, std::int64_t, const std::int64_t*, std::int64_t, Acc*, \
+                                                         Workspace&, stream_t);
+TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA_SEG)
+template void check_offsets_cuda<std::int32_t>(const std::int32_t*, std::int64_t, std::int64_t, Workspace&, stream_t);
+template void check_offsets_cuda<std::int64_t>(const std::int64_t*, std::int64_t, std::int64_t, Workspace&, stream_t);
 #define TALLY_INSTANTIATE_NO_CUDA_EXACT(Op, T, Out)                              \
   template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t); \
   template void exact_round_cuda<T, Out>(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t);

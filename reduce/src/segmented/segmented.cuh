@@ -1,0 +1,177 @@
+#pragma once
+// Segmented reductions on CUDA: segments given by CSR offsets, balanced however uneven their lengths.
+//
+// Each segment's class, and with it its combination order, is a function of its length L alone:
+//   * short  (L <= kThreadMax):            one thread, element order (device::thread_segment_reduce);
+//   * medium (kThreadMax < L <= kWarpMax): one warp, lanes strided, the xor tree (warp_segment_reduce);
+//   * long   (L > kWarpMax):               chunks of kChunk elements (chunk k = [k kChunk, (k+1) kChunk)
+//     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
+//     order by the last chunk to finish (a ticket per segment, gang_arrive).
+// Three launches:
+//   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
+//      reduces its short segment, then the warp reduces the tile's medium segments one after the
+//      other; lane 0 writes the tile's count of long chunks. A tile's serial work is at most
+//      32 kWarpMax elements, so no warp is left with much more than its share.
+//   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
+//   3. long_kernel: a persistent grid, block b taking chunks b, b + grid, ...; chunk c's tile by a
+//      binary search of the scan, its segment by a warp scan of the tile's 32 chunk counts.
+// Nothing depends on the grid size or the order in which blocks run: bitwise reproducible.
+
+#include <cub/device/device_scan.cuh>
+
+#include "../cuda/kernels.cuh"
+#include "tally/reduce/device/segment.cuh"
+#include "tally/reduce/segmented.hpp"
+
+namespace tally::reduce::detail::cuda::seg {
+
+inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many elements
+inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
+inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
+inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
+
+TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
+
+template <class Op, class T, class Acc, class Off>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                 int* __restrict__ tile_chunks) {
+  enter_after_predecessor();
+  const int lane = static_cast<int>(threadIdx.x) % device::warp_size;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kBlock / device::warp_size);
+  const std::int64_t tiles = (n_seg + kTile - 1) / kTile;
+  for (std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size; tile < tiles;
+       tile += warps) {  // warp-uniform
+    const std::int64_t s = tile * kTile + lane;
+    std::int64_t b = 0, len = 0;
+    if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
+    if (s < n_seg && len <= kThreadMax) out[s] = device::thread_segment_reduce<Op, Acc>(in, n, b, b + len);
+    for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
+      const int src = __ffs(static_cast<int>(mid)) - 1;
+      const std::int64_t sb = __shfl_sync(0xffffffffu, b, src), sl = __shfl_sync(0xffffffffu, len, src);
+      const Acc r = device::warp_segment_reduce<Op, Acc>(in + sb, sl);
+      if (lane == 0) out[tile * kTile + src] = r;
+    }
+    const int chunks = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len)));
+    if (lane == 0) tile_chunks[tile] = chunks;
+  }
+}
+
+/// Where a long chunk lies (found by the block's first warp, read by all).
+struct ChunkSlot {
+  std::int64_t seg, begin, len, k, count, first;  ///< segment, its extent, chunk index, its chunk count, its first chunk's number
+};
+
+template <class Op, class T, class Acc, class Off>
+__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+    long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                const int* __restrict__ prefix, std::int64_t tiles, std::int64_t max_chunks, Acc* __restrict__ partials,
+                unsigned int* __restrict__ tickets) {
+  enter_after_predecessor();
+  __shared__ device::BlockReduceStorage<Acc> tmp;
+  __shared__ ChunkSlot slot;
+  __shared__ bool last;
+  // The inclusive scan's last value is the total; at most max_chunks, the bound the partials and
+  // tickets were sized for, which only offsets that break the rules (SegmentCheck::trusted) could pass.
+  const std::int64_t total = min(static_cast<std::int64_t>(prefix[tiles - 1]), max_chunks);
+  for (std::int64_t c = blockIdx.x; c < total; c += gridDim.x) {
+    if (threadIdx.x < device::warp_size) {
+      std::int64_t lo = 0, hi = tiles - 1;  // the first tile whose inclusive count exceeds c
+      while (lo < hi) {
+        const std::int64_t m = (lo + hi) / 2;
+        if (prefix[m] > c) hi = m;
+        else lo = m + 1;
+      }
+      const std::int64_t before = lo > 0 ? prefix[lo - 1] : 0;
+      const int lane = static_cast<int>(threadIdx.x);
+      const std::int64_t s = lo * kTile + lane;
+      std::int64_t b = 0, len = 0;
+      if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
+      const auto count = static_cast<int>(chunks_of(len));
+      int incl = count;
+      for (int d = 1; d < device::warp_size; d *= 2) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += y;
+      }
+      const std::int64_t r = c - before;
+      if (count > 0 && r >= incl - count && r < incl) slot = ChunkSlot{s, b, len, r - (incl - count), count, before + incl - count};
+    }
+    __syncthreads();
+    const ChunkSlot my = slot;
+    if (my.first + my.count > max_chunks) {  // only from offsets that break the rules: nothing written
+      __syncthreads();
+      continue;
+    }
+    const std::int64_t c0 = my.k * kChunk, c1 = min(my.len, c0 + kChunk);
+    Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
+    if (my.count == 1) {
+      if (threadIdx.x == 0) out[my.seg] = v;
+    } else {
+      if (threadIdx.x == 0) partials[c] = v;
+      if (device::gang_arrive(tickets + my.first, static_cast<unsigned int>(my.count), last)) {
+        // The segment's partials in chunk order: strided over the threads, then the block tree.
+        v = detail::op_identity<Op, Acc>();
+        for (std::int64_t k = threadIdx.x; k < my.count; k += kBlock)
+          v = detail::op_combine<Op, Acc>(v, device::load_coherent(partials + my.first + k));
+        v = device::block_reduce<Op>(v, tmp);
+        if (threadIdx.x == 0) out[my.seg] = v;
+      }
+    }
+    __syncthreads();  // slot and tmp are reused
+  }
+}
+
+template <class Off>
+__global__ void __launch_bounds__(kBlock) check_kernel(const Off* __restrict__ off, std::int64_t n_seg, std::int64_t n,
+                                                      unsigned long long* __restrict__ first_bad) {
+  enter_after_predecessor();
+  for (std::int64_t i = device::global_thread_id(); i <= n_seg; i += device::grid_stride()) {
+    const std::int64_t a = off[i];
+    const bool bad = (i == 0 && a < 0) || (i < n_seg && a > static_cast<std::int64_t>(off[i + 1])) || (i == n_seg && a > n);
+    if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  }
+}
+
+inline std::size_t round256(std::size_t b) { return (b + 255) / 256 * 256; }
+
+template <class Op, class T, class Acc, class Off>
+void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64_t n_seg, Acc* out, Workspace& ws,
+                         stream_t stream) {
+  const Tuning& tune = ws.tuning();
+  const std::int64_t tiles = ceil_div(n_seg, kTile);
+  const std::int64_t max_chunks = n / kChunk + std::min(n_seg, n / (kWarpMax + 1));
+  int* const no_ints = nullptr;
+  std::size_t scan_bytes = 0;
+  TALLY_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, no_ints, no_ints, tiles, stream));
+  const std::size_t prefix_bytes = round256(static_cast<std::size_t>(tiles) * sizeof(int));
+  const std::size_t temp_at = prefix_bytes, part_at = temp_at + round256(scan_bytes);
+  ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(std::max<std::int64_t>(max_chunks, 1)), stream);
+  auto* const base = static_cast<unsigned char*>(ws.scratch());
+  int* const prefix = reinterpret_cast<int*>(base);
+  const std::int64_t short_grid = std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1, fill_blocks(tune) * 4);
+  launch(short_kernel<Op, T, Acc, Off>, short_grid, kBlock, tune, stream, in, n, off, n_seg, out, prefix);
+  if (max_chunks == 0) return;  // no segment can be long
+  TALLY_CUDA_TRY(cub::DeviceScan::InclusiveSum(base + temp_at, scan_bytes, prefix, prefix, tiles, stream));
+  const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
+  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, prefix, tiles, max_chunks,
+         reinterpret_cast<Acc*>(base + part_at), ws.ticket_array());
+}
+
+template <class Off>
+void check_offsets_cuda_impl(const Off* d_off, std::int64_t n_seg, std::int64_t n, Workspace& ws, stream_t stream) {
+  auto* const slot = static_cast<unsigned long long*>(ws.result_slot());
+  TALLY_CUDA_TRY(cudaMemsetAsync(slot, 0xFF, sizeof(unsigned long long), stream));
+  const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(n_seg + 1, kBlock), 1, fill_blocks(ws.tuning()) * 4);
+  launch(check_kernel<Off>, grid, kBlock, ws.tuning(), stream, d_off, n_seg, n, slot);
+  unsigned long long first = 0;
+  TALLY_CUDA_TRY(cudaMemcpyAsync(&first, slot, sizeof first, cudaMemcpyDeviceToHost, stream));
+  TALLY_CUDA_TRY(cudaStreamSynchronize(stream));
+  if (first == ~0ull) return;
+  const auto i = static_cast<std::int64_t>(first);
+  Off pair[2] = {0, 0};
+  TALLY_CUDA_TRY(cudaMemcpyAsync(pair, d_off + i, sizeof(Off) * (i < n_seg ? 2 : 1), cudaMemcpyDeviceToHost, stream));
+  TALLY_CUDA_TRY(cudaStreamSynchronize(stream));
+  throw_bad_offsets<Off>(i, pair[0], pair[1], n_seg, n);
+}
+
+}  // namespace tally::reduce::detail::cuda::seg
