@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver.hpp"
+#include "exact.hpp"
 #include "matmul.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
@@ -115,6 +117,20 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
   return r;
 }
 
+/// --exact: C must be the correctly rounded product (ref.c) bit for bit, every element.
+template <class T>
+Measured judge_exact(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s) {
+  Measured r = judge<T>(std::move(name), t, c, ref, s);
+  r.tolerance = 0;
+  r.mismatches = 0;
+  for (std::size_t e = 0; e < c.size(); ++e) {
+    const T want = static_cast<T>(ref.c[e]);  // a T value held in a double: exact
+    if (std::memcmp(&c[e], &want, sizeof(T)) != 0 && !(std::isnan(c[e]) && std::isnan(want))) ++r.mismatches;
+  }
+  r.passed = r.mismatches == 0;
+  return r;
+}
+
 }  // namespace
 
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
@@ -139,6 +155,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   };
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
+  engine->set_exact(o.exact);
   if (comm.size() > 1)
     engine->set_combine([&comm, c_memory](std::span<T> c, stream_t stream) {
       comm.allreduce<reduce::Sum, T>(std::span<const T>(c.data(), c.size()), c, c_memory, stream);
@@ -159,7 +176,8 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   Reference ref;
   {
     ScopedTimer t(cs.timings, "reference_s");
-    ref = engine->reference();  // this rank's slab, in double-double, rounded to double
+    // --exact: the correctly rounded C (exact dot products on the CPU; one rank, see run()).
+    ref = o.exact ? exact_reference<T>(engine->a(), engine->b(), local) : engine->reference();  // else this rank's slab, double-double
     // The slabs' references and |A||B| summed in rank order in double: each slab's rounding is at
     // most u |A_r||B_r| and each of the size - 1 additions at most u |A||B| (u = 2^-53), so the
     // job's reference is within size * u * |A||B| of the exact product: against the tolerance
@@ -199,7 +217,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     HostTimer wall;
     const double t = engine->run(l, o.warmup, o.repeats);
     auto c = engine->c();
-    Measured m = judge<T>(to_string(l), job_seconds(t), c, ref, s);
+    Measured m = o.exact ? judge_exact<T>(to_string(l), job_seconds(t), c, ref, s) : judge<T>(to_string(l), job_seconds(t), c, ref, s);
     if (c_vendor) m.diff_cublas = relative_error<T>(c, *c_vendor), m.pct_vendor = 100.0 * cs.vendor->time_s / m.time_s;
     if (c_eigen) m.diff_eigen = relative_error<T>(c, *c_eigen);
     cs.levels.push_back(m);
@@ -256,6 +274,7 @@ static void write_measured(h5::Location g, const Measured& m, bool full) {
     g.attr("pct_cublas", m.pct_vendor);
     g.attr("tolerance", m.tolerance);
   }
+  if (m.mismatches >= 0) g.attr("exact_mismatches", m.mismatches);
   g.attr("passed", m.passed);
 }
 
@@ -304,6 +323,7 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
   f.attr("b", o.b_path.empty() ? std::string("generated") : o.b_path);
   f.attr("tolerance", tolerance<T>(s.k));
   f.attr("split_k", o.split_k);
+  f.attr("exact", o.exact ? 1 : 0);
   if (cs.bandwidth_gbs) f.attr("copy_bandwidth_gbs", *cs.bandwidth_gbs);
   write_case(f, cs);
   if (o.write_c) f.write<T>("C", c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});
@@ -344,11 +364,14 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
     if (s.tall_skinny()) perf += fmt(", %.0f GB/s read", best->gbps);
     std::printf("matmul: C = A B, %s %s on %s%s, %zu level(s)%s: %s (max rel. err %.1e vs tolerance %.1e of |A||B|); best %s %s -> %s\n",
                 s.str().c_str(), cs.precision.c_str(), reduce::to_string(backend).c_str(), ranks_summary(rr).c_str(), levels.size(), extra.c_str(),
-                ok ? "all within tolerance" : "CHECK FAILED", worst_err, tolerance<T>(s.k), best->name.c_str(), perf.c_str(),
+                ok ? (o.exact ? "levels bitwise the correctly rounded C, others within tolerance" : "all within tolerance") : "CHECK FAILED", worst_err, tolerance<T>(s.k), best->name.c_str(), perf.c_str(),
                 o.common.out.c_str());
     if (!ok) {
       for (const auto& m : cs.levels)
-        if (!m.passed) std::fprintf(stderr, "matmul: level %s: rel. error %.3e > tolerance %.3e\n", m.name.c_str(), m.rel_error, m.tolerance);
+        if (!m.passed && m.mismatches > 0)
+          std::fprintf(stderr, "matmul: level %s: %lld of %lld elements differ from the correctly rounded C (--exact)\n", m.name.c_str(),
+                       static_cast<long long>(m.mismatches), static_cast<long long>(s.m * s.n));
+        else if (!m.passed) std::fprintf(stderr, "matmul: level %s: rel. error %.3e > tolerance %.3e\n", m.name.c_str(), m.rel_error, m.tolerance);
       if (cs.vendor && !cs.vendor->passed) std::fprintf(stderr, "matmul: cuBLAS: rel. error %.3e > tolerance\n", cs.vendor->rel_error);
       if (cs.eigen && !cs.eigen->passed) std::fprintf(stderr, "matmul: Eigen: rel. error %.3e > tolerance\n", cs.eigen->rel_error);
     }
@@ -394,6 +417,8 @@ int run(int argc, char** argv, reduce::Comm& comm) {
                   cli::in_range(0, 65535))
       ->capture_default_str();
   app.add_flag("--no-eigen", o.no_eigen, "Skip the Eigen comparison on the CPU");
+  app.add_flag("--exact", o.exact,
+               "Exact dot products: every level gives the correctly rounded C, checked bit for bit against exact dot products on the CPU (one rank)");
   app.add_flag("--bench", o.bench, "Run the benchmark table (square, rectangular and tall-skinny shapes; float and double unless --precision is given)");
   if (auto code = cli::parse(app, argc, argv, comm.is_root())) return *code;  // the same on every rank: rank 0 prints
 
@@ -414,6 +439,9 @@ int run(int argc, char** argv, reduce::Comm& comm) {
     }
     levels = resolve_levels(o.levels);
     s = resolve_shape(o, app);
+    if (o.exact && o.bench) throw InputError("--exact: not with --bench (run single shapes with --exact)");
+    if (o.exact && comm.size() > 1)
+      throw InputError("--exact: runs on one rank (got " + std::to_string(comm.size()) + "): ranks would add rounded partial Cs");
     if (!o.bench && s.k < comm.size())
       throw InputError("--k: K = " + std::to_string(s.k) + " is split across " + std::to_string(comm.size()) +
                        " ranks, but every rank needs at least one column of A (one row of B): use at most " +

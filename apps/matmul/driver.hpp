@@ -26,6 +26,7 @@ struct Options {
   std::vector<std::string> levels{"all"};
   std::string a_path, b_path;
   bool write_c = false, bench = false, no_eigen = false;
+  bool exact = false;  ///< --exact: every level the correctly rounded C, checked bit for bit (exact.hpp)
   int repeats = 5, warmup = 1;
   std::int64_t split_k = 0;
 };
@@ -36,6 +37,7 @@ struct Measured {  // one level, cuBLAS or Eigen on one case
   double gflops = 0, gbps = 0, pct_vendor = std::numeric_limits<double>::quiet_NaN(), rel_error = 0, tolerance = 0;
   /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
   double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t mismatches = -1;  ///< --exact: elements whose bits differ from the correctly rounded C (-1: not compared)
   bool passed = false;
 };
 

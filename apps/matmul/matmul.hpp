@@ -120,6 +120,9 @@ class Engine {
   [[nodiscard]] virtual Reference reference() = 0;
   /// The vendor library (cuBLAS without TF32) on this backend, median seconds; nullopt on the CPU.
   virtual std::optional<double> run_vendor(int warmup, int repeats) = 0;
+  /// Exact mode (matmul --exact, exact.hpp): every level computes each element's exact dot product
+  /// rounded once (the vendor library stays ordinary).
+  virtual void set_exact(bool on) = 0;
   /// Number of K splits of the gang level (0: chosen from the device and the shape).
   virtual void set_split_k(std::int64_t splits) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.

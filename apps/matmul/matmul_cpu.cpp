@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "exact.hpp"
 #include "matmul.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
@@ -180,7 +181,8 @@ class CpuEngine final : public Engine<T> {
     for (int r = 0; r < warmup + repeats; ++r) {
       std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
       HostTimer t;
-      cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+      if (exact_) exact_cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+      else cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
       if (combine_) combine_(c_, nullptr);
       if (r >= warmup) times.push_back(t.seconds());
     }
@@ -194,11 +196,13 @@ class CpuEngine final : public Engine<T> {
   std::optional<double> run_vendor(int, int) override { return std::nullopt; }
   std::optional<double> copy_bandwidth_gbs() override { return std::nullopt; }
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+  void set_exact(bool on) override { exact_ = on; }
   Shape shape() const override { return s_; }
 
  private:
   Shape s_;
   std::int64_t split_k_ = 0;
+  bool exact_ = false;
   std::vector<T> a_, b_, c_;
   typename Engine<T>::Combine combine_;
 };

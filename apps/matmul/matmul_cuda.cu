@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exact.hpp"
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
@@ -153,6 +154,10 @@ class CudaEngine final : public Engine<T> {
   }
 
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+  void set_exact(bool on) override {
+    if (on && !exact_) exact_ = std::make_unique<ExactCuda>();
+    if (!on) exact_.reset();
+  }
 
   std::optional<double> copy_bandwidth_gbs() override {
     std::size_t free_b = 0, total_b = 0;
@@ -308,6 +313,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   void launch(Level level) {
+    if (exact_) return exact_->multiply<T>(level, a_.data(), b_.data(), c_.data(), s_, stream_, prop_.multiProcessorCount);
     const idx mn = s_.m * s_.n;
     switch (level) {
       case Level::vector:
@@ -349,6 +355,7 @@ class CudaEngine final : public Engine<T> {
 
   Shape s_;
   idx split_k_ = 0;
+  std::unique_ptr<ExactCuda> exact_;  // set: matmul --exact
   typename Engine<T>::Combine combine_;
   cudaDeviceProp prop_{};
   cudaStream_t stream_{};

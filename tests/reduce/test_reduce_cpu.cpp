@@ -11,6 +11,7 @@ using TestBackend = tally::test::CpuBackend;
 #include "exact_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
+#include "dot_checks.hpp"
 
 namespace tally::test::reduce_checks {
 

@@ -3,6 +3,7 @@
 
 #include "instantiate.hpp"
 #include "tally/reduce/exact.hpp"
+#include "tally/reduce/dot.hpp"
 #include "tally/reduce/reduce.hpp"
 #include "tally/reduce/segmented.hpp"
 
@@ -28,6 +29,11 @@ template <class T, class Out>
 void exact_cuda(const Problem&, Out*, Workspace&, stream_t) { no_cuda(); }
 template <class T, class Out>
 void exact_round_cuda(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t) { no_cuda(); }
+template <class T, class Out>
+void exact_dot_cuda(const T*, const T*, std::int64_t, Out*, Workspace&, stream_t) { no_cuda(); }
+template void exact_dot_cuda<float, float>(const float*, const float*, std::int64_t, float*, Workspace&, stream_t);
+template void exact_dot_cuda<float, double>(const float*, const float*, std::int64_t, double*, Workspace&, stream_t);
+template void exact_dot_cuda<double, double>(const double*, const double*, std::int64_t, double*, Workspace&, stream_t);
 
 #define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
   template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \

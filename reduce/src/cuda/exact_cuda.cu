@@ -84,25 +84,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   }
 }
 
-/// A superaccumulator in the thread's own (local) memory, cleared on first use.
-template <class T>
-struct LocalSink {
-  ExactAcc<T> acc;
-  bool used = false;
-  __device__ void touch() {
-    if (!used) acc.clear(), used = true;
-  }
-  __device__ void add(double r) { touch(), acc.add(r); }
-  __device__ void special(double x) { touch(), acc.special(x); }
-};
-
 template <class T, class Out>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     exact_thread_kernel(Plan p, const T* __restrict__ in, Out* __restrict__ out) {
   enter_after_predecessor();
   for (std::int64_t o = device::global_thread_id(); o < p.n_out; o += device::grid_stride()) {
     exact::Filter f;
-    LocalSink<T> sink;
+    device::LocalSink<T> sink;
     if (p.kind == Plan::Kind::inner) {
       const T* base = in + out_offset(p, o);
       for (std::int64_t q = 0; q < p.rows; ++q) {

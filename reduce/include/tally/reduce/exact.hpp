@@ -57,6 +57,15 @@ template <> struct Range<double> { static constexpr int emin = -1074, limbs = 67
 /// Products of two floats (the exact dot product): each is exact in a double (48 significant bits).
 struct FloatProducts {};
 template <> struct Range<FloatProducts> { static constexpr int emin = -298, limbs = 21; };  // 2^-298 .. 2^374
+/// Products of two doubles: a * b = p + e exactly (FMA splitting), both multiples of 2^-2148, and
+/// |a b| < 2^2048; a product outside a double's safe range is split on scaled significands instead.
+struct DoubleProducts {};
+template <> struct Range<DoubleProducts> { static constexpr int emin = -2148, limbs = 134; };  // 2^-2148 .. 2^2140
+/// The accumulator's tag for dot products of T.
+template <class T> struct ProductsOf;
+template <> struct ProductsOf<float> { using type = FloatProducts; };
+template <> struct ProductsOf<double> { using type = DoubleProducts; };
+template <class T> using products_of = typename ProductsOf<T>::type;
 
 inline constexpr int limb_bits = 32;
 /// |hi| must stay below this (2^1021) so that no intermediate of TwoSum can overflow.
@@ -84,10 +93,11 @@ TALLY_HD std::uint64_t bits_of(double x) {
   return u;
 }
 
-/// The three 32-bit chunks of a finite double x that is a multiple of 2^emin, and the index of the
-/// lowest: x = sign * (c0 + c1 2^32 + c2 2^64) 2^(emin + 32 i). Returns false for x == 0.
+/// The three 32-bit chunks of x 2^scale (x a finite double; x 2^scale a multiple of 2^emin), and
+/// the index of the lowest: x 2^scale = sign * (c0 + c1 2^32 + c2 2^64) 2^(emin + 32 i). Returns
+/// false for x == 0. `scale` is non-zero only for the double products' scaled pieces.
 template <int emin>
-TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg) {
+TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg, int scale = 0) {
   const std::uint64_t u = bits_of(x);
   neg = (u >> 63) != 0;
   int e = static_cast<int>((u >> 52) & 0x7ff);
@@ -98,7 +108,7 @@ TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg) {
   } else {
     m |= std::uint64_t{1} << 52;
   }
-  int p = e - 1075 - emin;  // x = m 2^(e - 1075): m's lowest bit sits p bits above 2^emin
+  int p = e - 1075 - emin + scale;  // x 2^scale = m 2^(e - 1075 + scale): m's lowest bit sits p bits above 2^emin
   if constexpr (emin > -1074) {
     if (p < 0) m >>= -p, p = 0;  // only zero bits go: x is a multiple of 2^emin
   }
@@ -111,10 +121,42 @@ TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg) {
   return true;
 }
 
+/// The exact product a b of two finite doubles as pieces (p + e) 2^scale: p = RN(ma mb), e = the FMA's
+/// exact error, on the significands ma, mb in [1, 2) (subnormals normalised), so that nothing
+/// overflows or underflows whatever the exponents. Calls piece(p, scale) and piece(e, scale) (e != 0).
+template <class Piece>
+TALLY_HD void product_pieces(double a, double b, Piece&& piece) {
+  const auto unpack = [](double x, int& ex) {  // x = m 2^ex, 1 <= |m| < 2
+    std::uint64_t u = bits_of(x);
+    ex = static_cast<int>((u >> 52) & 0x7ff);
+    if (ex == 0) {  // subnormal: scale up by 2^64 first (exact)
+      const double y = x * 18446744073709551616.0;
+      u = bits_of(y);
+      ex = static_cast<int>((u >> 52) & 0x7ff) - 64;
+    }
+    ex -= 1023;
+    u = (u & ~(std::uint64_t{0x7ff} << 52)) | (std::uint64_t{1023} << 52);
+    double m;
+    std::memcpy(&m, &u, sizeof m);
+    return m;
+  };
+  int ea, eb;
+  const double ma = unpack(a, ea), mb = unpack(b, eb);
+  const double p = ma * mb;
+#if defined(__CUDA_ARCH__)
+  const double e = ::fma(ma, mb, -p);
+#else
+  const double e = __builtin_fma(ma, mb, -p);
+#endif
+  piece(p, ea + eb);
+  if (e != 0) piece(e, ea + eb);
+}
+
 template <class T>
 struct Accumulator {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, FloatProducts>,
-                "exact::Accumulator: float or double inputs, or products of floats");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, FloatProducts> ||
+                    std::is_same_v<T, DoubleProducts>,
+                "exact::Accumulator: float or double inputs, or products of floats or doubles");
   static constexpr int limbs = Range<T>::limbs, emin = Range<T>::emin;
   static constexpr int nan_word = limbs, pos_inf_word = limbs + 1, neg_inf_word = limbs + 2, nonneg_word = limbs + 3,
                        seen_word = limbs + 4;
@@ -127,11 +169,11 @@ struct Accumulator {
     for (int k = 0; k < words; ++k) w[k] = 0;
   }
   /// Adds a finite double that is a multiple of 2^emin (every input, every TwoSum error is).
-  TALLY_HD void add(double x) {
+  TALLY_HD void add(double x, int scale = 0) {
     int i;
     std::uint64_t c[3];
     bool neg;
-    if (!split<emin>(x, i, c, neg)) return;
+    if (!split<emin>(x, i, c, neg, scale)) return;
     for (int k = 0; k < 3; ++k) {
       const auto v = static_cast<std::int64_t>(c[k]);
       w[i + k] += neg ? -v : v;
@@ -143,6 +185,14 @@ struct Accumulator {
     else if (x > 1.7976931348623157e308) ++w[pos_inf_word];
     else if (x < -1.7976931348623157e308) ++w[neg_inf_word];
     else add(x);
+    ++w[nonneg_word];
+  }
+  /// A product of two doubles that the filter cannot take exactly (non-finite, or beyond a double's
+  /// safe range): NaN and Inf as IEEE multiplies (Inf * 0 is NaN), finite ones exactly, by pieces.
+  /// (Only Accumulator<DoubleProducts> has the range for every piece.)
+  TALLY_HD void product(double a, double b) {
+    if (!(abs(a) <= 1.7976931348623157e308) || !(abs(b) <= 1.7976931348623157e308)) return special(a * b);
+    product_pieces(a, b, [this](double x, int scale) { add(x, scale); });
     ++w[nonneg_word];
   }
   TALLY_HD void merge(const Accumulator& o) {
@@ -197,6 +247,29 @@ struct Filter {
     const double e2 = (lo_big ? e1 : lo) - (t - (lo_big ? lo : e1));
     lo = t;
     if (e2 != 0) sink.add(e2);
+  }
+  /// Adds the exact product a b (floats: exact in a double; doubles: p = a b and e = fma(a, b, -p),
+  /// p + e exact while p is inside [2^-968, 2^1000], else sink.product(a, b) takes it by pieces).
+  template <class Sink>
+  TALLY_HD void add_product(float a, float b, Sink& sink) {
+    add(static_cast<double>(a) * static_cast<double>(b), sink);
+  }
+  template <class Sink>
+  TALLY_HD void add_product(double a, double b, Sink& sink) {
+    const double p = a * b, ap = abs(p);
+    if (ap >= 0x1p-968 && ap <= 0x1p1000) {  // both pieces exact doubles, far from overflow
+#if defined(__CUDA_ARCH__)
+      const double e = ::fma(a, b, -p);
+#else
+      const double e = __builtin_fma(a, b, -p);
+#endif
+      add(p, sink);
+      if (e != 0) add(e, sink);  // e = +0 would turn an all -0 sum into +0
+    } else if (p == 0 && (a == 0 || b == 0) && abs(a) <= 1.7976931348623157e308 && abs(b) <= 1.7976931348623157e308) {
+      add(p, sink);  // an exact (signed) zero
+    } else {
+      sink.product(a, b);
+    }
   }
   /// Whether every input so far was -0 (and none was special).
   [[nodiscard]] TALLY_HD bool all_negative_zero() const { return hi == 0 && bits_of(hi) != 0 && lo == 0; }
@@ -287,24 +360,35 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   return neg ? -o : o;
 }
 
-/// The result of a filter that took at least one input and its accumulator. When the filter never flushed (`flushed` false; the
-/// common case for short segments) one rounding of hi + lo is already correct and the accumulator
-/// is not touched; otherwise the filter is flushed into `acc` and `acc` is rounded.
+/// One rounding of the exact value hi + lo (not both zero) to Out, into `out`; false where that
+/// cannot be decided from hi and lo alone (a float midpoint, below).
+template <class Out>
+TALLY_HD bool round_pair(double hi, double lo, Out& out) {
+  const double r = hi + lo;
+  if constexpr (std::is_same_v<Out, double>) {
+    out = r;  // one rounding of the exact hi + lo
+    return true;
+  } else {
+    // (float) r rounds twice; that differs from one rounding only where r is a float midpoint,
+    // which needs a non-zero tail (hi + lo != r) and r not a float.
+    const double b = r - hi;
+    const double tail = (hi - (r - b)) + (lo - b);  // TwoSum: exact
+    out = static_cast<float>(r);
+    return tail == 0 || static_cast<double>(out) == r;
+  }
+}
+
+/// The result of a filter that took at least one input and its accumulator. When the filter never
+/// flushed (`flushed` false; the common case for short segments) one rounding of hi + lo is
+/// correct unless round_pair cannot decide, and the accumulator is not touched; otherwise the
+/// filter is flushed into `acc` and `acc` is rounded.
 template <class T, class Out>
 TALLY_HD Out finish(Filter& f, Accumulator<T>& acc, bool flushed) {
   if (!flushed) {
     if (f.hi == 0 && f.lo == 0) return f.all_negative_zero() ? Out(-0.0) : Out(0.0);
-    const double r = f.hi + f.lo;
-    if constexpr (std::is_same_v<Out, double>) {
-      return r;  // one rounding of the exact hi + lo
-    } else {
-      // (float) r rounds twice; that differs from one rounding only where r is a float midpoint,
-      // which needs a non-zero tail (hi + lo != r) and r not a float. Then the accumulator decides.
-      const double b = r - f.hi;
-      const double tail = (f.hi - (r - b)) + (f.lo - b);  // TwoSum: exact
-      if (tail == 0 || static_cast<double>(static_cast<float>(r)) == r) return static_cast<float>(r);
-      acc.clear();
-    }
+    Out r;
+    if (round_pair(f.hi, f.lo, r)) return r;
+    acc.clear();
   }
   f.flush_into(acc);
   return acc.template round<Out>();
@@ -333,26 +417,28 @@ TALLY_HD Out result_of(Filter& f, Accumulator<T>& acc, bool used) {
   }
 }
 
-/// The exact dot product of the float vectors a and b (n elements, host memory), rounded once to Out
-/// (float or double): every product is exact in a double and goes through the same filter. The
-/// sequential form of the building block; kernels use device::ExactThread<FloatProducts>::add_product.
-template <class Out>
-Out dot(const float* a, const float* b, std::int64_t n) {
+/// The exact dot product of a and b (n elements of float or double, host memory), rounded once to
+/// Out (float or double): the sequential form of the building block (the host API is
+/// reduce::exact_dot, dot.hpp; kernels use device::ExactThread<products_of<T>>::add_product).
+template <class Out, class T>
+Out dot(const T* a, const T* b, std::int64_t n) {
+  using P = products_of<T>;
   struct Sink {
-    Accumulator<FloatProducts> acc;
+    Accumulator<P> acc;
     bool used = false;
     std::int64_t adds = 0;
     void touch() {
       if (!used) acc.clear(), used = true;
-      if (++adds == (std::int64_t{1} << 30)) acc.normalize(), adds = 0;
+      if (++adds == (std::int64_t{1} << 28)) acc.normalize(), adds = 0;
     }
     void add(double r) { touch(), acc.add(r); }
     void special(double x) { touch(), acc.special(x); }
+    void product(double x, double y) { touch(), acc.product(x, y); }
   } sink;
   if (n <= 0) return Out(0);  // the empty sum
   Filter f;
-  for (std::int64_t i = 0; i < n; ++i) f.add(static_cast<double>(a[i]) * static_cast<double>(b[i]), sink);
-  return finish<FloatProducts, Out>(f, sink.acc, sink.used);
+  for (std::int64_t i = 0; i < n; ++i) f.add_product(a[i], b[i], sink);
+  return finish<P, Out>(f, sink.acc, sink.used);
 }
 
 }  // namespace exact

@@ -18,8 +18,9 @@
 // (the last block re-arms it). One block may take at most 2^29 inputs between two exact_* calls:
 // its shared limbs have 31 bits of carry headroom. exact_block_sum() is the block-only form.
 //
-// Exact dot products of floats: ExactThread<exact::FloatProducts> and t.add_product(a[i], b[i]) (each
-// product is exact in a double), then exact_gang_sum / exact_block_sum as above.
+// Exact dot products: ExactThread<exact::products_of<U>> (U = float or double) and
+// t.add_product(a[i], b[i]) (exact: a double holds a float product; a double product is p + e by
+// FMA splitting), then exact_gang_sum / exact_block_sum as above.
 
 #include <cstdint>
 #include <type_traits>
@@ -30,10 +31,17 @@
 
 namespace tally::reduce::device {
 
-/// Shared memory of the exact blocks: the block's superaccumulator and the ticket's flag.
+/// Threads of the last block that merge the blocks' accumulators (groups of `words` threads).
+inline constexpr int kExactMergeThreads = 256;
+
+/// Shared memory of the exact blocks: the block's superaccumulator, the last block's merge groups'
+/// sums and the ticket's flag.
 template <class T>
 struct ExactStorage {
+  static constexpr int W = exact::Accumulator<T>::words;
+  static constexpr int groups = kExactMergeThreads / W > 1 ? kExactMergeThreads / W : 1;
   exact::Accumulator<T> acc;
+  std::int64_t part[groups > 1 ? groups - 1 : 1][W];
   bool last;
 };
 
@@ -50,11 +58,11 @@ struct SharedSink {
   __device__ __forceinline__ void word_add(int k, std::int64_t v) {
     atomicAdd(reinterpret_cast<unsigned long long*>(&acc->w[k]), static_cast<unsigned long long>(v));
   }
-  __device__ __forceinline__ void add(double r) {
+  __device__ __forceinline__ void add(double r, int scale = 0) {
     int i;
     std::uint64_t c[3];
     bool neg;
-    if (!exact::split<exact::Accumulator<T>::emin>(r, i, c, neg)) return;
+    if (!exact::split<exact::Accumulator<T>::emin>(r, i, c, neg, scale)) return;
 #pragma unroll
     for (int k = 0; k < 3; ++k)
       if (c[k] != 0) word_add(i + k, neg ? -static_cast<std::int64_t>(c[k]) : static_cast<std::int64_t>(c[k]));
@@ -67,6 +75,26 @@ struct SharedSink {
     else add(x);
     word_add(A::nonneg_word, 1);
   }
+  /// A double product the filter cannot take (exact::Accumulator::product's rules).
+  __device__ __noinline__ void product(double a, double b) {
+    if (!(exact::abs(a) <= 1.7976931348623157e308) || !(exact::abs(b) <= 1.7976931348623157e308)) return special(a * b);
+    exact::product_pieces(a, b, [this](double x, int scale) { add(x, scale); });
+    word_add(exact::Accumulator<T>::nonneg_word, 1);
+  }
+};
+
+/// A superaccumulator in the thread's own (local) memory, cleared on first use: the sink of a
+/// filter that sums a whole output alone (a thread per output).
+template <class T>
+struct LocalSink {
+  exact::Accumulator<T> acc;
+  bool used = false;
+  __device__ void touch() {
+    if (!used) acc.clear(), used = true;
+  }
+  __device__ void add(double r) { touch(), acc.add(r); }
+  __device__ void special(double x) { touch(), acc.special(x); }
+  __device__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
 
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
@@ -81,10 +109,11 @@ struct ExactThread {
     __syncthreads();
   }
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
-  /// The exact dot product's step (T = exact::FloatProducts): a * b is exact in a double.
-  __device__ __forceinline__ void add_product(float a, float b) {
-    static_assert(std::is_same_v<T, exact::FloatProducts>, "add_product: ExactThread<exact::FloatProducts>");
-    f.add(static_cast<double>(a) * static_cast<double>(b), sink), seen = true;
+  /// The exact dot product's step (T = exact::products_of<U>): a * b exactly (exact::Filter::add_product).
+  template <class U>
+  __device__ __forceinline__ void add_product(U a, U b) {
+    static_assert(std::is_same_v<T, exact::products_of<U>>, "add_product: ExactThread<exact::products_of<U>>");
+    f.add_product(a, b, sink), seen = true;
   }
 };
 
@@ -134,12 +163,64 @@ __device__ __forceinline__ void exact_block_carry(exact::Accumulator<T>& acc) {
   __syncthreads();
 }
 
-/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= limbs.
+/// The exact sum held in `acc` rounded to Out, in lane 0 of the calling warp (all 32 lanes call).
+/// The fast path: every limb is an exact double (|limb| < 2^53, its scale in range), the warp adds
+/// them in a shuffle tree of filters, and when no residual is left (the sum fits in hi + lo: the
+/// common case) one rounding of hi + lo is the answer. Anything else (a wide or zero sum, NaN, Inf)
+/// goes to the serial exact::Accumulator::round() in lane 0: the same bits either way.
+template <class Out, class T>
+__device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc) {
+  using A = exact::Accumulator<T>;
+  struct Flag {  // a filter's sink that only notes that something was left over
+    bool hit = false;
+    __device__ void add(double) { hit = true; }
+    __device__ void special(double) { hit = true; }
+  } flag;
+  const unsigned lane = block_thread_rank() & (warp_size - 1);
+  exact::Filter f;
+  for (int k = static_cast<int>(lane); k < A::limbs; k += warp_size) {
+    const std::int64_t v = acc.w[k];
+    const int scale = exact::limb_bits * k + A::emin;
+    if (v == 0) continue;
+    if (v >= (std::int64_t{1} << 53) || v <= -(std::int64_t{1} << 53) || scale < -1074) flag.hit = true;
+    else f.add(::ldexp(static_cast<double>(v), scale), flag);  // exact; Inf beyond range: special
+  }
+#pragma unroll
+  for (int off = warp_size / 2; off > 0; off /= 2) {
+    const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
+    if (lane < static_cast<unsigned>(off)) {
+      if (oh != 0) f.add(oh, flag);
+      if (ol != 0) f.add(ol, flag);
+    }
+  }
+  const bool slow = __any_sync(0xffffffffu, flag.hit);
+  Out r{};
+  if (lane == 0) {
+    const bool special = acc.w[A::nan_word] != 0 || acc.w[A::pos_inf_word] != 0 || acc.w[A::neg_inf_word] != 0;
+    if (slow || special || (f.hi == 0 && f.lo == 0) || !exact::round_pair(f.hi, f.lo, r)) r = acc.template round<Out>();
+  }
+  return r;
+}
+
+/// `acc` as the output Out: rounded by warp 0 (exact_warp_round), or for Out = exact::Accumulator<T>
+/// normalised by thread 0. Warp 0 calls; the result is in thread 0.
+template <class Out, class T>
+__device__ __forceinline__ Out exact_output(exact::Accumulator<T>& acc) {
+  if constexpr (std::is_same_v<Out, exact::Accumulator<T>>) {
+    Out r{};
+    if (block_thread_rank() == 0) r = exact::result_of<Out>(acc);
+    return r;
+  } else {
+    return exact_warp_round<Out>(acc);
+  }
+}
+
+/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
   exact_block_flush(t);
   Out r{};
-  if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
+  if (block_thread_rank() < warp_size) r = exact_output<Out>(s.acc);
   return r;
 }
 
@@ -152,24 +233,40 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
                                                std::int64_t block = block_rank()) {
   constexpr int W = exact::Accumulator<T>::words;
   exact_block_flush(t);
+  const int k = static_cast<int>(block_thread_rank());
   if (nblocks == 1) {
-    if (block_thread_rank() == 0) result = exact::result_of<Out>(s.acc);
+    if (k < warp_size) {
+      const Out r = exact_output<Out>(s.acc);
+      if (k == 0) result = r;
+    }
     return true;
   }
   exact_block_carry(s.acc);
-  const int k = block_thread_rank();
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
-  // Word k of every block's accumulator: integer adds, so the order does not matter. (Spreading the
-  // loads over the whole block with shared atomics measured slower on an H100: 2^16 floats 7.6 us
-  // against 6.3, 2^20 doubles 37.7 against 18.5.)
-  if (k < W) {
-    std::int64_t sum = 0;
-    for (std::int64_t b = 0; b < nblocks; ++b) sum += load_coherent(&d_partials[b].w[k]);
-    s.acc.w[k] = sum;
+  // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
+  // of W threads, group g adding blocks g, g + groups, ... with two independent L2 loads in flight
+  // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
+  // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads.)
+  const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
+  const int g = k / W, kk = k - g * W;
+  if (g < groups) {
+    std::int64_t s0 = 0, s1 = 0;
+    std::int64_t b = g;
+    for (; b + groups < nblocks; b += 2 * groups)
+      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]);
+    if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
+    if (g > 0) s.part[g - 1][kk] = s0 + s1;
+    else s.acc.w[kk] = s0 + s1;
   }
   __syncthreads();
-  if (k == 0) result = exact::result_of<Out>(s.acc);
+  if (k < W)
+    for (int h = 1; h < groups; ++h) s.acc.w[k] += s.part[h - 1][k];
+  __syncthreads();
+  if (k < warp_size) {
+    const Out r = exact_output<Out>(s.acc);
+    if (k == 0) result = r;
+  }
   return true;
 }
 
