@@ -18,6 +18,7 @@ class LayoutError : public std::invalid_argument {
 
 void bind_reduce(nanobind::module_& m);
 void bind_reducers(nanobind::module_& m);
+void bind_segments(nanobind::module_& m);
 void bind_solvers(nanobind::module_& m);
 
 }  // namespace tally::python

@@ -18,5 +18,6 @@ NB_MODULE(_tally, m) {
   });
   tally::python::bind_reduce(m);
   tally::python::bind_reducers(m);
+  tally::python::bind_segments(m);
   tally::python::bind_solvers(m);
 }

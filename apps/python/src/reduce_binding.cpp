@@ -1,9 +1,8 @@
 // tally.reduce's compiled half: an array described by (pointer, dtype, device, shape, strides) is
 // mapped onto the library's (gang, worker, vector) strided view and reduced in place through the
 // public C++ API (tally/reduce/reduce.hpp). The Python half (tally/_reduce.py) speaks the frameworks.
-
 // The mapping onto the view, the checks and the workspaces are shared with the reducers (arrays.hpp).
-#include "arrays.hpp"
+#include "ops.hpp"
 
 #include <algorithm>
 #include <span>
@@ -17,40 +16,11 @@ namespace nb = nanobind;
 namespace tally::python {
 namespace {
 
-enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, exact_sum, n_ops };
-constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "exact_sum"};
-
 template <class Op, class T, class Acc>
 void launch(const Desc& x, const Mapped& m, Desc& out, std::uintptr_t stream) {
   const auto in = tr::View<const T>::strided(static_cast<const T*>(x.data), m.ext, m.stride_w, m.stride_g);
   const std::span<Acc> o(static_cast<Acc*>(out.data), static_cast<std::size_t>(out.size()));
   on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<Op, T, Acc>(b, in, m.levels, o, ws, s); });
-}
-
-template <class Op>
-void dispatch_types(const Desc& x, const Mapped& m, Desc& out, std::uintptr_t stream, int op) {
-  const auto bad = [&]() {
-    throw nb::type_error(("out/acc_dtype: " + std::string(dtype_names[out.dtype]) + " is not an accumulator of op='" +
-                          op_names[op] + "' for x of dtype " + dtype_names[x.dtype] +
-                          " (same type; int32 -> int64, float32 -> float64; bit and logical ops need integers)")
-                             .c_str());
-  };
-  const auto go = [&]<class T, class Acc>() {
-    // Bit and logical ops are compiled with Acc == T only (reduce/src/instantiate.hpp), although
-    // is_supported also admits int32 -> int64 for them.
-    if constexpr (tr::is_supported<Op, T, Acc> && (!tr::is_bitwise_op<Op> || std::is_same_v<T, Acc>))
-      launch<Op, T, Acc>(x, m, out, stream);
-    else bad();
-  };
-  switch (x.dtype * 4 + out.dtype) {
-    case i32 * 4 + i32: return go.template operator()<std::int32_t, std::int32_t>();
-    case i32 * 4 + i64: return go.template operator()<std::int32_t, std::int64_t>();
-    case i64 * 4 + i64: return go.template operator()<std::int64_t, std::int64_t>();
-    case f32 * 4 + f32: return go.template operator()<float, float>();
-    case f32 * 4 + f64: return go.template operator()<float, double>();
-    case f64 * 4 + f64: return go.template operator()<double, double>();
-    default: bad();
-  }
 }
 
 void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op);
@@ -74,19 +44,7 @@ void run(const Desc& x, Desc& out, int op, std::uint64_t mask, std::uintptr_t st
 }
 
 void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op) {
-  switch (op) {
-    case sum: return dispatch_types<tr::Sum>(xx, m, out, stream, op);
-    case prod: return dispatch_types<tr::Prod>(xx, m, out, stream, op);
-    case max: return dispatch_types<tr::Max>(xx, m, out, stream, op);
-    case min: return dispatch_types<tr::Min>(xx, m, out, stream, op);
-    case band: return dispatch_types<tr::BitAnd>(xx, m, out, stream, op);
-    case bor: return dispatch_types<tr::BitOr>(xx, m, out, stream, op);
-    case bxor: return dispatch_types<tr::BitXor>(xx, m, out, stream, op);
-    case land: return dispatch_types<tr::LogicalAnd>(xx, m, out, stream, op);
-    case lor: return dispatch_types<tr::LogicalOr>(xx, m, out, stream, op);
-    case exact_sum: return dispatch_types<tr::ExactSum>(xx, m, out, stream, op);
-    default: break;
-  }
+  with_op_types(op, xx.dtype, out.dtype, [&]<class Op, class T, class Acc>() { launch<Op, T, Acc>(xx, m, out, stream); });
 }
 
 }  // namespace

@@ -13,8 +13,9 @@ Numba, ...) go through CuPy or PyTorch without a copy. See tally.reduce for the 
 from . import _tally
 from ._reduce import LayoutError, reduce, OPS
 from ._reducers import aminmax, argmax, argmin, mean, var, var_mean
+from ._segments import exact_dot, segment_reduce
 
-__all__ = ["reduce", "argmax", "argmin", "aminmax", "var_mean", "mean", "var", "LayoutError", "OPS", "cuda_built",
+__all__ = ["reduce", "argmax", "argmin", "aminmax", "var_mean", "mean", "var", "segment_reduce", "exact_dot", "LayoutError", "OPS", "cuda_built",
            "cuda_device_count", "heat2d", "matmul", "mcpi"]
 
 cuda_built = _tally.cuda_built
