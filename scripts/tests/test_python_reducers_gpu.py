@@ -1,0 +1,130 @@
+"""tally.argmax/argmin, aminmax, var_mean, segment_reduce and exact_dot on the GPU from PyTorch and
+CuPy: against the frameworks, zero copy, the stream semantics, the same bits as the CPU where the
+library promises them. Skipped (with the reason) without a GPU or a CUDA build."""
+import numpy as np
+import pytest
+
+from test_python_reduce_gpu import AXES3, SEED, cupy, torch  # noqa: F401 (the fixtures)
+
+
+def dims_of(axis):
+    return tuple(range(3)) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_torch_arg_against_torch(tally, torch, dtype):
+    dt = getattr(torch, dtype)
+    x = torch.randint(-3, 3, (5, 70, 300), device="cuda").to(dt)  # many ties: the first index wins
+    for axis in (None, 0, 1, 2):
+        for which in ("argmax", "argmin"):
+            got = getattr(tally, which)(x, axis=axis)
+            want = getattr(torch, which)(x, dim=axis)
+            assert got.dtype == torch.int64 and got.device == x.device and torch.equal(got, want), (which, axis)
+        values, index = tally.argmax(x, axis=2, return_values=True)
+        ref = torch.max(x, dim=2)
+        assert torch.equal(values, ref.values) and torch.equal(index, ref.indices)
+
+
+def test_torch_arg_nan_first_and_same_as_cpu(tally, torch):
+    x = torch.randn(8, 64, 1000, device="cuda")
+    x[3, 5, 7] = float("nan")
+    x[3, 9, 2] = float("nan")
+    x[7, 0, 999] = float("nan")
+    for axis in AXES3:
+        for which in ("argmax", "argmin"):
+            v, i = getattr(tally, which)(x, axis=axis, return_values=True)
+            vc, ic = getattr(tally, which)(x.cpu(), axis=axis, return_values=True)
+            assert torch.equal(i.cpu(), ic), (which, axis)  # a selection: the same on both backends
+            assert v.cpu().numpy().tobytes() == vc.numpy().tobytes()
+    assert tally.argmax(x).item() == torch.argmax(x).item()  # PyTorch: the first NaN too
+
+
+def test_torch_aminmax_and_var_mean(tally, torch):
+    x = torch.randn(6, 50, 400, device="cuda", dtype=torch.float64) + 1e3
+    for axis in AXES3:
+        dims = dims_of(axis)
+        lo, hi = tally.aminmax(x, axis=axis)
+        assert torch.equal(lo, torch.amin(x, dim=dims)) and torch.equal(hi, torch.amax(x, dim=dims))
+        lc, hc = tally.aminmax(x.cpu(), axis=axis)
+        assert torch.equal(lo.cpu(), lc) and torch.equal(hi.cpu(), hc)
+        for correction in (0, 1):
+            v, m = tally.var_mean(x, axis=axis, correction=correction)
+            wv, wm = torch.var_mean(x, dim=dims, correction=correction)
+            n = x.numel() // wm.numel()
+            eps = torch.finfo(torch.float64).eps
+            scale = (x * x).mean(dim=dims)
+            assert ((m - wm).abs() <= 4 * n * eps * scale.sqrt()).all(), axis
+            assert ((v - wv).abs() <= 4 * n * eps * scale).all(), axis
+    x32 = torch.randn(4, 8, 4096, device="cuda")
+    v, m = tally.var_mean(x32, axis=2, correction=1)
+    wv, wm = torch.var_mean(x32.double(), dim=2, correction=1)
+    assert v.dtype == torch.float32 and torch.allclose(v.double(), wv, rtol=2e-7, atol=0)
+    assert torch.allclose(m.double(), wm, rtol=0, atol=2e-7 * float(x32.abs().max()))
+
+
+def test_torch_zero_copy_and_explicit_stream(tally, torch):
+    base = torch.randn(16, 64, 1024, device="cuda")
+    x = base[2:, ::2, 8:1000]
+    tally.argmax(x, axis=2)
+    assert tally._tally._last_input_pointer() == x.data_ptr()
+    y = torch.ones(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        y.fill_(3.0)
+        y[12345] = 5.0
+    # Not current, yet ordered after the fill; the variance's division runs on side as well.
+    v, m = tally.var_mean(y, stream=side)
+    i = tally.argmax(y, stream=side)
+    side.synchronize()
+    n = y.numel()
+    assert i.item() == 12345
+    assert abs(m.item() - (3.0 * (n - 1) + 5.0) / n) <= 1e-6
+    assert abs(v.item() - ((n - 1) * (3.0 - m.item()) ** 2 + (5.0 - m.item()) ** 2) / n) <= 1e-6
+
+
+def test_torch_segments_and_exact_dot(tally, torch):
+    g = np.random.default_rng(SEED)
+    n = 1 << 20
+    x = torch.randn(n, device="cuda")
+    cuts = np.sort(g.integers(0, n + 1, 999))
+    offsets = torch.tensor(np.concatenate(([0], cuts, [n])), device="cuda")
+    for op in ("sum", "max", "min"):
+        got = tally.segment_reduce(x, offsets, op)
+        ref = tally.segment_reduce(x.cpu(), offsets.cpu(), op)
+        if op == "sum":
+            assert torch.allclose(got.cpu(), ref, rtol=1e-4, atol=1e-3)
+        else:  # max and min: the same bits on both backends
+            assert torch.equal(got.cpu(), ref)
+    fixed = tally.segment_reduce(x, segment_size=1024, op="max")
+    assert torch.equal(fixed, x.view(-1, 1024).amax(dim=1))
+    out = torch.full((3,), 7.0, device="cuda")
+    with pytest.raises(ValueError, match=r"^offsets: offsets\[1\] = 50 > offsets\[2\] = 40"):
+        tally.segment_reduce(x, torch.tensor([0, 50, 40, 100], device="cuda"), out=out)
+    assert (out == 7.0).all()
+    with pytest.raises(ValueError, match=r"^offsets: on cpu, x on cuda:0"):
+        tally.segment_reduce(x, torch.tensor([0, 50, 60, 100]), out=out)
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    d = tally.exact_dot(a, b, acc_dtype="float64")
+    assert d.device == a.device and d.cpu().numpy().tobytes() == tally.exact_dot(a.cpu(), b.cpu(), acc_dtype="float64").numpy().tobytes()
+
+
+def test_cupy_reducers(tally, cupy):
+    rng = cupy.random.default_rng(SEED)
+    x = rng.integers(-3, 3, (6, 50, 400)).astype(cupy.float32)
+    for axis in (None, 0, 1, 2):
+        got = tally.argmax(x, axis=axis)
+        assert isinstance(got, cupy.ndarray) and bool((got == cupy.argmax(x, axis=axis)).all()), axis
+        assert tally._tally._last_input_pointer() == x.data.ptr
+    for axis in AXES3:
+        lo, hi = tally.aminmax(x, axis=axis)
+        assert bool((lo == x.min(axis=axis)).all()) and bool((hi == x.max(axis=axis)).all())
+        v, m = tally.var_mean(x, axis=axis)
+        assert bool(cupy.allclose(v, x.astype(cupy.float64).var(axis=axis), rtol=1e-6))
+        assert bool(cupy.allclose(m, x.astype(cupy.float64).mean(axis=axis), rtol=1e-6, atol=1e-6))
+    offsets = cupy.asarray([0, 100, 100, 5000, x.size], dtype=cupy.int32)
+    flat = x.ravel()
+    got = tally.segment_reduce(flat, offsets, "max")
+    want = cupy.asarray([flat[0:100].max(), -cupy.inf, flat[100:5000].max(), flat[5000:].max()], dtype=cupy.float32)
+    assert bool((got == want).all())
