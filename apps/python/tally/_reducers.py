@@ -4,8 +4,8 @@ MinMax, MeanVar in tally/reduce/reducers.hpp) on the caller's arrays, in one pas
 The library writes one struct per result (value and index, min and max, count/mean/M2) into a buffer
 of int64 words that the caller's array family allocates on x's device; the results handed back are
 views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, where a field needs
-finishing (a variance divided by its count, NaN where undefined), new arrays made by the family's
-own elementwise operations on the results only, on the call's stream.
+finishing (a variance divided by its count, a cast to float32), new arrays made by the family's own
+elementwise operations on the results only, on the call's stream.
 
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
@@ -146,14 +146,20 @@ def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
-    count = call.field("count")
+    # Every result has the same count, the number of reduced elements: the rules for the undefined
+    # cases (Moments::mean_or_nan, Moments::variance) are decided here, once, on the host.
+    n = 1
+    for a, e in enumerate(call.x.shape):
+        if call.mask >> a & 1:
+            n *= e
     res = []
     with call.stream_context():
         if want_var:
-            d = count - corr if corr else count
-            res.append(ad.cast(call.field("m2") / ad.nan_unless(d > 0, d), out))
+            m2, d = call.field("m2"), n - corr
+            res.append(ad.cast(m2 / d if d > 0 else m2 * float("nan"), out))
         if want_mean:
-            res.append(ad.cast(ad.nan_unless(count > 0, call.field("mean")), out))
+            m = call.field("mean")
+            res.append(ad.cast(m if n > 0 else m * float("nan"), out))
     res = [call.result(r) for r in res]
     return tuple(res) if len(res) > 1 else res[0]
 
