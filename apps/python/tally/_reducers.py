@@ -13,6 +13,8 @@ would sort them into memory order (e.g. a full reduction of a transposed array),
 first-index rule would pick memory's first of equal values, not NumPy's: that layout raises
 LayoutError, and copy=True reduces a copy in x's order.
 """
+import contextlib
+
 from . import _tally
 from ._arrays import _DTYPES, _adapter_for, _axis_mask, _explicit_stream, _foreign
 
@@ -74,21 +76,10 @@ class _Call:
     def stream_context(self):
         """Where elementwise work on results runs: the call's stream when the caller named one (the
         family's current stream otherwise, which is the call's)."""
-        return self.ad.on_stream(self.s, self.dev) if self.explicit and self.dev >= 0 else _NULL
+        return self.ad.on_stream(self.s, self.dev) if self.explicit and self.dev >= 0 else contextlib.nullcontext()
 
     def result(self, a):
         return a if self.back is None else self.back(a)
-
-
-class _Null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
-_NULL = _Null()
 
 
 def _arg(reducer, x, axis, return_values, stream, copy):
