@@ -124,6 +124,126 @@ bool same_results(const std::vector<T>& a, const std::vector<T>& b) {
 template <class Op, class T, class Acc>
 constexpr bool order_free = !std::is_floating_point_v<Acc> || std::is_same_v<Op, Max> || std::is_same_v<Op, Min>;
 
+
+// ---- the library's reducers (reducers.hpp), segmented ----------------------------------------------
+
+/// Values with many ties (integers in [-20, 20], as T) and, for floating point, NaNs in some segments,
+/// +-0 and infinities: the arg-reductions' first-index rule and the NaN rule are exercised everywhere.
+template <class T>
+std::vector<T> tie_values(const std::vector<int64_t>& off, std::uint64_t salt) {
+  auto g = tally::test::rng(salt);
+  std::uniform_int_distribution<int> d(-20, 20);
+  std::vector<T> x(static_cast<std::size_t>(off.back()));
+  for (auto& v : x) v = static_cast<T>(d(g));
+  if constexpr (std::is_floating_point_v<T>) {
+    for (std::size_t s = 0; s + 1 < off.size(); s += 5) {
+      const int64_t b = off[s], l = off[s + 1] - b;
+      if (l == 0) continue;
+      const int kind = static_cast<int>((s / 5) % 4);
+      if (kind == 0) x[static_cast<std::size_t>(b + l - 1)] = std::numeric_limits<T>::quiet_NaN();  // last
+      if (kind == 1) x[static_cast<std::size_t>(b)] = -T(0);
+      if (kind == 2) x[static_cast<std::size_t>(b + l / 2)] = std::numeric_limits<T>::infinity();
+      if (kind == 3 && l > 2) x[static_cast<std::size_t>(b + 1)] = std::numeric_limits<T>::quiet_NaN(), x[static_cast<std::size_t>(b + l - 1)] = std::numeric_limits<T>::quiet_NaN();
+    }
+  }
+  return x;
+}
+
+template <class T> bool nan_of(T v) { if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false; }
+
+/// The naive arg-reduction of x[0, len): first NaN, else the first index of the largest (smallest);
+/// empty: (the identity's value, -1).
+template <bool Greater, class T>
+ValueIndex<T> ref_arg(const T* x, int64_t len) {
+  if (len == 0) {
+    T id;
+    if constexpr (std::is_floating_point_v<T>) id = Greater ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    else id = Greater ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    return {id, -1};
+  }
+  ValueIndex<T> best{x[0], 0};
+  for (int64_t i = 0; i < len && !nan_of(best.value); ++i) {
+    if (nan_of(x[i])) best = {x[i], i};
+    else if (Greater ? x[i] > best.value : x[i] < best.value) best = {x[i], i};
+  }
+  return best;
+}
+
+/// The naive min and max: NaN anywhere gives NaN in both; -0 counts below +0.
+template <class T>
+MinMaxPair<T> ref_minmax(const T* x, int64_t len) {
+  MinMaxPair<T> r;
+  if constexpr (std::is_floating_point_v<T>) r = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+  else r = {std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest()};
+  const auto below = [](T a, T b) { return a < b || (a == b && std::signbit(static_cast<double>(a)) && !std::signbit(static_cast<double>(b))); };
+  for (int64_t i = 0; i < len; ++i) {
+    if (nan_of(x[i])) return {x[i], x[i]};
+    if (below(x[i], r.min)) r.min = x[i];
+    if (below(r.max, x[i])) r.max = x[i];
+  }
+  return r;
+}
+
+template <class T> bool same_value(T a, T b) {
+  return (nan_of(a) && nan_of(b)) || std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <class A, class R, class T, class Off>
+std::vector<typename R::value_type> run_reducer(Workspace& ws, const std::vector<T>& x, const std::vector<int64_t>& off) {
+  auto d_x = A::upload(x);
+  auto d_off = A::upload(std::vector<Off>(off.begin(), off.end()));
+  auto d_out = A::template poisoned<typename R::value_type>(off.size() - 1, 0x5A);
+  segmented_reduce<R, T>(A::backend, std::span<const T>(d_x.data(), x.size()), std::span<const Off>(d_off.data(), d_off.size()),
+                         std::span<typename R::value_type>(d_out.data(), d_out.size()), ws, A::stream());
+  return A::download(d_out);
+}
+
+/// Checks every segment of every reducer for T; returns "" or the first failures.
+template <class A, class T>
+std::string check_reducers(Workspace& ws, const std::vector<int64_t>& off, std::uint64_t salt) {
+  const auto x = tie_values<T>(off, salt);
+  const auto am = run_reducer<A, ArgMax<T>, T, int64_t>(ws, x, off);
+  const auto an = run_reducer<A, ArgMin<T>, T, int32_t>(ws, x, off);
+  const auto mm = run_reducer<A, MinMax<T>, T, int64_t>(ws, x, off);
+  const auto mv = run_reducer<A, MeanVar, T, int32_t>(ws, x, off);
+  std::string err;
+  int bad = 0;
+  const auto fail = [&](const std::string& what) {
+    if (++bad <= 4) err += what + "; ";
+  };
+  for (std::size_t s = 0; s + 1 < off.size(); ++s) {
+    const T* seg = x.data() + off[s];
+    const int64_t len = off[s + 1] - off[s];
+    const std::string at = "segment " + std::to_string(s) + " (" + std::to_string(len) + " elements): ";
+    const auto ra = ref_arg<true>(seg, len), rn = ref_arg<false>(seg, len);
+    if (!same_value(am[s].value, ra.value) || am[s].index != ra.index)
+      fail(at + "argmax (" + show(am[s].value) + ", " + std::to_string(am[s].index) + ") != (" + show(ra.value) + ", " + std::to_string(ra.index) + ")");
+    if (!same_value(an[s].value, rn.value) || an[s].index != rn.index)
+      fail(at + "argmin (" + show(an[s].value) + ", " + std::to_string(an[s].index) + ") != (" + show(rn.value) + ", " + std::to_string(rn.index) + ")");
+    const auto rm = ref_minmax(seg, len);
+    if (!same_value(mm[s].min, rm.min) || !same_value(mm[s].max, rm.max))
+      fail(at + "minmax (" + show(mm[s].min) + ", " + show(mm[s].max) + ") != (" + show(rm.min) + ", " + show(rm.max) + ")");
+    // Moments against a two-pass long double reference; Chan's merge in double errs by a few
+    // eps(double) per level of its tree: 1e-12 relative to the data's scale (20, 20^2 len) is generous.
+    long double sum = 0, m2 = 0;
+    bool has_nan = false;
+    for (int64_t i = 0; i < len; ++i) sum += static_cast<long double>(seg[i]), has_nan = has_nan || nan_of(seg[i]) || std::isinf(static_cast<double>(seg[i]));
+    const long double mean = len > 0 ? sum / len : 0;
+    for (int64_t i = 0; i < len; ++i) m2 += (static_cast<long double>(seg[i]) - mean) * (static_cast<long double>(seg[i]) - mean);
+    if (mv[s].count != static_cast<double>(len)) fail(at + "meanvar count " + show(mv[s].count));
+    else if (!has_nan && len > 0 &&
+             (std::fabs(mv[s].mean - static_cast<double>(mean)) > 1e-12 * 20 || std::fabs(mv[s].m2 - static_cast<double>(m2)) > 1e-12 * 400 * static_cast<double>(len)))
+      fail(at + "meanvar (" + show(mv[s].mean) + ", " + show(mv[s].m2) + ") != (" + show(mean) + ", " + show(m2) + ")");
+  }
+  return bad == 0 ? "" : std::to_string(bad) + " wrong: " + err;
+}
+
+inline std::vector<int64_t> offsets_of(const std::vector<int64_t>& len) {
+  std::vector<int64_t> off = {0};
+  for (int64_t l : len) off.push_back(off.back() + l);
+  return off;
+}
+
 }  // namespace tally::test::segmented_checks
 
 // ==== the test cases, for TestBackend =============================================================
@@ -313,6 +433,42 @@ TEST_CASE(TALLY_TEST_BACKEND ": bad segment offsets throw std::invalid_argument 
   segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), std::span<const int64_t>(d_off.data(), 4),
                                std::span<float>(d_out.data(), 3), ws, TestBackend::stream());
   CHECK(TestBackend::download(d_out) == std::vector<float>{10.0f, 0.0f, 90.0f});
+}
+
+TEST_CASE(TALLY_TEST_BACKEND ": segmented ArgMax, ArgMin, MinMax and MeanVar against naive references (ties, NaN, empty segments)",
+          "[reduce][segmented][reducers]") {
+  Workspace ws(TestBackend::backend);
+  std::uint64_t salt = 26000;
+  for (int mix = 0; mix < kMixes; ++mix) {
+    salt += 2;
+    const auto off = offsets_of(mix_lengths(mix, salt));
+    const std::string e32 = check_reducers<TestBackend, int32_t>(ws, off, salt + 1), e64 = check_reducers<TestBackend, int64_t>(ws, off, salt + 1);
+    const std::string ef = check_reducers<TestBackend, float>(ws, off, salt + 1), ed = check_reducers<TestBackend, double>(ws, off, salt + 1);
+    INFO(mix_name(mix) << ": int32 " << e32 << " int64 " << e64 << " float " << ef << " double " << ed);
+    CHECK(e32.empty());
+    CHECK(e64.empty());
+    CHECK(ef.empty());
+    CHECK(ed.empty());
+  }
+}
+
+TEST_CASE(TALLY_TEST_BACKEND ": segmented ArgMax, ArgMin and MinMax give the CPU backend's bits", "[reduce][segmented][reducers][determinism]") {
+  Workspace ws(TestBackend::backend), cpu_ws(Backend::cpu);
+  std::uint64_t salt = 27000;
+  for (int mix : {3, 4}) {
+    salt += 2;
+    const auto off = offsets_of(mix_lengths(mix, salt));
+    const auto x = tie_values<float>(off, salt + 1);
+    const auto a = run_reducer<TestBackend, ArgMax<float>, float, int64_t>(ws, x, off);
+    const auto b = run_reducer<CpuBackend, ArgMax<float>, float, int64_t>(cpu_ws, x, off);
+    const auto c = run_reducer<TestBackend, MinMax<float>, float, int64_t>(ws, x, off);
+    const auto d = run_reducer<CpuBackend, MinMax<float>, float, int64_t>(cpu_ws, x, off);
+    int64_t differ = 0;
+    for (std::size_t s = 0; s < a.size(); ++s)
+      differ += !(same_value(a[s].value, b[s].value) && a[s].index == b[s].index && same_value(c[s].min, d[s].min) && same_value(c[s].max, d[s].max));
+    INFO(mix_name(mix) << ": " << differ << " segments differ");
+    CHECK(differ == 0);
+  }
 }
 
 }  // namespace tally::test::segmented_checks

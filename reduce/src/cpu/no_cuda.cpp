@@ -45,6 +45,8 @@ TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
   template void segmented_cuda<Op, T, Acc, std::int64_t>(const T*, std::int64_t, const std::int64_t*, std::int64_t, Acc*, \
                                                          Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA_SEG)
+#define TALLY_INSTANTIATE_NO_CUDA_SEG_R(R, T) TALLY_INSTANTIATE_NO_CUDA_SEG(R, T, R::value_type)
+TALLY_REDUCERS_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA_SEG_R)
 template void check_offsets_cuda<std::int32_t>(const std::int32_t*, std::int64_t, std::int64_t, Workspace&, stream_t);
 template void check_offsets_cuda<std::int64_t>(const std::int64_t*, std::int64_t, std::int64_t, Workspace&, stream_t);
 #define TALLY_INSTANTIATE_NO_CUDA_EXACT(Op, T, Out)                              \

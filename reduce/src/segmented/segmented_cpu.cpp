@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "instantiate.hpp"
+#include "tally/reduce/reducers.hpp"
 #include "tally/reduce/segmented.hpp"
 
 namespace tally::reduce::detail {
@@ -106,5 +107,7 @@ template void throw_bad_offsets<std::int64_t>(std::int64_t, std::int64_t, std::i
   template void segmented_cpu<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*); \
   template void segmented_cpu<Op, T, Acc, std::int64_t>(const T*, std::int64_t, const std::int64_t*, std::int64_t, Acc*);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_SEG_CPU)
+#define TALLY_INSTANTIATE_SEG_CPU_R(R, T) TALLY_INSTANTIATE_SEG_CPU(R, T, R::value_type)
+TALLY_REDUCERS_FOR_EACH(TALLY_INSTANTIATE_SEG_CPU_R)
 
 }  // namespace tally::reduce::detail

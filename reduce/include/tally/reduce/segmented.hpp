@@ -11,12 +11,14 @@
 //   of length 1, or of any mix of lengths: a segment of 10^8 next to 10^5 of length 1 costs what the
 //   elements cost (see reduce/README.md, "Segmented reductions", for how the work is balanced).
 // * Every operator of reduce() (Sum, Prod, Max, Min, the integer bit and logical operators) and the
-//   same (T, Acc) pairs; Max and Min propagate NaN.
+//   same (T, Acc) pairs; Max and Min propagate NaN. The library's reducers (reducers.hpp: ArgMax,
+//   ArgMin, MinMax, MeanVar) too, one value_type per segment; ArgMax's index is within the segment.
 // * Determinism: each segment is combined in an order fixed by its own length (short: one thread in
 //   element order; medium: 32 lanes strided, a fixed shuffle tree; long: fixed chunks, each a block
 //   in a fixed order, the chunks' partials in chunk order), never by the launch shape, the other
-//   segments or the thread count: bitwise the same run to run. Max, Min and the integer operators are
-//   bitwise the same on CPU and CUDA (their result does not depend on the order).
+//   segments or the thread count: bitwise the same run to run. Max, Min, the integer operators,
+//   ArgMax, ArgMin and MinMax are bitwise the same on CPU and CUDA (their result does not depend on
+//   the order; a NaN is a NaN).
 // * Bad input throws std::invalid_argument naming the argument before anything is written or
 //   launched: offsets of the wrong count for `out`, decreasing, negative or running past `in`. On
 //   CUDA that check (SegmentCheck::full, the default) reads the offsets on the device and waits for
@@ -57,7 +59,9 @@ TALLY_HD Acc segment_load(const T& x, std::int64_t index) {
 template <class Op, class Acc>
 TALLY_HD Acc empty_segment() {
   Acc r = op_identity<Op, Acc>();
-  if constexpr (reducer_needs_input<Op>()) r.index = -1;
+  if constexpr (requires { Op::needs_input; }) {  // reducer_needs_input(), spelt out: that one is host-only
+    if constexpr (Op::needs_input) r.index = -1;
+  }
   return r;
 }
 
@@ -84,6 +88,25 @@ void segmented_cuda(const T* in, std::int64_t n, const Off* offsets, std::int64_
 template <class Off>
 inline constexpr bool is_segment_offset = std::is_same_v<Off, std::int32_t> || std::is_same_v<Off, std::int64_t>;
 
+namespace detail {
+template <class Op, class T, class Acc, class Off>
+void segmented_dispatch(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
+                        stream_t stream, SegmentCheck check) {
+  const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
+  validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
+  check_workspace(ws, backend);
+  if (n_out == 0) return;
+  if (backend == Backend::cpu) {
+    if (check == SegmentCheck::full) check_offsets_cpu(offsets.data(), n_out, n);
+    segmented_cpu<Op, T, Acc, Off>(in.data(), n, offsets.data(), n_out, out.data());
+  } else {
+    if (check == SegmentCheck::full) check_offsets_cuda(offsets.data(), n_out, n, ws, stream);
+    segmented_cuda<Op, T, Acc, Off>(in.data(), n, offsets.data(), n_out, out.data(), ws, stream);
+  }
+}
+}  // namespace detail
+
+/// An operator of ops.hpp (Sum, Prod, Max, Min, the integer bit and logical operators), accumulated in Acc.
 template <class Op, class T, class Acc = T, class Off>
   requires(!Reducer<Op>)
 void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
@@ -91,20 +114,24 @@ void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Of
   static_assert(!std::is_same_v<Op, ExactSum>, "segmented_reduce: no exact sum (use reduce() per segment)");
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   static_assert(is_segment_offset<Off>, "segmented_reduce: offsets are int32 or int64");
-  const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
-  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
-  detail::check_workspace(ws, backend);
-  if (n_out == 0) return;
-  if (backend == Backend::cpu) {
-    if (check == SegmentCheck::full) detail::check_offsets_cpu(offsets.data(), n_out, n);
-    detail::segmented_cpu<Op, T, Acc, Off>(in.data(), n, offsets.data(), n_out, out.data());
-  } else {
-    if (check == SegmentCheck::full) detail::check_offsets_cuda(offsets.data(), n_out, n, ws, stream);
-    detail::segmented_cuda<Op, T, Acc, Off>(in.data(), n, offsets.data(), n_out, out.data(), ws, stream);
-  }
+  detail::segmented_dispatch<Op, T, Acc, Off>(backend, in, offsets, out, ws, stream, check);
+}
+
+/// A library reducer (reducers.hpp: ArgMax<T>, ArgMin<T>, MinMax<T>, MeanVar), one R::value_type per
+/// segment. ArgMax/ArgMin: the index is the position within the segment (first wins on ties, the first
+/// NaN wins); an empty segment gives index -1 next to the identity's value (-inf / +inf, integers
+/// lowest / max), as CUB's segmented arg-reductions do. MeanVar of an empty segment: count 0.
+template <class R, class T, class Off>
+  requires(Reducer<R> && is_compiled_reducer<R, T>)
+void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+                      Workspace& ws, stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
+  static_assert(is_segment_offset<Off>, "segmented_reduce: offsets are int32 or int64");
+  detail::segmented_dispatch<R, T, typename R::value_type, Off>(backend, in, offsets, out, ws, stream, check);
 }
 
 /// Segments of `segment_size` elements each: out.size() of them, in.size() == out.size() * segment_size.
+/// An operator of ops.hpp (Acc) or a library reducer (Acc = R::value_type; an arg-reduction of
+/// segments of 0 elements throws, as reduce() does).
 template <class Op, class T, class Acc = T>
 void segmented_reduce_fixed(Backend backend, std::span<const T> in, std::int64_t segment_size, std::span<Acc> out,
                             Workspace& ws, stream_t stream = nullptr) {
@@ -113,7 +140,9 @@ void segmented_reduce_fixed(Backend backend, std::span<const T> in, std::int64_t
   if (n_out * segment_size != n)
     throw std::invalid_argument("tally::reduce: out: " + std::to_string(n_out) + " segments of " + std::to_string(segment_size) +
                                 " elements do not cover in (" + std::to_string(n) + " elements)");
-  reduce<Op, T, Acc>(backend, View<const T>::contiguous(in.data(), 1, n_out, segment_size), Level::vector, out, ws, stream);
+  const auto view = View<const T>::contiguous(in.data(), 1, n_out, segment_size);
+  if constexpr (Reducer<Op>) reduce<Op, T>(backend, view, Level::vector, out, ws, stream);
+  else reduce<Op, T, Acc>(backend, view, Level::vector, out, ws, stream);
 }
 
 }  // namespace tally::reduce
