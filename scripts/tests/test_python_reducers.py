@@ -454,3 +454,58 @@ def test_exact_dot(tally, rng):
         tally.exact_dot(x[::2], y[::2])
     assert float(tally.exact_dot(x[::2], y[::2], copy=True)) == float(tally.exact_dot(x[::2].copy(), y[::2].copy()))
     assert float(tally.exact_dot(np.zeros(0), np.zeros(0))) == 0.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_segment_reducers_against_numpy(tally, rng, dtype):
+    n = 4000
+    x = data(rng, n, dtype, ties=True)
+    if np.issubdtype(dtype, np.floating):
+        x[rng.integers(0, n, 5)] = np.nan
+    offsets = random_offsets(rng, n, 200, np.int64)
+    offsets[10:14] = offsets[10]  # empty segments
+    segs = [x[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    for which, f in (("argmax", np.argmax), ("argmin", np.argmin)):
+        got = tally.segment_reduce(x, offsets, which)
+        want = np.array([f(s) if s.size else -1 for s in segs])  # NumPy: the first index, the first NaN
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want, err_msg=which)
+    lo, hi = tally.segment_reduce(x, offsets.astype(np.int32), "aminmax")
+    big = np.iinfo(dtype).max if np.issubdtype(dtype, np.integer) else np.inf
+    small = np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else -np.inf
+    np.testing.assert_array_equal(lo, [s.min() if s.size else big for s in segs])
+    np.testing.assert_array_equal(hi, [s.max() if s.size else small for s in segs])
+    out = np.float32 if dtype == np.float32 else np.float64
+    for correction in (0, 1):
+        v, m = tally.segment_reduce(x, offsets, "var_mean", correction=correction)
+        assert v.dtype == out and m.dtype == out
+        for s, vs, ms in zip(segs, v, m):
+            sd = s.astype(np.float64)
+            if s.size == 0 or np.isnan(sd).any():
+                assert np.isnan(ms) == (s.size == 0 or np.isnan(sd).any()) and np.isnan(vs)
+                continue
+            eps = np.finfo(out).eps if out == np.float32 else 4 * s.size * np.finfo(np.float64).eps
+            scale = np.mean(sd * sd)
+            assert abs(ms - sd.mean()) <= eps * np.sqrt(scale) + 4 * s.size * np.finfo(np.float64).eps * np.sqrt(scale)
+            if s.size - correction <= 0:
+                assert np.isnan(vs)
+            else:
+                assert abs(vs - sd.var(ddof=correction)) <= eps * scale + 4 * s.size * np.finfo(np.float64).eps * scale
+    np.testing.assert_array_equal(tally.segment_reduce(x, offsets, "mean"), m)
+    np.testing.assert_array_equal(tally.segment_reduce(x, offsets, "var", correction=1), v)
+    fixed = tally.segment_reduce(x, segment_size=40, op="argmax")
+    np.testing.assert_array_equal(fixed, np.argmax(x.reshape(100, 40), axis=1))
+
+
+def test_segment_reducers_bad_input(tally):
+    x = np.arange(10.0)
+    with pytest.raises(TypeError, match=r"^out: not supported for op='argmax'"):
+        tally.segment_reduce(x, np.array([0, 10]), "argmax", out=np.zeros(1, np.int64))
+    with pytest.raises(TypeError, match=r"^acc_dtype: not supported for op='mean'"):
+        tally.segment_reduce(x, np.array([0, 10]), "mean", acc_dtype="float64")
+    with pytest.raises(ValueError, match=r"^correction: expected a non-negative integer"):
+        tally.segment_reduce(x, np.array([0, 10]), "var", correction=-1)
+    with pytest.raises(ValueError, match=r"^offsets: offsets\[1\] = 7 > offsets\[2\] = 3"):
+        tally.segment_reduce(x, np.array([0, 7, 3, 10]), "argmin")
+    with pytest.raises(ValueError, match=r"^op: unknown operator 'median' \(one of sum, .*, argmax, argmin, aminmax"):
+        tally.segment_reduce(x, np.array([0, 10]), "median")

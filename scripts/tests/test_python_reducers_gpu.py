@@ -101,6 +101,16 @@ def test_torch_segments_and_exact_dot(tally, torch):
             assert ((got.cpu().double() - ref.double()).abs() <= 2 * lens * torch.finfo(torch.float32).eps * mag).all()
         else:  # max and min: the same bits on both backends
             assert torch.equal(got.cpu(), ref)
+    for op in ("argmax", "argmin"):  # selections: the same on both backends
+        assert torch.equal(tally.segment_reduce(x, offsets, op).cpu(), tally.segment_reduce(x.cpu(), offsets.cpu(), op))
+    lo, hi = tally.segment_reduce(x, offsets, "aminmax")
+    lc, hc = tally.segment_reduce(x.cpu(), offsets.cpu(), "aminmax")
+    assert torch.equal(lo.cpu(), lc) and torch.equal(hi.cpu(), hc)
+    v, m = tally.segment_reduce(x.double(), offsets, "var_mean", correction=1)
+    vc, mc = tally.segment_reduce(x.cpu().double(), offsets.cpu(), "var_mean", correction=1)
+    tol = 8 * int(torch.diff(offsets).max()) * torch.finfo(torch.float64).eps  # two merge orders, each within n eps
+    assert torch.allclose(v.cpu(), vc, rtol=tol, atol=tol, equal_nan=True)
+    assert torch.allclose(m.cpu(), mc, rtol=tol, atol=tol, equal_nan=True)
     fixed = tally.segment_reduce(x, segment_size=1024, op="max")
     assert torch.equal(fixed, x.view(-1, 1024).amax(dim=1))
     out = torch.full((3,), 7.0, device="cuda")

@@ -1,8 +1,10 @@
 #pragma once
-// The library's operators by code (tally.OPS' order) and the (operator, input, accumulator) dispatch
-// shared by tally.reduce (reduce_binding.cpp) and tally.segment_reduce (segments_binding.cpp).
+// The library's operators and reducers by code (tally.OPS' and _tally.REDUCERS' order) and their
+// dispatch on the dtypes, shared by tally.reduce (reduce_binding.cpp), the reducers
+// (reducers_binding.cpp) and tally.segment_reduce (segments_binding.cpp).
 #include "arrays.hpp"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -52,6 +54,49 @@ void with_op_types(int op, int x_dtype, int acc_dtype, F&& f) {
     case exact_sum: return types.template operator()<tr::ExactSum>();
     default: throw nanobind::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
   }
+}
+
+enum Reducer : int { argmax, argmin, minmax, meanvar, n_reducers };
+inline constexpr const char* reducer_names[] = {"argmax", "argmin", "minmax", "meanvar"};
+
+/// f.template operator()<R, T>() for the reducer code and x's dtype code.
+template <class F>
+decltype(auto) with_reducer(int reducer, int dtype, F&& f) {
+  const auto on = [&]<class T>() -> decltype(auto) {
+    switch (reducer) {
+      case argmax: return f.template operator()<tr::ArgMax<T>, T>();
+      case argmin: return f.template operator()<tr::ArgMin<T>, T>();
+      case minmax: return f.template operator()<tr::MinMax<T>, T>();
+      default: return f.template operator()<tr::MeanVar, T>();
+    }
+  };
+  switch (dtype) {
+    case i32: return on.template operator()<std::int32_t>();
+    case i64: return on.template operator()<std::int64_t>();
+    case f32: return on.template operator()<float>();
+    default: return on.template operator()<double>();
+  }
+}
+
+/// 8-byte words per value_type (the buffer's last axis).
+inline std::int64_t words_of(int reducer, int dtype) {
+  return with_reducer(reducer, dtype, []<class R, class T>() -> std::int64_t {
+    static_assert(sizeof(typename R::value_type) % 8 == 0, "value_type is a whole number of int64 words");
+    return static_cast<std::int64_t>(sizeof(typename R::value_type) / 8);
+  });
+}
+
+/// out: the int64 buffer of the reducer's value_type structs, of shape (*want[0:rank], words) and
+/// C-contiguous, on x's device (the Python side allocates it with x's family).
+inline void check_struct_out(const Desc& x, const Desc& out, std::int64_t* want, int rank, int reducer) {
+  if (reducer < 0 || reducer >= n_reducers)
+    throw nanobind::value_error(("reducer: unknown reducer code " + std::to_string(reducer)).c_str());
+  want[rank] = words_of(reducer, x.dtype);
+  if (out.dtype != i64 || out.ndim != rank + 1 || !std::equal(want, want + rank + 1, out.shape))
+    throw nanobind::value_error(("out: must be an int64 buffer of shape " + shape_str(want, rank + 1) + ", got " +
+                                 dtype_names[out.dtype] + " " + shape_str(out.shape, out.ndim))
+                                    .c_str());
+  check_out_layout(x, out);
 }
 
 }  // namespace tally::python

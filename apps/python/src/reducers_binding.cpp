@@ -4,7 +4,7 @@
 // the Python side allocated with the caller's array family (int64 words, shape (*kept, words));
 // REDUCER_FIELDS tells it each field's dtype and byte offset, so it hands back strided views of the
 // fields without knowing the structs' layout and without another pass over the input.
-#include "arrays.hpp"
+#include "ops.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -18,42 +18,12 @@ namespace nb = nanobind;
 namespace tally::python {
 namespace {
 
-enum Reducer : int { argmax, argmin, minmax, meanvar, n_reducers };
-constexpr const char* reducer_names[] = {"argmax", "argmin", "minmax", "meanvar"};
-
 template <class R, class T>
 void launch(const Desc& x, const Mapped& m, void* out, std::int64_t out_size, std::uintptr_t stream) {
   using V = typename R::value_type;
   const auto in = tr::View<const T>::strided(static_cast<const T*>(x.data), m.ext, m.stride_w, m.stride_g);
   const std::span<V> o(static_cast<V*>(out), static_cast<std::size_t>(out_size));
   on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<R, T>(b, in, m.levels, o, ws, s); });
-}
-
-/// f.template operator()<R, T>() for the reducer code and x's dtype code.
-template <class F>
-decltype(auto) with_reducer(int reducer, int dtype, F&& f) {
-  const auto on = [&]<class T>() -> decltype(auto) {
-    switch (reducer) {
-      case argmax: return f.template operator()<tr::ArgMax<T>, T>();
-      case argmin: return f.template operator()<tr::ArgMin<T>, T>();
-      case minmax: return f.template operator()<tr::MinMax<T>, T>();
-      default: return f.template operator()<tr::MeanVar, T>();
-    }
-  };
-  switch (dtype) {
-    case i32: return on.template operator()<std::int32_t>();
-    case i64: return on.template operator()<std::int64_t>();
-    case f32: return on.template operator()<float>();
-    default: return on.template operator()<double>();
-  }
-}
-
-/// 8-byte words per value_type (the buffer's last axis).
-std::int64_t words_of(int reducer, int dtype) {
-  return with_reducer(reducer, dtype, []<class R, class T>() -> std::int64_t {
-    static_assert(sizeof(typename R::value_type) % 8 == 0, "value_type is a whole number of int64 words");
-    return static_cast<std::int64_t>(sizeof(typename R::value_type) / 8);
-  });
 }
 
 /// The library numbers an arg-reduction's elements row-major in its view's order of the reduced axes
@@ -72,16 +42,9 @@ void check_arg_order(const Desc& x, const Mapped& m, int reducer) {
 /// Checks, then launches into out (the buffer of value_type structs).
 void run(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream) {
   check_input(x, mask, stream);
-  if (reducer < 0 || reducer >= n_reducers)
-    throw nb::value_error(("reducer: unknown reducer code " + std::to_string(reducer)).c_str());
   std::int64_t want[max_ndim + 1];
   const int rank = kept_shape(x, mask, want);
-  want[rank] = words_of(reducer, x.dtype);
-  if (out.dtype != i64 || out.ndim != rank + 1 || !std::equal(want, want + rank + 1, out.shape))
-    throw nb::value_error(("out: must be an int64 buffer of shape " + shape_str(want, rank + 1) + ", got " +
-                           dtype_names[out.dtype] + " " + shape_str(out.shape, out.ndim))
-                              .c_str());
-  check_out_layout(x, out);
+  check_struct_out(x, out, want, rank, reducer);
   const std::int64_t out_size = out.size() / want[rank];
   if (out_size == 0) return;
   if (x.size() == 0 && (reducer == argmax || reducer == argmin))

@@ -1,5 +1,6 @@
 // tally.segment_reduce and tally.exact_dot's compiled half: the library's segmented reductions
-// (tally/reduce/segmented.hpp: CSR offsets or fixed-size segments of a 1-D array) and its exact dot
+// (tally/reduce/segmented.hpp: CSR offsets or fixed-size segments of a 1-D array, by an operator or
+// a library reducer) and its exact dot
 // product (tally/reduce/dot.hpp), on arrays described as tally.reduce's (arrays.hpp). Both take
 // contiguous 1-D arrays (the library's spans); anything else is a LayoutError (copy=True copies).
 #include "ops.hpp"
@@ -44,17 +45,46 @@ void library_call(F&& f) {
   }
 }
 
-/// offsets == nullptr: fixed segments of segment_size elements.
-void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, std::int64_t segment_size, std::uintptr_t stream,
-                 bool trusted) {
+/// One segmented reduction: Op an operator (out: Acc per segment) or a library reducer (Acc its
+/// value_type); offsets == nullptr: fixed segments of segment_size elements.
+template <class Op, class T, class Acc>
+void segment_launch(const Desc& x, const Desc* offsets, void* out, std::int64_t n_out, std::int64_t segment_size,
+                    std::uintptr_t stream, tr::SegmentCheck check) {
+  const std::span<const T> in(static_cast<const T*>(x.data), static_cast<std::size_t>(x.shape[0]));
+  const std::span<Acc> o(static_cast<Acc*>(out), static_cast<std::size_t>(n_out));
+  const auto with_offsets = [&]<class Off>() {
+    const std::span<const Off> off(static_cast<const Off*>(offsets->data), static_cast<std::size_t>(offsets->shape[0]));
+    on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) {
+      library_call([&] { tr::segmented_reduce<Op, T>(b, in, off, o, ws, s, check); });
+    });
+  };
+  if (offsets == nullptr)
+    on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) {
+      library_call([&] { tr::segmented_reduce_fixed<Op, T, Acc>(b, in, segment_size, o, ws, s); });
+    });
+  else if (offsets->dtype == i32) with_offsets.template operator()<std::int32_t>();
+  else with_offsets.template operator()<std::int64_t>();
+}
+
+/// op >= 0: an operator into out (Acc per segment); else `reducer` into out (the int64 buffer of
+/// its value_type structs, shape (segments, words)).
+void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, int reducer, std::int64_t segment_size,
+                 std::uintptr_t stream, bool trusted) {
   check_input(x, 0, stream);
   check_dtype(out.dtype, "out");
-  if (op < 0 || op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
-  if (op == exact_sum) throw nb::value_error("op: 'exact_sum' has no segmented form (tally.reduce it per segment)");
   check_span(x, "x");
-  check_span(out, "out");
-  check_same_device(x, out, "out");
-  const std::int64_t n = x.shape[0], n_out = out.shape[0];
+  if (op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
+  if (op == exact_sum) throw nb::value_error("op: 'exact_sum' has no segmented form (tally.reduce it per segment)");
+  std::int64_t n_out = 0;
+  if (op >= 0) {
+    check_span(out, "out");
+    check_same_device(x, out, "out");
+    n_out = out.shape[0];
+  } else {
+    std::int64_t want[2] = {out.ndim > 0 ? out.shape[0] : 0, 0};
+    check_struct_out(x, out, want, 1, reducer);
+    n_out = want[0];
+  }
   if (offsets != nullptr) {
     if (offsets->dtype != i32 && offsets->dtype != i64)
       throw nb::type_error(("offsets: must be int32 or int64, got " + std::string(dtype_names[offsets->dtype])).c_str());
@@ -62,24 +92,14 @@ void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, st
     check_same_device(x, *offsets, "offsets");
   }
   const auto check = trusted ? tr::SegmentCheck::trusted : tr::SegmentCheck::full;
-  with_op_types(op, x.dtype, out.dtype, [&]<class Op, class T, class Acc>() {
-    if constexpr (!std::is_same_v<Op, tr::ExactSum>) {
-      const std::span<const T> in(static_cast<const T*>(x.data), static_cast<std::size_t>(n));
-      const std::span<Acc> o(static_cast<Acc*>(out.data), static_cast<std::size_t>(n_out));
-      const auto with_offsets = [&]<class Off>() {
-        const std::span<const Off> off(static_cast<const Off*>(offsets->data), static_cast<std::size_t>(offsets->shape[0]));
-        on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) {
-          library_call([&] { tr::segmented_reduce<Op, T, Acc, Off>(b, in, off, o, ws, s, check); });
-        });
-      };
-      if (offsets == nullptr)
-        on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) {
-          library_call([&] { tr::segmented_reduce_fixed<Op, T, Acc>(b, in, segment_size, o, ws, s); });
-        });
-      else if (offsets->dtype == i32) with_offsets.template operator()<std::int32_t>();
-      else with_offsets.template operator()<std::int64_t>();
-    }
-  });
+  if (op >= 0)
+    with_op_types(op, x.dtype, out.dtype, [&]<class Op, class T, class Acc>() {
+      if constexpr (!std::is_same_v<Op, tr::ExactSum>) segment_launch<Op, T, Acc>(x, offsets, out.data, n_out, segment_size, stream, check);
+    });
+  else
+    with_reducer(reducer, x.dtype, [&]<class R, class T>() {
+      segment_launch<R, T, typename R::value_type>(x, offsets, out.data, n_out, segment_size, stream, check);
+    });
 }
 
 void dot_run(const Desc& a, const Desc& b, const Desc& out, std::uintptr_t stream) {
@@ -120,28 +140,28 @@ void dot_run(const Desc& a, const Desc& b, const Desc& out, std::uintptr_t strea
 void bind_segments(nb::module_& m) {
   m.def(
       "segment_nd",
-      [](nb::ndarray<nb::ro> x, nb::object offsets, nb::ndarray<> out, int op, std::int64_t segment_size, std::uintptr_t stream,
-         bool trusted) {
+      [](nb::ndarray<nb::ro> x, nb::object offsets, nb::ndarray<> out, int op, int reducer, std::int64_t segment_size,
+         std::uintptr_t stream, bool trusted) {
         const Desc dx = from_ndarray(x, "x"), dout = from_ndarray(out, "out");
-        if (offsets.is_none()) return segment_run(dx, nullptr, dout, op, segment_size, stream, trusted);
+        if (offsets.is_none()) return segment_run(dx, nullptr, dout, op, reducer, segment_size, stream, trusted);
         const Desc doff = from_ndarray(nb::cast<nb::ndarray<nb::ro>>(offsets), "offsets");
-        segment_run(dx, &doff, dout, op, segment_size, stream, trusted);
+        segment_run(dx, &doff, dout, op, reducer, segment_size, stream, trusted);
       },
-      nb::arg("x"), nb::arg("offsets").none(), nb::arg("out"), nb::arg("op"), nb::arg("segment_size"), nb::arg("stream") = 0,
-      nb::arg("trusted") = false,
+      nb::arg("x"), nb::arg("offsets").none(), nb::arg("out"), nb::arg("op"), nb::arg("reducer"), nb::arg("segment_size"),
+      nb::arg("stream") = 0, nb::arg("trusted") = false,
       "Segmented reduction of the 1-D x into out: CSR offsets (out.size + 1 entries), or with offsets=None "
-      "segments of segment_size elements.");
+      "segments of segment_size elements. op < 0: the reducer code, out its struct buffer.");
   m.def(
       "segment_raw",
       [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides, std::uintptr_t off_ptr,
          int off_dtype, int off_device, nb::tuple off_shape, nb::tuple off_strides, std::uintptr_t out_ptr, int out_dtype,
-         int out_device, nb::tuple out_shape, nb::tuple out_strides, bool strides_in_bytes, int op, std::int64_t segment_size,
-         std::uintptr_t stream, bool trusted) {
+         int out_device, nb::tuple out_shape, nb::tuple out_strides, bool strides_in_bytes, int op, int reducer,
+         std::int64_t segment_size, std::uintptr_t stream, bool trusted) {
         const Desc dx = from_raw(x_ptr, x_dtype, x_device, x_shape, x_strides, strides_in_bytes, "x");
         const Desc dout = from_raw(out_ptr, out_dtype, out_device, out_shape, out_strides, strides_in_bytes, "out");
-        if (off_dtype < 0) return segment_run(dx, nullptr, dout, op, segment_size, stream, trusted);
+        if (off_dtype < 0) return segment_run(dx, nullptr, dout, op, reducer, segment_size, stream, trusted);
         const Desc doff = from_raw(off_ptr, off_dtype, off_device, off_shape, off_strides, strides_in_bytes, "offsets");
-        segment_run(dx, &doff, dout, op, segment_size, stream, trusted);
+        segment_run(dx, &doff, dout, op, reducer, segment_size, stream, trusted);
       },
       "Like segment_nd, for arrays described by pointer, dtype code, device, shape and strides (offsets: "
       "dtype code -1 for fixed segments).");

@@ -1,7 +1,7 @@
 """The array families of tally's reductions: one adapter per family (NumPy, PyTorch, CuPy) reads the
 pointer, dtype, device, shape and strides, allocates results with the family's own allocator on the
-same device, and does the little elementwise work on results that the reducers need (casts) with
-the family's own operations, on the call's stream.
+same device, and does the little elementwise work on results that the reducers need (casts, NaN
+where a result is undefined) with the family's own operations, on the call's stream.
 Other DLPack or CUDA-array-interface arrays are imported into CuPy (or PyTorch) without a copy and
 the result is handed back through DLPack. Used by tally.reduce (_reduce.py) and the reducers
 (_reducers.py).
@@ -63,6 +63,9 @@ class _NumPy:
     # A result in another dtype (NumPy turns 0-d results into scalars: asarray keeps arrays).
     def cast(self, a, code):
         return self.np.asarray(a, self.types[code])
+
+    def nan_unless(self, cond, a):
+        return self.np.where(cond, a, self.np.nan)
 
     def on_stream(self, s, dev):
         return contextlib.nullcontext()
@@ -128,6 +131,9 @@ class _Torch:
     def cast(self, a, code):
         return a.to(self.types[code])
 
+    def nan_unless(self, cond, a):
+        return a.masked_fill(~cond, float("nan"))
+
     def on_stream(self, s, dev):
         return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s, device=dev))
 
@@ -175,6 +181,9 @@ class _CuPy:
 
     def cast(self, a, code):
         return a.astype(self.types[code], copy=False)
+
+    def nan_unless(self, cond, a):
+        return self.cupy.where(cond, a, self.cupy.nan)
 
     def on_stream(self, s, dev):
         stack = contextlib.ExitStack()
@@ -233,6 +242,16 @@ def _foreign(x):
     raise TypeError(
         f"x: expected an array (NumPy, PyTorch, CuPy, or an object with __dlpack__ or "
         f"__cuda_array_interface__), got {type(x).__module__}.{type(x).__qualname__}")
+
+
+def _family(x):
+    """x's adapter, x (imported without a copy if of another family), and how to hand results back
+    (None: x's own family)."""
+    ad = _adapter_for(x)
+    if ad is not None:
+        return ad, x, None
+    imported, back = _foreign(x)
+    return _adapter_for(imported), imported, back
 
 
 def _import_cuda(x, via_cupy, via_torch):

@@ -16,7 +16,7 @@ LayoutError, and copy=True reduces a copy in x's order.
 import contextlib
 
 from . import _tally
-from ._arrays import _DTYPES, _adapter_for, _axis_mask, _explicit_stream, _foreign
+from ._arrays import _DTYPES, _axis_mask, _explicit_stream, _family
 
 LayoutError = _tally.LayoutError
 _CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUCERS' order
@@ -26,47 +26,20 @@ _FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
 _ITEMSIZE = (4, 8, 4, 8)
 
 
-class _Call:
-    """One reducer call: x's adapter, the reduced axes, the stream, and the results as fields."""
+class _Structs:
+    """A buffer of the library's value_type structs for x's results, in x's family on x's device,
+    with the call's stream and the results' fields as views."""
 
-    def __init__(self, x, reducer, axis, stream, copy):
-        ad = _adapter_for(x)
-        if ad is None:
-            imported, self.back = _foreign(x)
-            ad = _adapter_for(imported)
-            x = imported
-        else:
-            self.back = None
-        self.ad, self.x, self.reducer = ad, x, reducer
+    def __init__(self, ad, x, back, reducer, kept, stream):
         code = ad.code(x)
         if code < 0:
             raise TypeError(f"x: unsupported dtype {x.dtype} (tally reduces int32, int64, float32, float64)")
-        self.code = code
-        shape = tuple(x.shape)
-        ndim = len(shape)
-        self.mask = mask = _axis_mask(axis, ndim)
         dev = ad.device(x)
+        self.ad, self.x, self.back, self.reducer, self.code, self.dev = ad, x, back, reducer, code, dev
         self.explicit = stream is not None
         self.s = (ad.stream(x) if dev >= 0 else 0) if stream is None else _explicit_stream(stream, dev)
-        self.dev = dev
         words, self.fields = _FIELDS[reducer, _DTYPES[code]]
-        kept = tuple(n for a, n in enumerate(shape) if not mask >> a & 1)
-        self.buf = ad.empty(kept + (words,), 1, x)
-        try:
-            self._launch(x, mask)
-        except LayoutError:
-            if not copy:
-                raise
-            # Kept axes first, reduced axes last (C order): two groups, numbered as NumPy numbers them.
-            perm = [a for a in range(ndim) if not mask >> a & 1] + [a for a in range(ndim) if mask >> a & 1]
-            nk = len(kept)
-            self._launch(ad.permuted_copy(x, perm), ((1 << ndim) - 1) ^ ((1 << nk) - 1))
-
-    def _launch(self, x, mask):
-        ad, rc = self.ad, _CODE_OF[self.reducer]
-        if ad.raw:
-            return _tally.reducer_raw(*ad.describe(x), *ad.describe(self.buf), ad.bytes_strides, rc, mask, self.s)
-        return _tally.reducer_nd(x, self.buf, rc, mask, self.s)
+        self.buf = ad.empty(tuple(kept) + (words,), 1, x)
 
     def field(self, name):
         """A field of every result: a strided view of the buffer with the field's dtype."""
@@ -80,6 +53,44 @@ class _Call:
 
     def result(self, a):
         return a if self.back is None else self.back(a)
+
+
+class _Call(_Structs):
+    """One reducer call over axes of x."""
+
+    def __init__(self, x, reducer, axis, stream, copy):
+        ad, x, back = _family(x)
+        shape = tuple(x.shape)
+        ndim = len(shape)
+        self.mask = mask = _axis_mask(axis, ndim)
+        kept = tuple(n for a, n in enumerate(shape) if not mask >> a & 1)
+        super().__init__(ad, x, back, reducer, kept, stream)
+        try:
+            self._launch(x, mask)
+        except LayoutError:
+            if not copy:
+                raise
+            # Kept axes first, reduced axes last (C order): two groups, numbered as NumPy numbers them.
+            perm = [a for a in range(ndim) if not mask >> a & 1] + [a for a in range(ndim) if mask >> a & 1]
+            self._launch(ad.permuted_copy(x, perm), ((1 << ndim) - 1) ^ ((1 << len(kept)) - 1))
+
+    def _launch(self, x, mask):
+        ad, rc = self.ad, _CODE_OF[self.reducer]
+        if ad.raw:
+            _tally.reducer_raw(*ad.describe(x), *ad.describe(self.buf), ad.bytes_strides, rc, mask, self.s)
+        else:
+            _tally.reducer_nd(x, self.buf, rc, mask, self.s)
+
+
+def _correction(correction):
+    try:
+        corr = int(correction)
+        ok = corr == correction and corr >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"correction: expected a non-negative integer (0: population, 1: sample), got {correction!r}")
+    return corr
 
 
 def _arg(reducer, x, axis, return_values, stream, copy):
@@ -127,13 +138,7 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 
 
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
-    try:
-        corr = int(correction)
-        ok = corr == correction and corr >= 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"correction: expected a non-negative integer (0: population, 1: sample), got {correction!r}")
+    corr = _correction(correction)
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
