@@ -187,3 +187,33 @@ def test_segment_reducers_bad_input(tally):
         tally.segment_reduce(x, np.array([0, 7, 3, 10]), "argmin")
     with pytest.raises(ValueError, match=r"^op: unknown operator 'median' \(one of sum, .*, argmax, argmin, aminmax"):
         tally.segment_reduce(x, np.array([0, 10]), "median")
+
+
+def test_raw_entries_of_pytorch_and_cupy(tally, rng):
+    # The entries the PyTorch (strides in elements) and CuPy (strides in bytes) adapters use, driven
+    # with NumPy's memory: the same bits as the NumPy path.
+    def desc(a, code, in_bytes):
+        st = a.strides if in_bytes else tuple(s // a.itemsize for s in a.strides)
+        return a.__array_interface__["data"][0], code, -1, a.shape, st
+
+    x = rng.standard_normal(1000)
+    offsets = np.array([0, 10, 10, 700, 1000], np.int64)
+    for in_bytes in (True, False):
+        out = np.empty(4)
+        tally._tally.segment_raw(*desc(x, 3, in_bytes), *desc(offsets, 1, in_bytes), *desc(out, 3, in_bytes), in_bytes,
+                                 2, -1, 0, 0, False)  # op 2: max
+        assert out.tobytes() == tally.segment_reduce(x, offsets, "max").tobytes()
+        buf = np.empty((10, 2), np.int64)  # reducer 0 (argmax) over fixed segments of 100: (value, index) structs
+        tally._tally.segment_raw(*desc(x, 3, in_bytes), 0, -1, -1, (), (), *desc(buf, 1, in_bytes), in_bytes, -1, 0,
+                                 100, 0, False)
+        np.testing.assert_array_equal(buf[:, 1], np.argmax(x.reshape(10, 100), axis=1))
+        np.testing.assert_array_equal(buf.view(np.float64)[:, 0], np.max(x.reshape(10, 100), axis=1))
+    short = np.full((4, 2), 7, np.int64)
+    with pytest.raises(ValueError, match=r"^out: 4 segments of 100 elements do not cover in \(1000 elements\)"):
+        tally._tally.segment_raw(*desc(x, 3, True), 0, -1, -1, (), (), *desc(short, 1, True), True, -1, 0, 100, 0, False)
+    assert np.all(short == 7)
+    a, b = x[:500].copy(), x[500:].copy()
+    for in_bytes in (True, False):
+        d = np.empty((), np.float64)
+        tally._tally.exact_dot_raw(*desc(a, 3, in_bytes), *desc(b, 3, in_bytes), *desc(d, 3, in_bytes), in_bytes, 0)
+        assert d.tobytes() == tally.exact_dot(a, b).tobytes()
