@@ -20,7 +20,7 @@ class Comm;
 namespace tally::reduce::bench {
 
 struct Options {
-  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc | exact | ranks (not in all)
+  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc | exact | ranks, ops (not in all)
   bool quick = false;          ///< small sizes, seconds (scripts/run.sh; works on the CPU backend)
   std::array<std::int64_t, 3> extents{256, 256, 1024};  ///< the OpenACC loop nest (ng, nw, nv)
   bool extents_given = false;  ///< --extents was given (the ranks suite has its own default)
@@ -64,6 +64,9 @@ std::string size_name(std::int64_t n);
 
 Report run_cuda(const Options& o);
 Report run_cpu(const Options& o);
+/// --suite ops (bench_ops.cu, bench_ops_cpu.cpp): the generic reducers against tally's sum, CUB, Eigen.
+Report run_cuda_ops(const Options& o);
+Report run_cpu_ops(const Options& o);
 
 // ---- --suite segments (bench_segments.cu, bench_segments_cpu.cpp) ------------------------------------
 

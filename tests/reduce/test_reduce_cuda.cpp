@@ -92,6 +92,32 @@ TEST_CASE("cuda: an input of more than 2^31 elements", "[reduce][large]") {
   CHECK(sums[0] == range_sum(0, M));
   CHECK(sums[1] == range_sum(M, N));
   CHECK(d_max.to_host()[0] == v_max);
+
+  // The generic reducers' int64 indices past 2^31. Without the last element the maximum is b, tied
+  // from element 2^31 on: the first index, exactly 2^31, must win across the blocks.
+  const auto amax = reduce_to_host<ArgMax<int32_t>, int32_t>(Backend::cuda, View<const int32_t>::flat(d.data(), N - 1), ws);
+  CHECK((amax.index == half && amax.value == b));
+  const auto amax_all = reduce_to_host<ArgMax<int32_t>, int32_t>(Backend::cuda, flat, ws);
+  CHECK((amax_all.index == p_max && amax_all.value == v_max));
+  const auto amin = reduce_to_host<ArgMin<int32_t>, int32_t>(Backend::cuda, flat, ws);
+  CHECK((amin.index == p_min && amin.value == v_min));
+  const auto mm = reduce_to_host<MinMax<int32_t>, int32_t>(Backend::cuda, flat, ws);
+  CHECK((mm.min == v_min && mm.max == v_max));
+  const auto mv = reduce_to_host<MeanVar, int32_t>(Backend::cuda, flat, ws);
+  CHECK(mv.count == static_cast<double>(N));
+  CHECK(std::abs(mv.mean - static_cast<double>(range_sum(0, N)) / static_cast<double>(N)) <= 1e-9 * static_cast<double>(b));
+  // Per row (a block per output): row 1 runs across 2^31.
+  DeviceBuffer<ValueIndex<int32_t>> d_arg(2);
+  reduce<ArgMax<int32_t>, int32_t>(Backend::cuda, rows, Level::vector, d_arg.span(), ws);
+  auto args = d_arg.to_host();
+  CHECK((args[0].index == 0 && args[0].value == a));  // row 0: all a, the first
+  CHECK((args[1].index == p_max - M && args[1].value == v_max));
+  reduce<ArgMin<int32_t>, int32_t>(Backend::cuda, rows, Level::vector, d_arg.span(), ws);
+  args = d_arg.to_host();
+  CHECK((args[1].index == p_min - M && args[1].value == v_min));
+  // All levels of the two rows (a strided walk when the rows are padded: here one contiguous run of N).
+  const auto arg2 = reduce_to_host<ArgMin<int32_t>, int32_t>(Backend::cuda, rows, ws);
+  CHECK(arg2.index == p_min);
 }
 
 TEST_CASE("cuda: reductions on a user stream, results left on the device", "[reduce][stream]") {

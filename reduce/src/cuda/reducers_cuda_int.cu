@@ -1,4 +1,4 @@
-// CUDA backend of the generic reducers (ArgMax, ArgMin, MinMax, MeanVar) for std and :int32_t:std::int64_t inputs: the
+// CUDA backend of the generic reducers (ArgMax, ArgMin, MinMax, MeanVar) for int32 and int64 inputs: the
 // header-only engine of generic.cuh, compiled here (the other types in reducers_cuda_*.cu, so that
 // the CI's two cores build them in parallel).
 #include "tally/reduce/generic.cuh"
@@ -21,7 +21,7 @@ typename R::value_type reducer_cuda_to_host(View<const T> in, Workspace& ws, str
 #define TALLY_INSTANTIATE_REDUCER_CUDA(R, T)                                                                    \
   template void reducer_cuda<R, T>(View<const T>, Levels, typename R::value_type*, std::int64_t, Workspace&, stream_t); \
   template typename R::value_type reducer_cuda_to_host<R, T>(View<const T>, Workspace&, stream_t);
-TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, std)
-TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, :int32_t:std::int64_t)
+TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, std::int32_t)
+TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, std::int64_t)
 
 }  // namespace tally::reduce::detail

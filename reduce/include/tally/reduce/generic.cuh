@@ -16,8 +16,9 @@
 //   in block order).
 // * block_kernel: a block per (output, chunk) over the X x Y layout of (innermost reduced axis, rows);
 //   an output split over S chunks is combined in chunk order by its last block (device::gang_arrive).
-// * thread_kernel: a thread per output, for many outputs (consecutive outputs are consecutive
-//   threads: coalesced when the kept axis is the contiguous one).
+// * tile_kernel: the outputs are the contiguous axis: a warp's lanes take 32 consecutive outputs,
+//   the block's warps strands of their elements; split over blocks as above.
+// * thread_kernel: a thread per output, for very many outputs with short or strided rows.
 // value_type must be trivially copyable and trivially default constructible (it lives in __shared__).
 
 #include <cuda_runtime.h>
@@ -123,6 +124,58 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+struct TileArgs {
+  Walk w;
+  std::int64_t tiles = 1;  ///< tiles of kTileX consecutive outputs
+  std::int64_t S = 1;      ///< element chunks per tile
+  std::int64_t chunk = 1;  ///< elements per chunk
+};
+inline constexpr int kTileX = 32;  ///< consecutive outputs per tile (one warp's lanes); kBlock / kTileX element strands
+
+/// The outputs are the contiguous axis (e.g. gang or worker reduced, vector kept): lanes x of a warp
+/// take kTileX consecutive outputs, so each load instruction reads contiguous memory; the block's
+/// warps y take elements e = e0 + y, e0 + y + Y, ... of the chunk, joined in y order; a tile's
+/// element range split over S blocks is combined in chunk order by its last block.
+template <class R, class T>
+__global__ void __launch_bounds__(kBlock)
+    tile_kernel(TileArgs a, const T* __restrict__ in, typename R::value_type* __restrict__ out,
+                typename R::value_type* __restrict__ partials, unsigned int* __restrict__ tickets) {
+  using Val = typename R::value_type;
+  constexpr int X = kTileX, Y = kBlock / kTileX;
+  __shared__ Val sm[kBlock];
+  __shared__ bool last;
+  const Walk& w = a.w;
+  const int x = static_cast<int>(threadIdx.x) % X, y = static_cast<int>(threadIdx.x) / X;
+  const std::int64_t m = w.m(), s = w.s();
+  for (std::int64_t item = blockIdx.x; item < a.tiles * a.S; item += gridDim.x) {
+    const std::int64_t tile = item / a.S, k = item % a.S, o = tile * X + x;
+    const std::int64_t e0 = k * a.chunk, e1 = min(w.per, e0 + a.chunk);
+    Val acc = R::identity();
+    if (o < w.n_out) {
+      const T* base = in + w.out_offset(o);
+      std::int64_t e = e0 + y, r = e / m, c = e % m;
+      for (; e < e1; e += Y) {
+        acc = R::combine(acc, reducer_load<R>(base[w.row_offset(r) + c * s], e));
+        c += Y;
+        while (c >= m) c -= m, ++r;
+      }
+    }
+    sm[threadIdx.x] = acc;
+    __syncthreads();
+    if (y == 0) {
+      for (int j = 1; j < Y; ++j) acc = R::combine(acc, sm[j * X + x]);
+      if (a.S == 1 && o < w.n_out) out[o] = acc;
+      if (a.S > 1) partials[item * X + x] = acc;
+    }
+    if (a.S > 1 && device::gang_arrive(tickets + tile, static_cast<unsigned int>(a.S), last) && y == 0) {
+      Val v = R::identity();
+      for (std::int64_t j = 0; j < a.S; ++j) v = R::combine(v, device::load_coherent(partials + (tile * a.S + j) * X + x));
+      if (o < w.n_out) out[o] = v;
+    }
+    __syncthreads();  // sm is free for the next item
+  }
+}
+
 template <class R, class T>
 __global__ void __launch_bounds__(kBlock)
     thread_kernel(Walk w, const T* __restrict__ in, typename R::value_type* __restrict__ out) {
@@ -173,8 +226,9 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
   // Scratch: [partials | the host result's slot].
   std::size_t part_bytes = 0, tickets = 1;
   std::int64_t grid = 1;
-  enum class K { fill, flat, block, thread } kind;
+  enum class K { fill, flat, block, tile, thread } kind;
   BlockArgs a{w};
+  TileArgs a2;
   int V = 1;
   if (w.n_out == 0) return;
   if (w.per == 0) {
@@ -189,8 +243,20 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
   } else {
     static const int occ_b = occupancy(block_kernel<R, T>);
     const std::int64_t resident = std::int64_t{sms} * occ_b;
-    if (w.per <= 16 || w.n_out >= resident * kBlock) {
-      kind = K::thread;
+    if (w.nk >= 1 && w.kstr[w.nk - 1] == 1) {
+      kind = K::tile;  // the outputs are the contiguous axis
+      a2.w = w;
+      a2.tiles = ceil_div(w.n_out, kTileX);
+      const std::int64_t min_chunk = std::int64_t{kBlock / kTileX} * 64;
+      a2.S = std::clamp<std::int64_t>(resident / a2.tiles, 1, std::max<std::int64_t>(1, w.per / min_chunk));
+      a2.chunk = ceil_div(w.per, a2.S), a2.S = ceil_div(w.per, a2.chunk);
+      grid = std::clamp<std::int64_t>(a2.tiles * a2.S, 1, resident * 16);
+      if (a2.S > 1) {
+        part_bytes = static_cast<std::size_t>(a2.tiles * a2.S * kTileX) * sizeof(Val);
+        tickets = static_cast<std::size_t>(a2.tiles);
+      }
+    } else if ((w.s() != 1 || w.m() < 32) && (w.per <= 16 || w.n_out >= resident * kBlock)) {
+      kind = K::thread;  // many outputs whose rows are strided or short
       grid = std::clamp<std::int64_t>(ceil_div(w.n_out, kBlock), 1, resident * 8);
     } else {
       kind = K::block;
@@ -226,6 +292,9 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
       break;
     case K::block:
       block_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, data, d_out, partials, ws.ticket_array());
+      break;
+    case K::tile:
+      tile_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a2, data, d_out, partials, ws.ticket_array());
       break;
     case K::thread:
       thread_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(w, data, d_out);

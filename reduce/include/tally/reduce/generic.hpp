@@ -20,6 +20,14 @@
 
 #include "tally/reduce/reduce.hpp"
 
+// OpenMP where the including translation unit has it (nvcc's host pass usually does not); the loops
+// below name their condition `team`.
+#if defined(_OPENMP)
+#define TALLY_GENERIC_OMP_FOR_TEAM _Pragma("omp parallel for schedule(static) if (team)")
+#else
+#define TALLY_GENERIC_OMP_FOR_TEAM
+#endif
+
 namespace tally::reduce {
 
 namespace detail {
@@ -123,14 +131,14 @@ void generic_cpu(View<const T> in, Levels levels, typename R::value_type* out) {
   constexpr std::int64_t grain = std::int64_t{1} << 14, target = 256;
   const std::int64_t chunk = std::max(grain, (w.per + target - 1) / target);
   const std::int64_t nc = (w.per + chunk - 1) / chunk;
-  const bool team = w.n_out * w.per >= (std::int64_t{1} << 16);
+  [[maybe_unused]] const bool team = w.n_out * w.per >= (std::int64_t{1} << 16);
   if (nc == 1) {
-#pragma omp parallel for schedule(static) if (team)
+TALLY_GENERIC_OMP_FOR_TEAM
     for (std::int64_t o = 0; o < w.n_out; ++o) out[o] = cpu_fold_range<R>(w, in.data, o, 0, w.per);
     return;
   }
   std::vector<Val> part(static_cast<std::size_t>(w.n_out * nc));
-#pragma omp parallel for schedule(static) if (team)
+TALLY_GENERIC_OMP_FOR_TEAM
   for (std::int64_t t = 0; t < w.n_out * nc; ++t) {
     const std::int64_t o = t / nc, c = t % nc;
     part[static_cast<std::size_t>(t)] = cpu_fold_range<R>(w, in.data, o, c * chunk, std::min(w.per, (c + 1) * chunk));
