@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(256) exact_gang_level(const T* __restrict__ a,
   __shared__ dev::ExactStorage<P<T>> s;
   for (idx item = blockIdx.x; item < m * n * S; item += gridDim.x) {
     const idx e = item / S, q = item % S, i = e / n, j = e % n;
-    const idx k1 = std::min(k, (q + 1) * chunk);
+    const idx k1 = min(k, (q + 1) * chunk);
     dev::ExactThread<P<T>> t(s);
     for (idx kk = q * chunk + threadIdx.x; kk < k1; kk += 256) t.add_product(a[i * k + kk], b[kk * n + j]);
     T r;
@@ -103,14 +103,14 @@ __global__ void __launch_bounds__(256) exact_tiled_level(const T* __restrict__ a
     const idx tile = item / S, q = item % S;
     const idx i0 = tile / tiles_n * 16, j0 = tile % tiles_n * 16, i = i0 + ty, j = j0 + tx;
     const bool inside = i < m && j < n;
-    const idx k0 = q * chunk, k1 = std::min(k, k0 + chunk);
+    const idx k0 = q * chunk, k1 = min(k, k0 + chunk);
     ex::Filter f;
     dev::SharedSink<P<T>> sink{inside ? &acc[i * n + j] : nullptr};  // global memory: atomics reach it too
     for (idx kb = k0; kb < k1; kb += 16) {
       As[ty][tx] = i0 + ty < m && kb + tx < k1 ? a[(i0 + ty) * k + kb + tx] : T(0);
       Bs[ty][tx] = kb + ty < k1 && j0 + tx < n ? b[(kb + ty) * n + j0 + tx] : T(0);
       __syncthreads();
-      const int kn = static_cast<int>(std::min<idx>(16, k1 - kb));
+      const int kn = static_cast<int>(min(idx{16}, k1 - kb));
       if (inside)
         for (int kk = 0; kk < kn; ++kk) f.add_product(As[ty][kk], Bs[kk][tx], sink);
       __syncthreads();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
@@ -40,8 +41,8 @@ Report run_cpu(const Options& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   rep.backend = "cpu";
   rep.device = "cpu, " + std::to_string(threads) + " threads";
-  Eigen::ThreadPool pool(threads);
-  Eigen::ThreadPoolDevice tp(&pool, threads);
+  auto pool = std::make_unique<Eigen::ThreadPool>(threads);
+  Eigen::ThreadPoolDevice tp(pool.get(), threads);
   Workspace ws(Backend::cpu);
   const std::vector<int> logs = o.quick ? std::vector<int>{16, 20, 22} : std::vector<int>{16, 20, 24, 26};
   std::mt19937_64 g(o.seed);
@@ -84,7 +85,10 @@ Report run_cpu(const Options& o) {
       if (lg == logs.back() && is_sum) rep.ceiling_gbs = c.gbs, rep.ceiling_name = "Eigen Tensor sum on a thread pool";
     }
   }
-  // The exact sum against the ordinary one, on the same threads: float and double arrays.
+  // The exact sum against the ordinary one, on the same threads: float and double arrays. Eigen's
+  // pool goes first: its idle threads spinning beside OpenMP's made the timings erratic (H100 host,
+  // 2026-11-24: the float sum of 2^16 at 2 ms).
+  pool.reset();
   rep.summary.push_back("| exact sum | tally exact | tally ordinary sum | ordinary/exact time |");
   rep.summary.push_back("| --- | --- | --- | --- |");
   std::vector<double> xd(x.begin(), x.end());

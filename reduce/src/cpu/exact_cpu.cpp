@@ -111,8 +111,6 @@ struct LaneFilters {
     constexpr bool is_float = std::is_same_v<T, float>;
     v4d H[4], O[4];
     std::memcpy(H, hi, sizeof H), std::memcpy(O, lo, sizeof O);
-    const v4d big = {exact::kBig, exact::kBig, exact::kBig, exact::kBig};
-    const v4m sign = {~(1ll << 63), ~(1ll << 63), ~(1ll << 63), ~(1ll << 63)};
     std::int64_t i = 0;
     for (; i + lanes <= n; i += lanes) {
       v4d S[4], L[4];
@@ -127,16 +125,19 @@ struct LaneFilters {
           std::memcpy(&v, x + i + 4 * k, sizeof v);
         }
         S[k] = H[k] + v;
-        const v4d b1 = S[k] - H[k];
-        const v4d e1 = (H[k] - (S[k] - b1)) + (v - b1);
-        const v4d as = reinterpret_cast<v4d>(reinterpret_cast<v4m>(S[k]) & sign);
         if constexpr (is_float) {
-          flag |= ~(as < big) | (e1 != 0);  // NaN compares false: flagged
+          // s = h + v is exact iff s - h == v and s - v == h: for the operand of larger magnitude
+          // one of the two differences is exact (Sterbenz/Dekker), and it equals the other operand
+          // only when nothing was rounded off; when exact, both hold. Four operations instead of
+          // TwoSum's five and the test. NaN and Inf fail a comparison: flagged. (A float filter's
+          // |h| stays below 2^178, far from overflow.)
+          flag |= (S[k] - H[k] != v) | (S[k] - v != H[k]);
         } else {
+          const v4d b1 = S[k] - H[k];
+          const v4d e1 = (H[k] - (S[k] - b1)) + (v - b1);
           L[k] = O[k] + e1;
-          const v4d b2 = L[k] - O[k];
-          const v4d e2 = (O[k] - (L[k] - b2)) + (e1 - b2);
-          flag |= ~(as < big) | (e2 != 0);
+          // lo + e1 exact, by the same test; an overflow anywhere leaves an Inf or NaN that fails it.
+          flag |= (L[k] - O[k] != e1) | (L[k] - e1 != O[k]);
         }
       }
       if ((flag[0] | flag[1] | flag[2] | flag[3]) == 0) {

@@ -51,14 +51,18 @@ constexpr std::size_t exact_partials_bytes(std::int64_t blocks) {
   return static_cast<std::size_t>(blocks) * sizeof(exact::Accumulator<T>);
 }
 
-/// The filters' sink in shared memory: integer atomics on the block's accumulator.
+/// The filters' sink: integer atomics on an accumulator in shared memory (the block's) or in global
+/// memory (one that several blocks add to).
 template <class T>
 struct SharedSink {
   exact::Accumulator<T>* acc;
   __device__ __forceinline__ void word_add(int k, std::int64_t v) {
     atomicAdd(reinterpret_cast<unsigned long long*>(&acc->w[k]), static_cast<unsigned long long>(v));
   }
-  __device__ __forceinline__ void add(double r, int scale = 0) {
+  // The sink's entry points are out of line: a filter calls them rarely, and inlined into every
+  // unrolled add they made the flat float kernel 208 KB of code (H100: the instruction cache
+  // missed on every pass; 2^16 floats cost 7.1 us against 2.5 for the plain sum).
+  __device__ __noinline__ void add(double r, int scale = 0) {
     int i;
     std::uint64_t c[3];
     bool neg;
@@ -67,7 +71,7 @@ struct SharedSink {
     for (int k = 0; k < 3; ++k)
       if (c[k] != 0) word_add(i + k, neg ? -static_cast<std::int64_t>(c[k]) : static_cast<std::int64_t>(c[k]));
   }
-  __device__ __forceinline__ void special(double x) {
+  __device__ __noinline__ void special(double x) {
     using A = exact::Accumulator<T>;
     if (x != x) word_add(A::nan_word, 1);
     else if (x > 1.7976931348623157e308) word_add(A::pos_inf_word, 1);
@@ -92,9 +96,9 @@ struct LocalSink {
   __device__ void touch() {
     if (!used) acc.clear(), used = true;
   }
-  __device__ void add(double r) { touch(), acc.add(r); }
-  __device__ void special(double x) { touch(), acc.special(x); }
-  __device__ void product(double a, double b) { touch(), acc.product(a, b); }
+  __device__ __noinline__ void add(double r) { touch(), acc.add(r); }  // out of line: rare (SharedSink)
+  __device__ __noinline__ void special(double x) { touch(), acc.special(x); }
+  __device__ __noinline__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
 
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
@@ -109,6 +113,9 @@ struct ExactThread {
     __syncthreads();
   }
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
+  /// N values in order (exact::Filter::add_n: for floats the first sums back to back).
+  template <int N>
+  __device__ __forceinline__ void add_n(const T (&x)[N]) { f.add_n(x, sink), seen = true; }
   /// The exact dot product's step (T = exact::products_of<U>): a * b exactly (exact::Filter::add_product).
   template <class U>
   __device__ __forceinline__ void add_product(U a, U b) {
@@ -116,6 +123,17 @@ struct ExactThread {
     f.add_product(a, b, sink), seen = true;
   }
 };
+
+/// Adds one thread's filter into its sink's accumulator by atomics (`seen`: the filter took an
+/// input), leaving the filter empty: for kernels where each thread sums its own output's share.
+template <class T>
+__device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<T>& sink, bool seen) {
+  if (seen) sink.word_add(exact::Accumulator<T>::seen_word, 1);
+  if (!f.all_negative_zero()) sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
+  sink.add(f.hi);
+  sink.add(f.lo);
+  f = exact::Filter{};
+}
 
 /// Adds every thread's filter into the block's shared accumulator (all threads call; a barrier
 /// after). The filters of a warp are first combined by a shuffle tree of exact additions, so that
@@ -245,7 +263,7 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with two independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with eight independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
   // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
@@ -253,9 +271,14 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (g < groups) {
     std::int64_t s0 = 0, s1 = 0;
     std::int64_t b = g;
-    for (; b + groups < nblocks; b += 2 * groups)
-      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]);
-    if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
+    for (; b + 7 * groups < nblocks; b += 8 * groups) {  // eight independent L2 loads in flight
+      std::int64_t v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = __ldcg(&d_partials[b + u * groups].w[kk]);
+#pragma unroll
+      for (int u = 0; u < 8; u += 2) s0 += v[u], s1 += v[u + 1];
+    }
+    for (; b < nblocks; b += groups) s0 += __ldcg(&d_partials[b].w[kk]);
     if (g > 0) s.part[g - 1][kk] = s0 + s1;
     else s.acc.w[kk] = s0 + s1;
   }

@@ -1,0 +1,68 @@
+// matmul --exact on the CPU: the reference (exact dot products) against big-integer arithmetic, and
+// every CPU level bit for bit the same C, for several thread counts; the driver's --exact checks.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "catch.hpp"
+#include "exact.hpp"
+#include "exact_inputs.hpp"
+#include "tally/common/app.hpp"
+#include "tally/common/h5.hpp"
+
+using namespace tally::matmul;
+
+namespace {
+
+template <class T>
+void check_cpu_exact(Shape s, std::uint64_t salt) {
+  const auto [a, b] = tally::test::exact_matmul_inputs<T>(s, salt);
+  const auto oracle = tally::test::exact_matmul_oracle<T>(a, b, s);
+  const Reference ref = exact_reference<T>(a, b, s);
+  const std::vector<T> want(ref.c.begin(), ref.c.end());
+  INFO(s.str() << " " << (sizeof(T) == 4 ? "float" : "double"));
+  REQUIRE(tally::test::bit_mismatches(want, oracle) == 0);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    for (Level l : all_levels) {
+      std::vector<T> c(want.size(), std::numeric_limits<T>::quiet_NaN());
+      exact_cpu_multiply<T>(l, a, b, c, s);
+      INFO("level " << to_string(l) << ", " << threads << " threads");
+      CHECK(tally::test::bit_mismatches(c, want) == 0);
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+
+TEST_CASE("matmul --exact on the CPU: every level and thread count gives the correctly rounded C", "[matmul][exact]") {
+  std::uint64_t salt = 700;
+  for (Shape s : {Shape{7, 5, 301}, Shape{16, 17, 1000}, Shape{3, 2, 5000}, Shape{1, 1, 1}}) {
+    check_cpu_exact<float>(s, ++salt);
+    check_cpu_exact<double>(s, ++salt);
+  }
+}
+
+TEST_CASE("matmul --exact through the driver: bitwise checks pass; --bench and bad input exit 2", "[matmul][exact]") {
+  const std::string out = (std::filesystem::temp_directory_path() / ("tally-matmul-exact-" + std::to_string(getpid()) + ".h5")).string();
+  const auto run_matmul = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "matmul");
+    std::vector<char*> argv;
+    for (auto& x : args) argv.push_back(x.data());
+    return tally::run_app("matmul", [&] { return run(static_cast<int>(argv.size()), argv.data()); });
+  };
+  for (const char* p : {"float", "double"})
+    CHECK(run_matmul({"--backend", "cpu", "--exact", "--precision", p, "--m", "9", "--n", "7", "--k", "333", "--quiet", "--repeats", "1",
+                      "--out", out}) == 0);
+  {
+    const auto f = tally::h5::File::open(out);
+    CHECK(f.read_attr_string("status") == "ok");
+  }
+  std::filesystem::remove(out);
+  CHECK(run_matmul({"--backend", "cpu", "--exact", "--bench", "--out", out}) == 2);
+  CHECK(!std::filesystem::exists(out));
+}
