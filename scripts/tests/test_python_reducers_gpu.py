@@ -23,6 +23,16 @@ def test_torch_arg_against_torch(tally, torch, dtype):
         values, index = tally.argmax(x, axis=2, return_values=True)
         ref = torch.max(x, dim=2)
         assert torch.equal(values, ref.values) and torch.equal(index, ref.indices)
+    t = torch.randint(-3, 3, (300, 500), device="cuda").to(dt).T  # in stages: PyTorch's first index still
+    assert tally.argmax(t).item() == torch.argmax(t).item() and tally.argmin(t).item() == torch.argmin(t).item()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        t.fill_(1)
+        t[77, 123] = 2  # flat index 77 * 300 + 123 of the transposed view
+    i = tally.argmax(t, stream=side)  # every stage and the index arithmetic on side
+    side.synchronize()
+    assert i.item() == 77 * 300 + 123
 
 
 def test_torch_arg_nan_first_and_same_as_cpu(tally, torch):

@@ -29,12 +29,12 @@ void launch(const Desc& x, const Mapped& m, void* out, std::int64_t out_size, st
 /// The library numbers an arg-reduction's elements row-major in its view's order of the reduced axes
 /// (Mapped::order), and its first-index rule (ties, NaN) follows that numbering. Where the mapping
 /// sorted the reduced axes into another order than x's (a transposed view), renumbering the winner
-/// would not make it NumPy's winner on ties: such a layout is one the view cannot take for these.
+/// would not make it NumPy's winner on ties: ArgOrderError, and the Python side reduces in stages.
 void check_arg_order(const Desc& x, const Mapped& m, int reducer) {
   if (reducer != argmax && reducer != argmin) return;
   for (int i = 1; i < m.n_order; ++i)
     if (m.order[i] < m.order[i - 1])
-      throw LayoutError(std::string("x: ") + reducer_names[reducer] + " over axes that lie in memory in another order than x's (strides " +
+      throw ArgOrderError(std::string("x: ") + reducer_names[reducer] + " over axes that lie in memory in another order than x's (strides " +
                         shape_str(x.strides, x.ndim) + "): the first index on ties would be memory's, not x's; "
                         "pass copy=True to reduce a contiguous copy");
 }

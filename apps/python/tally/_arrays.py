@@ -1,7 +1,7 @@
 """The array families of tally's reductions: one adapter per family (NumPy, PyTorch, CuPy) reads the
 pointer, dtype, device, shape and strides, allocates results with the family's own allocator on the
 same device, and does the little elementwise work on results that the reducers need (casts, NaN
-where a result is undefined) with the family's own operations, on the call's stream.
+where a result is undefined, gathers) with the family's own operations, on the call's stream.
 Other DLPack or CUDA-array-interface arrays are imported into CuPy (or PyTorch) without a copy and
 the result is handed back through DLPack. Used by tally.reduce (_reduce.py) and the reducers
 (_reducers.py).
@@ -66,6 +66,10 @@ class _NumPy:
 
     def nan_unless(self, cond, a):
         return self.np.where(cond, a, self.np.nan)
+
+    def take_last(self, a, i):
+        """a[..., i[...]]: one element of each row of a's last axis."""
+        return self.np.take_along_axis(a, self.np.asarray(i)[..., None], axis=-1)[..., 0]
 
     def on_stream(self, s, dev):
         return contextlib.nullcontext()
@@ -134,6 +138,9 @@ class _Torch:
     def nan_unless(self, cond, a):
         return a.masked_fill(~cond, float("nan"))
 
+    def take_last(self, a, i):
+        return a.gather(-1, i.unsqueeze(-1)).squeeze(-1)
+
     def on_stream(self, s, dev):
         return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s, device=dev))
 
@@ -184,6 +191,9 @@ class _CuPy:
 
     def nan_unless(self, cond, a):
         return self.cupy.where(cond, a, self.cupy.nan)
+
+    def take_last(self, a, i):
+        return self.cupy.take_along_axis(a, i[..., None], axis=-1)[..., 0]
 
     def on_stream(self, s, dev):
         stack = contextlib.ExitStack()

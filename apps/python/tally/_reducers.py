@@ -10,8 +10,8 @@ elementwise operations on the results only, on the call's stream.
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
 would sort them into memory order (e.g. a full reduction of a transposed array), the library's
-first-index rule would pick memory's first of equal values, not NumPy's: that layout raises
-LayoutError, and copy=True reduces a copy in x's order.
+first-index rule would pick memory's first of equal values, not NumPy's, and no renumbering after
+the fact can repair ties: the reduction then runs in stages (_values_indices).
 """
 import contextlib
 
@@ -54,6 +54,14 @@ class _Structs:
     def result(self, a):
         return a if self.back is None else self.back(a)
 
+    @staticmethod
+    def context_of(ad, x, stream):
+        """stream_context() for work on x's device before any struct buffer exists."""
+        dev = ad.device(x)
+        if stream is None or dev < 0:
+            return contextlib.nullcontext()
+        return ad.on_stream(_explicit_stream(stream, dev), dev)
+
 
 class _Call(_Structs):
     """One reducer call over axes of x."""
@@ -94,20 +102,60 @@ def _correction(correction):
 
 
 def _arg(reducer, x, axis, return_values, stream, copy):
-    call = _Call(x, reducer, axis, stream, copy)
-    index = call.result(call.field("index"))
-    if not return_values:
-        return index
-    return call.result(call.field("value")), index
+    ad, x, back = _family(x)
+    try:
+        values, index = _values_indices(reducer, ad, x, _axis_mask(axis, len(x.shape)), stream)
+    except LayoutError:
+        if not copy:
+            raise
+        call = _Call(x, reducer, axis, stream, True)
+        values, index = call.field("value"), call.field("index")
+    if back is not None:
+        values, index = back(values), back(index)
+    return (values, index) if return_values else index
+
+
+def _values_indices(reducer, ad, x, mask, stream):
+    """An arg-reduction's (values, indices) over the axes in `mask`, with NumPy's first index.
+
+    Where the view would number the reduced axes in memory order (ArgOrderError), in stages: the
+    outermost reduced axis a0 is kept while the others are reduced (first index within each a0
+    slice, recursively so), then a0 is reduced over those winners (the first a0 among equal values,
+    NaN first), and the two indices are joined: C order's first, with x still read once. The
+    later stages read only the first one's results (contiguous copies of them, a0 innermost)."""
+    ndim = len(x.shape)
+    axes = tuple(a for a in range(ndim) if mask >> a & 1)
+    try:
+        call = _Call(x, reducer, axes, stream, False)
+        return call.field("value"), call.field("index")
+    except _tally.ArgOrderError as e:
+        refused = e
+    try:
+        a0, rest = axes[0], axes[1:]
+        v1, i1 = _values_indices(reducer, ad, x, mask & ~(1 << a0), stream)
+        p = a0  # a0's position among the kept axes of stage 1: every axis before it is kept
+        perm = [a for a in range(ndim - len(rest)) if a != p] + [p]
+        with _Call.context_of(ad, x, stream):
+            v1, i1 = ad.permuted_copy(v1, perm), ad.permuted_copy(i1, perm)
+        s2 = _Call(v1, reducer, len(perm) - 1, stream, False)
+    except LayoutError:
+        raise refused from None
+    inner = 1
+    for a in rest:
+        inner *= x.shape[a]
+    i0 = s2.field("index")
+    with s2.stream_context():
+        index = ad.cast(i0 * inner + ad.take_last(i1, i0), 1)
+    return s2.field("value"), index
 
 
 def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
     """The index of the largest element of x over `axis`, as numpy.argmax / torch.argmax, in one pass.
 
-    x, stream, copy: as tally.reduce (any layout its strided view takes, no copy unless copy=True),
-       and the reduced axes must lie in memory in x's order (outer axes at larger strides), since
-       ties go to the first index in that order: a transposed view reduced over several axes raises
-       LayoutError unless copy=True. One reduced axis (numpy.argmax's axis=int) has any strides.
+    x, stream, copy: as tally.reduce (any layout its strided view takes, no copy unless copy=True).
+       Where the view would number the reduced axes in memory order rather than x's (a transposed
+       view reduced over several axes), ties would go to memory's first: the reduction then runs in
+       stages (the outer reduced axis last, over the first stage's winners), still one read of x.
     axis: None (the index into x's C-order flattening), an int, or a tuple of ints (the index into
        the C-order flattening of the reduced axes, in x's axis order: numpy.unravel_index with
        their extents gives the coordinates).
@@ -115,8 +163,8 @@ def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
     with return_values=True the pair (values, indices), as torch.max(x, dim) (values of x's dtype).
     Ties: the first index wins. NaN: the first NaN wins (NumPy's and PyTorch's rule). The same
     (value, index) on every backend, layout and launch shape. An empty reduced set raises
-    ValueError (there is no identity). The values (and the indices where no axis had to be
-    renumbered) are strided views of one buffer of (value, index) structs.
+    ValueError (there is no identity). Values and indices are strided views of one buffer of
+    (value, index) structs (the indices a new array where the reduction ran in stages).
     """
     return _arg("argmax", x, axis, return_values, stream, copy)
 
