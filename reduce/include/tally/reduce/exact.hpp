@@ -42,9 +42,12 @@
 // not share registers with its copy of the limbs.
 #if defined(__CUDACC__)
 #define TALLY_EXACT_COLD __host__ __device__ __noinline__
-#define TALLY_EXACT_UNROLL _Pragma("unroll")
 #else
 #define TALLY_EXACT_COLD
+#endif
+#if defined(__CUDA_ARCH__)
+#define TALLY_EXACT_UNROLL _Pragma("unroll")
+#else
 #define TALLY_EXACT_UNROLL
 #endif
 
