@@ -160,6 +160,18 @@ def test_transposed_arg_reductions(tally, rng):
     assert tally.argmax(y) == np.argmax(y) and tally.argmin(y) == np.argmin(y)  # staged, no copy needed
     z = rng.integers(-2, 2, (7, 50, 70)).astype(np.float64).transpose(0, 2, 1)
     np.testing.assert_array_equal(tally.argmax(z, axis=(1, 2)), np.argmax(moved(z, (1, 2)), axis=-1))
+    # Every transpose of a 3-D array, every axis set, without a copy (kept axes in reverse memory
+    # order are reduced through a view that puts them in memory order).
+    b3 = rng.integers(-2, 2, (4, 5, 6)).astype(np.float32)
+    for perm in itertools.permutations(range(3)):
+        t = b3.transpose(perm)
+        for axis in axis_sets(3):
+            for which, f in (("argmax", np.argmax), ("argmin", np.argmin)):
+                v, i = getattr(tally, which)(t, axis=axis, return_values=True)
+                ref = moved(t, axis)
+                want = f(ref, axis=-1)
+                np.testing.assert_array_equal(i, want, err_msg=f"{which} {perm} {axis}")
+                np.testing.assert_array_equal(v, np.take_along_axis(ref, want[..., None], -1)[..., 0])
     lo, hi = tally.aminmax(y)  # order-free: one stage
     assert lo == y.min() and hi == y.max()
 

@@ -23,6 +23,12 @@ def test_torch_arg_against_torch(tally, torch, dtype):
         values, index = tally.argmax(x, axis=2, return_values=True)
         ref = torch.max(x, dim=2)
         assert torch.equal(values, ref.values) and torch.equal(index, ref.indices)
+    b3 = torch.randint(-2, 2, (20, 30, 40), device="cuda").to(dt)
+    for perm in ((2, 1, 0), (1, 2, 0), (0, 2, 1)):  # transposed views: in stages, no copy
+        p3 = b3.permute(perm)
+        assert tally.argmax(p3).item() == torch.argmax(p3).item(), perm
+        for d in range(3):
+            assert torch.equal(tally.argmin(p3, axis=d), torch.argmin(p3, dim=d)), (perm, d)
     t = torch.randint(-3, 3, (300, 500), device="cuda").to(dt).T  # in stages: PyTorch's first index still
     assert tally.argmax(t).item() == torch.argmax(t).item() and tally.argmin(t).item() == torch.argmin(t).item()
     side = torch.cuda.Stream()

@@ -60,6 +60,12 @@ class _NumPy:
     def permuted_copy(self, a, perm):
         return self.np.ascontiguousarray(a.transpose(perm))
 
+    def permuted(self, a, perm):
+        return a.transpose(perm)
+
+    def strides(self, a):
+        return a.strides
+
     # A result in another dtype (NumPy turns 0-d results into scalars: asarray keeps arrays).
     def cast(self, a, code):
         return self.np.asarray(a, self.types[code])
@@ -132,6 +138,12 @@ class _Torch:
     def permuted_copy(self, a, perm):
         return a.permute(perm).contiguous()
 
+    def permuted(self, a, perm):
+        return a.permute(perm)
+
+    def strides(self, a):
+        return a.stride()
+
     def cast(self, a, code):
         return a.to(self.types[code])
 
@@ -185,6 +197,12 @@ class _CuPy:
     def permuted_copy(self, a, perm):
         with a.device:
             return self.cupy.ascontiguousarray(a.transpose(perm))
+
+    def permuted(self, a, perm):
+        return a.transpose(perm)
+
+    def strides(self, a):
+        return a.strides
 
     def cast(self, a, code):
         return a.astype(self.types[code], copy=False)

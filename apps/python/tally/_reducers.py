@@ -122,9 +122,20 @@ def _values_indices(reducer, ad, x, mask, stream):
     outermost reduced axis a0 is kept while the others are reduced (first index within each a0
     slice, recursively so), then a0 is reduced over those winners (the first a0 among equal values,
     NaN first), and the two indices are joined: C order's first, with x still read once. The
-    later stages read only the first one's results (contiguous copies of them, a0 innermost)."""
+    later stages read only the first one's results (contiguous copies of them, a0 innermost).
+    Layouts that no stage can map raise LayoutError (tally.argmax then copies if copy=True)."""
     ndim = len(x.shape)
     axes = tuple(a for a in range(ndim) if mask >> a & 1)
+    kept = [a for a in range(ndim) if not mask >> a & 1]
+    st = ad.strides(x)
+    order = sorted(kept, key=lambda a: -st[a])
+    if order != kept:
+        # Kept axes in reverse memory order leave the view no layout (the output is C order in x's
+        # axes): reduce a view with them in memory order, then hand the results back in x's order.
+        v, i = _values_indices(reducer, ad, ad.permuted(x, order + list(axes)),
+                               ((1 << ndim) - 1) ^ ((1 << len(kept)) - 1), stream)
+        back = [order.index(a) for a in kept]
+        return ad.permuted(v, back), ad.permuted(i, back)
     try:
         call = _Call(x, reducer, axes, stream, False)
         return call.field("value"), call.field("index")
