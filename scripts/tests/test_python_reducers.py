@@ -172,6 +172,11 @@ def test_transposed_arg_reductions(tally, rng):
                 want = f(ref, axis=-1)
                 np.testing.assert_array_equal(i, want, err_msg=f"{which} {perm} {axis}")
                 np.testing.assert_array_equal(v, np.take_along_axis(ref, want[..., None], -1)[..., 0])
+            lo, hi = tally.aminmax(t, axis=axis)
+            np.testing.assert_array_equal(lo, np.min(t, axis=axis))
+            np.testing.assert_array_equal(hi, np.max(t, axis=axis))
+            var, mean = tally.var_mean(t, axis=axis, correction=1)
+            check_moments(var, mean, t, axis, 1)
     lo, hi = tally.aminmax(y)  # order-free: one stage
     assert lo == y.min() and hi == y.max()
 

@@ -71,16 +71,30 @@ class _Call(_Structs):
         shape = tuple(x.shape)
         ndim = len(shape)
         self.mask = mask = _axis_mask(axis, ndim)
-        kept = tuple(n for a, n in enumerate(shape) if not mask >> a & 1)
-        super().__init__(ad, x, back, reducer, kept, stream)
+        kept = [a for a in range(ndim) if not mask >> a & 1]
+        reduced = [a for a in range(ndim) if mask >> a & 1]
+        # Kept axes in reverse memory order leave the view no layout (its output is C order in x's
+        # axes): a view of x with them in memory order is reduced instead, and the results' fields
+        # are handed back as views in x's order.
+        st = ad.strides(x)
+        order = sorted(kept, key=lambda a: -st[a])
+        self.unperm = None if order == kept else [order.index(a) for a in kept]
+        super().__init__(ad, x, back, reducer, [shape[a] for a in order], stream)
+        inner = ((1 << ndim) - 1) ^ ((1 << len(kept)) - 1)  # the reduced axes last
         try:
-            self._launch(x, mask)
+            if self.unperm is None:
+                self._launch(x, mask)
+            else:
+                self._launch(ad.permuted(x, order + reduced), inner)
         except LayoutError:
             if not copy:
                 raise
             # Kept axes first, reduced axes last (C order): two groups, numbered as NumPy numbers them.
-            perm = [a for a in range(ndim) if not mask >> a & 1] + [a for a in range(ndim) if mask >> a & 1]
-            self._launch(ad.permuted_copy(x, perm), ((1 << ndim) - 1) ^ ((1 << len(kept)) - 1))
+            self._launch(ad.permuted_copy(x, order + reduced), inner)
+
+    def field(self, name):
+        v = super().field(name)
+        return v if self.unperm is None else self.ad.permuted(v, self.unperm)
 
     def _launch(self, x, mask):
         ad, rc = self.ad, _CODE_OF[self.reducer]
@@ -126,16 +140,6 @@ def _values_indices(reducer, ad, x, mask, stream):
     Layouts that no stage can map raise LayoutError (tally.argmax then copies if copy=True)."""
     ndim = len(x.shape)
     axes = tuple(a for a in range(ndim) if mask >> a & 1)
-    kept = [a for a in range(ndim) if not mask >> a & 1]
-    st = ad.strides(x)
-    order = sorted(kept, key=lambda a: -st[a])
-    if order != kept:
-        # Kept axes in reverse memory order leave the view no layout (the output is C order in x's
-        # axes): reduce a view with them in memory order, then hand the results back in x's order.
-        v, i = _values_indices(reducer, ad, ad.permuted(x, order + list(axes)),
-                               ((1 << ndim) - 1) ^ ((1 << len(kept)) - 1), stream)
-        back = [order.index(a) for a in kept]
-        return ad.permuted(v, back), ad.permuted(i, back)
     try:
         call = _Call(x, reducer, axes, stream, False)
         return call.field("value"), call.field("index")
