@@ -39,7 +39,10 @@ class _Structs:
         self.explicit = stream is not None
         self.s = (ad.stream(x) if dev >= 0 else 0) if stream is None else _explicit_stream(stream, dev)
         words, self.fields = _FIELDS[reducer, _DTYPES[code]]
-        self.buf = ad.empty(tuple(kept) + (words,), 1, x)
+        # Allocated on the call's stream: the frameworks' caching allocators then reuse the block
+        # only after that stream's work (the stages' buffers are freed while it may still run).
+        with self.stream_context():
+            self.buf = ad.empty(tuple(kept) + (words,), 1, x)
 
     def field(self, name):
         """A field of every result: a strided view of the buffer with the field's dtype."""
