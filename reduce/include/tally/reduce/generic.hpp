@@ -86,19 +86,23 @@ Walk make_walk(View<const T> in, Levels levels) {
 
 inline constexpr int cpu_batch = 16;  ///< elements per pairwise tree on the CPU
 
+/// The N elements at x[0], x[s], ... (flat indices index0, index0 + 1, ...) as a pairwise tree of
+/// values, not an array: the compiler keeps it in registers and folds what the loads make constant
+/// (MeanVar's counts, so its tree has no division).
+template <class R, int N, class T>
+[[gnu::always_inline]] inline typename R::value_type cpu_tree(const T* x, std::int64_t s, std::int64_t index0) {
+  if constexpr (N == 1) return reducer_load<R>(x[0], index0);
+  else return R::combine(cpu_tree<R, N / 2>(x, s, index0), cpu_tree<R, N / 2>(x + (N / 2) * s, s, index0 + N / 2));
+}
+
 /// Elements [c0, c1) along the innermost reduced axis of row `r` of an output at `base`, into acc.
 template <class R, class T>
 typename R::value_type cpu_fold_run(typename R::value_type acc, const T* base, std::int64_t s, std::int64_t c0,
                                     std::int64_t c1, std::int64_t index0) {
-  using Val = typename R::value_type;
+  if constexpr (HasFoldRun<R, T>)
+    if (s == 1) return R::fold_run(acc, base + c0, c1 - c0, index0 + c0);
   std::int64_t c = c0;
-  for (; c + cpu_batch <= c1; c += cpu_batch) {
-    Val t[cpu_batch];
-    for (int k = 0; k < cpu_batch; ++k) t[k] = reducer_load<R>(base[(c + k) * s], index0 + c + k);
-    for (int w = 1; w < cpu_batch; w *= 2)
-      for (int k = 0; k + w < cpu_batch; k += 2 * w) t[k] = R::combine(t[k], t[k + w]);
-    acc = R::combine(acc, t[0]);
-  }
+  for (; c + cpu_batch <= c1; c += cpu_batch) acc = R::combine(acc, cpu_tree<R, cpu_batch>(base + c * s, s, index0 + c));
   for (; c < c1; ++c) acc = R::combine(acc, reducer_load<R>(base[c * s], index0 + c));
   return acc;
 }

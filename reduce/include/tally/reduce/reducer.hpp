@@ -20,6 +20,9 @@
 // * load(x, index) (optional): the value of input element x whose flat index within the reduced axes
 //   is `index` (row-major over the reduced axes in gang, worker, vector order: see unflatten()). Or
 //   load(x) without the index. Without either, value_type(x).
+// * fold_run(acc, const T* x, n, index0) (optional, CPU only): acc joined with the contiguous run
+//   x[0..n) whose flat indices are index0, index0 + 1, ...; for a faster (vectorised) fold than one
+//   combine per element. It must give what combining the run's loads in some fixed order would.
 // * needs_input (optional static constexpr bool): true for reducers whose identity is not a result
 //   (arg-reductions): reducing an empty set then throws std::invalid_argument instead of returning identity().
 
@@ -49,6 +52,12 @@ concept LoadsWithIndex = requires(const T& x, std::int64_t i) {
 template <class R, class T>
 concept LoadsValue = requires(const T& x) {
   { R::load(x) } -> std::convertible_to<typename R::value_type>;
+};
+
+/// The optional CPU hook for contiguous runs.
+template <class R, class T>
+concept HasFoldRun = requires(const typename R::value_type& acc, const T* x, std::int64_t n) {
+  { R::fold_run(acc, x, n, n) } -> std::convertible_to<typename R::value_type>;
 };
 
 /// R reduces inputs of type T: a Reducer with a way to turn a T into its value_type.

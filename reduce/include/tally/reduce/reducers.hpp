@@ -60,14 +60,25 @@ struct Moments {
 
 namespace detail {
 /// Whether a wins over b for an arg-reduction (Greater: ArgMax). A total order on (value, index).
+/// Bitwise & and | rather than && and ||: no branches, so a CPU's predictor has nothing to miss on
+/// random data (a pairwise tree's comparisons are coin flips).
 template <bool Greater, class T>
 TALLY_HD bool arg_wins(const ValueIndex<T>& a, const ValueIndex<T>& b) {
+  const bool better = Greater ? a.value > b.value : a.value < b.value;
+  const bool first = a.index < b.index;
+  const bool w = better | ((a.value == b.value) & first);
   if constexpr (std::is_floating_point_v<T>) {
     const bool an = is_nan(a.value), bn = is_nan(b.value);
-    if (an || bn) return an && (!bn || a.index < b.index);
+    return (an & (!bn | first)) | (!an & !bn & w);
+  } else {
+    return w;
   }
-  if (Greater ? a.value > b.value : a.value < b.value) return true;
-  return a.value == b.value && a.index < b.index;
+}
+
+/// a or b, field by field (selects rather than a branch over the struct).
+template <class T>
+TALLY_HD ValueIndex<T> arg_select(bool a_wins, const ValueIndex<T>& a, const ValueIndex<T>& b) {
+  return {a_wins ? a.value : b.value, a_wins ? a.index : b.index};
 }
 
 template <class T>
@@ -96,6 +107,80 @@ TALLY_HD T select_total(T a, T b) {
 }
 }  // namespace detail
 
+namespace detail {
+/// CPU fold of a contiguous run for the library's reducers (reducer.hpp's optional fold_run): blocks
+/// of run_block elements whose extremes / sums are computed in run_lanes independent lanes (which the
+/// compiler vectorises without reassociating anything), each block joined with combine(). Results are
+/// those of folding element by element with combine (arg-reductions, MinMax: a total order, so the
+/// same bits as any tree) or, for MeanVar, a fixed order: deterministic.
+inline constexpr int run_lanes = 8;
+inline constexpr std::int64_t run_block = 64;
+
+/// max (Greater) or min of x[0..n) ignoring NaN and the sign of zero; *nan set if a NaN is there.
+template <bool Greater, class T>
+inline T run_extreme(const T* x, std::int64_t n, bool* nan) {
+  T m[run_lanes];
+  bool un[run_lanes];
+  for (int l = 0; l < run_lanes; ++l) m[l] = x[0], un[l] = false;
+  std::int64_t k = 0;
+  for (; k + run_lanes <= n; k += run_lanes)
+    for (int l = 0; l < run_lanes; ++l) {
+      const T v = x[k + l];
+      m[l] = (Greater ? v > m[l] : v < m[l]) ? v : m[l];
+      if constexpr (std::is_floating_point_v<T>) un[l] |= v != v;
+    }
+  for (; k < n; ++k) {
+    m[0] = (Greater ? x[k] > m[0] : x[k] < m[0]) ? x[k] : m[0];
+    if constexpr (std::is_floating_point_v<T>) un[0] |= x[k] != x[k];
+  }
+  T r = m[0];
+  bool u = un[0];
+  for (int l = 1; l < run_lanes; ++l) r = (Greater ? m[l] > r : m[l] < r) ? m[l] : r, u |= un[l];
+  *nan = u;
+  return r;
+}
+
+/// min and max of x[0..n) in one pass (NaN and the sign of zero ignored; *nan set if a NaN is there).
+template <class T>
+inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* nan) {
+  T lo[run_lanes], hi[run_lanes];
+  bool un[run_lanes];
+  for (int l = 0; l < run_lanes; ++l) lo[l] = hi[l] = x[0], un[l] = false;
+  std::int64_t k = 0;
+  for (; k + run_lanes <= n; k += run_lanes)
+    for (int l = 0; l < run_lanes; ++l) {
+      const T v = x[k + l];
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
+      if constexpr (std::is_floating_point_v<T>) un[l] |= v != v;
+    }
+  for (; k < n; ++k) {
+    lo[0] = x[k] < lo[0] ? x[k] : lo[0];
+    hi[0] = x[k] > hi[0] ? x[k] : hi[0];
+    if constexpr (std::is_floating_point_v<T>) un[0] |= x[k] != x[k];
+  }
+  for (int l = 1; l < run_lanes; ++l) lo[0] = lo[l] < lo[0] ? lo[l] : lo[0], hi[0] = hi[l] > hi[0] ? hi[l] : hi[0], un[0] |= un[l];
+  *mn = lo[0], *mx = hi[0], *nan = un[0];
+}
+
+/// ArgMax/ArgMin: a block whose extreme cannot beat acc (no NaN, worse, or equal with acc's index
+/// first) is skipped after its vectorised extreme; otherwise it is folded element by element.
+template <bool Greater, class R, class T>
+inline ValueIndex<T> arg_fold_run(ValueIndex<T> acc, const T* x, std::int64_t n, std::int64_t index0) {
+  for (std::int64_t b = 0; b < n; b += run_block) {
+    const std::int64_t len = n - b < run_block ? n - b : run_block;
+    bool nan = false;
+    const T m = run_extreme<Greater>(x + b, len, &nan);
+    if constexpr (std::is_floating_point_v<T>)
+      if (is_nan(acc.value)) return acc;  // an earlier NaN: nothing later wins
+    const bool worse = Greater ? m < acc.value : m > acc.value;
+    if (!nan && (worse || (m == acc.value && acc.index < index0 + b))) continue;
+    for (std::int64_t k = 0; k < len; ++k) acc = R::combine(acc, {x[b + k], index0 + b + k});
+  }
+  return acc;
+}
+}  // namespace detail
+
 /// Largest value and the first index holding it (NaN: the first NaN).
 template <class T>
 struct ArgMax {
@@ -105,7 +190,11 @@ struct ArgMax {
   TALLY_HD static value_type identity() { return {detail::lowest_or_neg_inf<T>(), no_index}; }
   TALLY_HD static value_type load(T x, std::int64_t index) { return {x, index}; }
   TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
-    return detail::arg_wins<true>(a, b) ? a : b;
+    return detail::arg_select(detail::arg_wins<true>(a, b), a, b);
+  }
+  /// CPU: acc joined with x[0..n) (flat indices index0, ...), vectorised (reducer.hpp's fold_run).
+  static value_type fold_run(value_type acc, const T* x, std::int64_t n, std::int64_t index0) {
+    return detail::arg_fold_run<true, ArgMax>(acc, x, n, index0);
   }
 };
 
@@ -118,7 +207,10 @@ struct ArgMin {
   TALLY_HD static value_type identity() { return {detail::highest_or_inf<T>(), no_index}; }
   TALLY_HD static value_type load(T x, std::int64_t index) { return {x, index}; }
   TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
-    return detail::arg_wins<false>(a, b) ? a : b;
+    return detail::arg_select(detail::arg_wins<false>(a, b), a, b);
+  }
+  static value_type fold_run(value_type acc, const T* x, std::int64_t n, std::int64_t index0) {
+    return detail::arg_fold_run<false, ArgMin>(acc, x, n, index0);
   }
 };
 
@@ -131,6 +223,22 @@ struct MinMax {
   TALLY_HD static value_type load(T x) { return {x, x}; }
   TALLY_HD static value_type combine(const value_type& a, const value_type& b) {
     return {detail::select_total<false>(a.min, b.min), detail::select_total<true>(a.max, b.max)};
+  }
+  /// CPU: vectorised extremes per block; a zero extreme looks for the other sign (-0 < +0).
+  static value_type fold_run(value_type acc, const T* x, std::int64_t n, std::int64_t) {
+    for (std::int64_t b = 0; b < n; b += detail::run_block) {
+      const std::int64_t len = n - b < detail::run_block ? n - b : detail::run_block;
+      bool nan = false;
+      value_type v;
+      detail::run_minmax(x + b, len, &v.min, &v.max, &nan);
+      if constexpr (std::is_floating_point_v<T>) {
+        if (nan) return {detail::numeric_limits<T>::quiet_NaN(), detail::numeric_limits<T>::quiet_NaN()};
+        for (std::int64_t k = 0; (v.min == T(0) || v.max == T(0)) && k < len; ++k)
+          if (x[b + k] == T(0)) v = combine(v, {x[b + k], x[b + k]});
+      }
+      acc = combine(acc, v);
+    }
+    return acc;
   }
 };
 
@@ -151,6 +259,34 @@ struct MeanVar {
     const double d = b.mean - a.mean;
     const double f = b.count / n;
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.count * f};
+  }
+  /// CPU: blocks of run_block elements, each block's mean and M2 by the two-pass formula in double
+  /// (lanes the compiler vectorises), Chan-merged into acc in block order.
+  template <class T>
+  static value_type fold_run(value_type acc, const T* x, std::int64_t n, std::int64_t) {
+    constexpr int L = detail::run_lanes;
+    for (std::int64_t b = 0; b < n; b += detail::run_block) {
+      const std::int64_t len = n - b < detail::run_block ? n - b : detail::run_block;
+      const T* p = x + b;
+      double s[L] = {}, q[L] = {};
+      std::int64_t k = 0;
+      for (; k + L <= len; k += L)
+        for (int l = 0; l < L; ++l) s[l] += static_cast<double>(p[k + l]);
+      for (; k < len; ++k) s[0] += static_cast<double>(p[k]);
+      double sum = 0;
+      for (int l = 0; l < L; ++l) sum += s[l];
+      const double mean = sum / static_cast<double>(len);
+      for (k = 0; k + L <= len; k += L)
+        for (int l = 0; l < L; ++l) {
+          const double d = static_cast<double>(p[k + l]) - mean;
+          q[l] += d * d;
+        }
+      for (; k < len; ++k) q[0] += (static_cast<double>(p[k]) - mean) * (static_cast<double>(p[k]) - mean);
+      double m2 = 0;
+      for (int l = 0; l < L; ++l) m2 += q[l];
+      acc = combine(acc, {static_cast<double>(len), mean, m2});
+    }
+    return acc;
   }
 };
 
