@@ -80,9 +80,9 @@ int run(int argc, char** argv, Comm& comm) {
   bool bench_flag = false;
   app.add_option("--suite", o.suite,
                  "Which table: all, sweep, ladder, levels, shapes, openacc, exact; or ranks (under mpiexec: the full "
-                 "sum split over the ranks, not part of all); or segments (segmented sums of 2^28 floats, not part of all); "
-                 "or ops (arg-max/min, min-max, mean-var against tally's sum, CUB and Eigen, not part of all)")
-      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks", "segments", "ops"}))
+                 "sum split over the ranks, not part of all); or ops (arg-max/min, min-max, mean-var against tally's "
+                 "sum, CUB and Eigen, not part of all); or segments (segmented sums of 2^28 floats, not part of all)")
+      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks", "ops", "segments"}))
       ->capture_default_str();
   app.add_flag("--quick", o.quick, "Small sizes, a few seconds (works on the CPU backend)");
   app.add_flag("--bench", bench_flag, "The full table (the default; accepted for scripts/gpu-check.sh)");

@@ -7,6 +7,7 @@
 #include "custom_reducers.hpp"
 #include "tally/reduce/generic.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/reduce/segmented_generic.hpp"
 
 namespace tally::test {
 
@@ -32,6 +33,11 @@ struct CpuBackend {
   static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
                             reduce::Workspace&) {
     reduce::reduce_custom_cpu<R, T>(in, levels, out);
+  }
+  template <class R, class T, class Off>
+  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+                               reduce::Workspace&) {
+    reduce::segmented_reduce_custom_cpu<R, T, Off>(in, offsets, out);
   }
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend_cpu.hpp"
+#include "custom_reducers.hpp"
 #include "tally/reduce/segmented.hpp"
 
 namespace tally::test::segmented_checks {
@@ -468,6 +469,60 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented ArgMax, ArgMin and MinMax give the CPU
       differ += !(same_value(a[s].value, b[s].value) && a[s].index == b[s].index && same_value(c[s].min, d[s].min) && same_value(c[s].max, d[s].max));
     INFO(mix_name(mix) << ": " << differ << " segments differ");
     CHECK(differ == 0);
+  }
+}
+
+TEST_CASE(TALLY_TEST_BACKEND ": a user's reducers over segments through the header-only engine (SumSq, BBox2)", "[reduce][segmented][custom]") {
+  Workspace ws(TestBackend::backend);
+  std::uint64_t salt = 28000;
+  for (int mix = 0; mix < kMixes; ++mix) {
+    salt += 2;
+    const auto off = offsets_of(mix_lengths(mix, salt));
+    const auto n = static_cast<std::size_t>(off.back());
+    auto g = tally::test::rng(salt + 1);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> k(-8, 8);
+    std::vector<float> x(n);
+    std::vector<Point2> p(n);
+    for (auto& v : x) v = d(g);
+    for (auto& q : p) q = {static_cast<float>(k(g)), d(g)};  // x on a few values: ties for the leftmost point
+    auto d_x = TestBackend::upload(x);
+    auto d_p = TestBackend::upload(p);
+    auto d_o64 = TestBackend::upload(off);
+    auto d_o32 = TestBackend::upload(std::vector<int32_t>(off.begin(), off.end()));
+    auto d_s = TestBackend::template poisoned<SumSqCount>(off.size() - 1, 0x5A);
+    auto d_b = TestBackend::template poisoned<Box2>(off.size() - 1, 0x5A);
+    TestBackend::template segmented_custom<SumSq, float, int64_t>(std::span<const float>(d_x.data(), n), std::span<const int64_t>(d_o64.data(), off.size()),
+                                                                  std::span<SumSqCount>(d_s.data(), off.size() - 1), ws);
+    TestBackend::template segmented_custom<BBox2, Point2, int32_t>(std::span<const Point2>(d_p.data(), n), std::span<const int32_t>(d_o32.data(), off.size()),
+                                                                   std::span<Box2>(d_b.data(), off.size() - 1), ws);
+    const auto s = TestBackend::download(d_s);
+    const auto b = TestBackend::download(d_b);
+    int64_t bad = 0;
+    std::string first;
+    for (std::size_t q = 0; q + 1 < off.size(); ++q) {
+      const int64_t lo = off[q], len = off[q + 1] - lo;
+      long double sum = 0, sumsq = 0, abs = 0;
+      Box2 want{std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                -std::numeric_limits<float>::infinity(), no_index};
+      for (int64_t i = 0; i < len; ++i) {
+        const float v = x[static_cast<std::size_t>(lo + i)];
+        sum += v, sumsq += static_cast<long double>(v) * v, abs += std::fabs(v);
+        const Point2 pt = p[static_cast<std::size_t>(lo + i)];
+        if (pt.x < want.xmin) want.xmin = pt.x, want.leftmost = i;
+        want.ymin = std::min(want.ymin, pt.y), want.xmax = std::max(want.xmax, pt.x), want.ymax = std::max(want.ymax, pt.y);
+      }
+      // Double partials of float terms: (len + 1) eps(double) of sum |x| (and of sum x^2 <= sum |x|).
+      const long double tol = static_cast<long double>(len + 1) * std::numeric_limits<double>::epsilon() * abs;
+      const bool ok = s[q].count == len && std::fabs(s[q].sum - sum) <= tol && std::fabs(s[q].sumsq - sumsq) <= tol &&
+                      b[q].xmin == want.xmin && b[q].ymin == want.ymin && b[q].xmax == want.xmax && b[q].ymax == want.ymax &&
+                      b[q].leftmost == want.leftmost;
+      if (!ok && ++bad == 1)
+        first = "segment " + std::to_string(q) + " (" + std::to_string(len) + " elements): count " + std::to_string(s[q].count) + ", sum " +
+                show(s[q].sum) + " vs " + show(sum) + ", leftmost " + std::to_string(b[q].leftmost) + " vs " + std::to_string(want.leftmost);
+    }
+    INFO(mix_name(mix) << ": " << bad << " segments wrong; " << first);
+    CHECK(bad == 0);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "custom_reducers.hpp"
+#include "segmented_custom.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -36,6 +37,11 @@ struct CudaBackend {
   static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
                             reduce::Workspace& ws) {
     custom_reduce_cuda<R, T>(in, levels, out, ws);
+  }
+  template <class R, class T, class Off>
+  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+                               reduce::Workspace& ws) {
+    custom_segmented_cuda<R, T, Off>(in, offsets, out, ws);
   }
 };
 

@@ -25,7 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "launch.cuh"
+#include "tally/reduce/device/launch.cuh"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"

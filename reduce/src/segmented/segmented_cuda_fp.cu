@@ -1,6 +1,6 @@
-// Segmented reductions on CUDA (segmented.cuh): the float and double combinations.
+// Segmented reductions on CUDA (tally/reduce/segmented.cuh): the float and double combinations.
 #include "instantiate.hpp"
-#include "segmented.cuh"
+#include "tally/reduce/segmented.cuh"
 
 namespace tally::reduce::detail {
 

@@ -1,5 +1,14 @@
 #pragma once
-// Segmented reductions on CUDA: segments given by CSR offsets, balanced however uneven their lengths.
+// Segmented reductions on CUDA, header-only: the library's segmented_reduce() runs these kernels
+// (compiled in src/segmented/segmented_cuda*.cu), and a user's reducer (reducer.hpp) does too from any
+// .cu file:
+//
+//   #include <tally/reduce/segmented.cuh>
+//   segmented_reduce_custom<BBox2, Point2>(Backend::cuda, std::span<const Point2>(d_pts, n),
+//                                          std::span<const std::int64_t>(d_off, n_seg + 1),
+//                                          std::span<Box2>(d_box, n_seg), ws, stream);
+//
+// Segments given by CSR offsets, balanced however uneven their lengths.
 //
 // Each segment's class, and with it its combination order, is a function of its length L alone:
 //   * short  (L <= kThreadMax):            one thread, element order (device::thread_segment_reduce);
@@ -17,13 +26,29 @@
 //      binary search of the scan, its segment by a warp scan of the tile's 32 chunk counts.
 // Nothing depends on the grid size or the order in which blocks run: bitwise reproducible.
 
-#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
 
-#include "../cuda/kernels.cuh"
+#include <algorithm>
+#include <cub/device/device_scan.cuh>
+#include <cstdint>
+#include <span>
+
+#include "tally/common/cuda_check.cuh"
+#include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/launch.cuh"
 #include "tally/reduce/device/segment.cuh"
 #include "tally/reduce/segmented.hpp"
+#include "tally/reduce/segmented_generic.hpp"
 
 namespace tally::reduce::detail::cuda::seg {
+
+inline constexpr int kBlock = 256;       ///< threads per block (the library's production kernels' too)
+inline constexpr int kMinBlocksSm = 4;   ///< residency the register budget is held to (launch bounds)
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+/// Blocks that fill the device once at kMinBlocksSm per SM (the Tuning's SM count).
+inline std::int64_t fill_blocks(const Tuning& t) {
+  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), kMinBlocksSm);
+}
 
 inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many elements
 inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
@@ -175,3 +200,27 @@ void check_offsets_cuda_impl(const Off* d_off, std::int64_t n_seg, std::int64_t 
 }
 
 }  // namespace tally::reduce::detail::cuda::seg
+
+namespace tally::reduce {
+
+/// A user's reducer (reducer.hpp) over segments, on either backend, the same semantics as
+/// segmented_reduce() (checks, empty segments, determinism; load(x, index) sees the position within
+/// the segment). CUDA: in, offsets and out in device memory; asynchronous unless check is full.
+template <class R, class T, class Off>
+  requires(Reducer<R> && is_segment_offset<Off>)
+void segmented_reduce_custom(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+                             Workspace& ws, stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
+  const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
+  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
+  detail::check_workspace(ws, backend);
+  if (n_out == 0) return;
+  if (backend == Backend::cpu) {
+    if (check == SegmentCheck::full) detail::check_offsets_cpu(offsets.data(), n_out, n);
+    detail::segmented_cpu<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out, out.data());
+  } else {
+    if (check == SegmentCheck::full) detail::check_offsets_cuda(offsets.data(), n_out, n, ws, stream);
+    detail::cuda::seg::segmented_cuda_impl<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out, out.data(), ws, stream);
+  }
+}
+
+}  // namespace tally::reduce
