@@ -92,7 +92,7 @@ TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[r
 
 namespace tally::test::exact_checks {
 
-TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and both instruction-set builds", "[reduce][exact][determinism]") {
+TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and every instruction-set build", "[reduce][exact][determinism]") {
   Workspace ws(Backend::cpu);
   std::uint64_t salt = 9400;
   for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2}}) {
@@ -109,12 +109,50 @@ TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and bot
         INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
         CHECK(bitwise_equal(one, run<CpuBackend, double, double>(ws, Backend::cpu, in, lv)));
       }
-#if defined(TALLY_HAVE_CPU_AVX2)
       const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
-      std::vector<double> base_out(one.size());
-      reduce::detail::base::exact_cpu_isa<double, double>(p, base_out.data());
-      CHECK(bitwise_equal(one, base_out));
+      std::vector<double> isa_out(one.size());
+#if defined(TALLY_HAVE_CPU_AVX2)
+      reduce::detail::base::exact_cpu_isa<double, double>(p, isa_out.data());
+      CHECK(bitwise_equal(one, isa_out));
+      if (__builtin_cpu_supports("avx2")) {
+        reduce::detail::avx2::exact_cpu_isa<double, double>(p, isa_out.data());
+        CHECK(bitwise_equal(one, isa_out));
+      }
 #endif
+#if defined(TALLY_HAVE_CPU_AVX512)
+      if (__builtin_cpu_supports("avx512f")) {
+        reduce::detail::avx512::exact_cpu_isa<double, double>(p, isa_out.data());
+        CHECK(bitwise_equal(one, isa_out));
+      }
+#endif
+    }
+  }
+}
+
+TEST_CASE("cpu: the exact sum of floats is bitwise the same in every instruction-set build", "[reduce][exact][isa]") {
+  std::uint64_t salt = 9450;
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{1023, 33, 2}}) {
+    const auto x = wide_values<float>(static_cast<std::size_t>(e.size()), ++salt);
+    for (Levels lv : {Levels::all(), Levels(Level::vector), Levels(Level::gang)}) {
+      const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
+      std::vector<float> base_out(static_cast<std::size_t>(p.out_size)), isa_out(base_out.size());
+      reduce::detail::base::exact_cpu_isa<float, float>(p, base_out.data());
+      INFO(lv.to_string() << " of " << shape_name(e, false));
+#if defined(TALLY_HAVE_CPU_AVX2)
+      if (__builtin_cpu_supports("avx2")) {
+        reduce::detail::avx2::exact_cpu_isa<float, float>(p, isa_out.data());
+        CHECK(bitwise_equal(base_out, isa_out));
+      }
+#endif
+#if defined(TALLY_HAVE_CPU_AVX512)
+      if (__builtin_cpu_supports("avx512f")) {
+        reduce::detail::avx512::exact_cpu_isa<float, float>(p, isa_out.data());
+        CHECK(bitwise_equal(base_out, isa_out));
+      }
+#endif
+      Workspace ws(Backend::cpu);
+      CHECK(bitwise_equal(base_out, run<CpuBackend, float, float>(ws, Backend::cpu,
+                                                                  View<const float>::contiguous(x.data(), e.ng, e.nw, e.nv), lv)));
     }
   }
 }

@@ -22,6 +22,20 @@ bool cpu_uses_avx2() {
 #endif
 }
 
+bool cpu_uses_avx512() {
+#if defined(TALLY_HAVE_CPU_AVX512)
+  static const bool use = [] {
+    const char* forced = std::getenv("TALLY_CPU_ISA");
+    if (forced != nullptr && (std::string_view(forced) == "base" || std::string_view(forced) == "avx2")) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
 template <class Op, class T, class Acc>
 void reduce_cpu(const Problem& p, Acc* out) {
 #if defined(TALLY_HAVE_CPU_AVX2)
@@ -32,6 +46,9 @@ void reduce_cpu(const Problem& p, Acc* out) {
 
 template <class T, class Out>
 void exact_cpu(const Problem& p, Out* out) {
+#if defined(TALLY_HAVE_CPU_AVX512)
+  if (cpu_uses_avx512()) return avx512::exact_cpu_isa<T, Out>(p, out);
+#endif
 #if defined(TALLY_HAVE_CPU_AVX2)
   if (cpu_uses_avx2()) return avx2::exact_cpu_isa<T, Out>(p, out);
 #endif

@@ -33,7 +33,12 @@ using exact::result_of;
 constexpr std::int64_t grain = std::int64_t{1} << 14;        // elements: least work worth a task of its own
 constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
 constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // elements: below this, no thread team
-constexpr int lanes = 16;                // filters per task (4 AVX2 registers each of hi and lo)
+constexpr int lanes = 16;                // filters per task (hi and lo: 4 AVX2 or 2 AVX-512 registers each)
+#if defined(__AVX512F__)
+constexpr int vw = 8;  // doubles per vector register
+#else
+constexpr int vw = 4;  // AVX2 (the baseline build splits each into SSE2 pairs)
+#endif
 constexpr std::int64_t short_seg = 64;   // segments up to this long: one scalar filter, no accumulator
 constexpr int col_block = 64;            // outer family: columns per task (each with a filter and an accumulator)
 constexpr std::int64_t renorm_every = std::int64_t{1} << 30;  // flushes between normalisations (limit 2^31)
@@ -100,29 +105,31 @@ struct LaneFilters {
   /// anything rarer (a residual, a special value) through fold_block's general path.
   void fold(const T* __restrict x, std::int64_t n, Sink<T>& sink) {
     const auto one = [&sink](int) -> Sink<T>& { return sink; };
-    // GCC vector types: the 16 filters as four registers of four doubles each for hi and lo (AVX2;
-    // SSE2 pairs in the baseline build). Float inputs take the first TwoSum only and fall back to
-    // fold_block when one of 16 errors is non-zero; doubles take both. Anything rarer (a residual to
-    // flush, a special value) goes through fold_block from the stored state: the same arithmetic.
-    using v4d = double __attribute__((vector_size(32)));
-    using v4f = float __attribute__((vector_size(16)));
-    using v4m = long long __attribute__((vector_size(32)));
-    static_assert(lanes == 16);
+    // GCC vector types: the 16 filters as R registers of vw doubles each for hi and lo (AVX-512:
+    // two of eight; AVX2: four of four; SSE2 pairs in the baseline build). Float inputs take the
+    // first sum only and fall back to fold_block when one of 16 is inexact; doubles take both.
+    // Anything rarer (a residual to flush, a special value) goes through fold_block from the stored
+    // state: the same arithmetic.
+    using vd = double __attribute__((vector_size(8 * vw)));
+    using vf = float __attribute__((vector_size(4 * vw)));
+    using vm = long long __attribute__((vector_size(8 * vw)));
+    constexpr int R = lanes / vw;
+    static_assert(R * vw == lanes);
     constexpr bool is_float = std::is_same_v<T, float>;
-    v4d H[4], O[4];
+    vd H[R], O[R];
     std::memcpy(H, hi, sizeof H), std::memcpy(O, lo, sizeof O);
     std::int64_t i = 0;
     for (; i + lanes <= n; i += lanes) {
-      v4d S[4], L[4];
-      v4m flag = {0, 0, 0, 0};
-      for (int k = 0; k < 4; ++k) {
-        v4d v;
+      vd S[R], L[R];
+      vm flag = {};
+      for (int k = 0; k < R; ++k) {
+        vd v;
         if constexpr (is_float) {
-          v4f f;
-          std::memcpy(&f, x + i + 4 * k, sizeof f);
-          v = __builtin_convertvector(f, v4d);
+          vf f;
+          std::memcpy(&f, x + i + vw * k, sizeof f);
+          v = __builtin_convertvector(f, vd);
         } else {
-          std::memcpy(&v, x + i + 4 * k, sizeof v);
+          std::memcpy(&v, x + i + vw * k, sizeof v);
         }
         S[k] = H[k] + v;
         if constexpr (is_float) {
@@ -133,15 +140,17 @@ struct LaneFilters {
           // |h| stays below 2^178, far from overflow.)
           flag |= (S[k] - H[k] != v) | (S[k] - v != H[k]);
         } else {
-          const v4d b1 = S[k] - H[k];
-          const v4d e1 = (H[k] - (S[k] - b1)) + (v - b1);
+          const vd b1 = S[k] - H[k];
+          const vd e1 = (H[k] - (S[k] - b1)) + (v - b1);
           L[k] = O[k] + e1;
           // lo + e1 exact, by the same test; an overflow anywhere leaves an Inf or NaN that fails it.
           flag |= (L[k] - O[k] != e1) | (L[k] - e1 != O[k]);
         }
       }
-      if ((flag[0] | flag[1] | flag[2] | flag[3]) == 0) {
-        for (int k = 0; k < 4; ++k) {
+      long long any = 0;
+      for (int l = 0; l < vw; ++l) any |= flag[l];
+      if (any == 0) {
+        for (int k = 0; k < R; ++k) {
           H[k] = S[k];
           if constexpr (!is_float) O[k] = L[k];
         }
