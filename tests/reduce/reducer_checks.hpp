@@ -150,41 +150,49 @@ void check_shape(Workspace& ws, Extents e, bool strided, bool ties, std::uint64_
       const auto amax = run<A, ArgMax<T>>(ws, in, lv), rmax = ref_arg<true>(in, lv);
       const auto amin = run<A, ArgMin<T>>(ws, in, lv), rmin = ref_arg<false>(in, lv);
       REQUIRE(amax.size() == rmax.size());
-      for (std::size_t o = 0; o < rmax.size(); ++o) {
-        INFO("output " << o);
-        CHECK(amax[o].index == rmax[o].index);
-        CHECK(same_bits(amax[o].value, rmax[o].value));
-        CHECK(amin[o].index == rmin[o].index);
-        CHECK(same_bits(amin[o].value, rmin[o].value));
+      // Every output is checked; one assertion per kind, naming the first output that differs.
+      std::string arg_bad;
+      for (std::size_t o = 0; o < rmax.size() && arg_bad.empty(); ++o) {
         // unflatten() of the output's position (kept axes) and of the index (reduced axes) lead back to the element
         const auto c = unflatten(amax[o].index, in.e, lv);
         const auto oc = unflatten(static_cast<int64_t>(o), in.e, Levels::from_bits(~lv.bits() & 7u));
-        CHECK(same_bits(in.at(c[0] + oc[0], c[1] + oc[1], c[2] + oc[2]), amax[o].value));
+        if (amax[o].index != rmax[o].index || !same_bits(amax[o].value, rmax[o].value) || amin[o].index != rmin[o].index ||
+            !same_bits(amin[o].value, rmin[o].value) || !same_bits(in.at(c[0] + oc[0], c[1] + oc[1], c[2] + oc[2]), amax[o].value))
+          arg_bad = "output " + std::to_string(o) + ": argmax " + std::to_string(amax[o].index) + " (reference " +
+                    std::to_string(rmax[o].index) + "), argmin " + std::to_string(amin[o].index) + " (reference " +
+                    std::to_string(rmin[o].index) + ")";
       }
+      INFO(arg_bad);
+      CHECK(arg_bad.empty());
     }
     const auto mm = run<A, MinMax<T>>(ws, in, lv);
     const auto rmm = ref_minmax(in, lv);
-    for (std::size_t o = 0; o < rmm.size(); ++o) {
-      INFO("minmax output " << o);
-      CHECK(same_bits(mm[o].min, rmm[o].min));
-      CHECK(same_bits(mm[o].max, rmm[o].max));
-    }
+    std::string mm_bad;
+    for (std::size_t o = 0; o < rmm.size() && mm_bad.empty(); ++o)
+      if (!same_bits(mm[o].min, rmm[o].min) || !same_bits(mm[o].max, rmm[o].max)) mm_bad = "minmax output " + std::to_string(o);
+    INFO(mm_bad);
+    CHECK(mm_bad.empty());
     const auto mv = run<A, MeanVar, T>(ws, in, lv);
     const auto rmv = ref_moments(in, lv);
     constexpr double eps = std::numeric_limits<double>::epsilon();
-    for (std::size_t o = 0; o < rmv.size(); ++o) {
-      INFO("meanvar output " << o << ": count " << rmv[o].count);
+    std::string mv_bad;
+    for (std::size_t o = 0; o < rmv.size() && mv_bad.empty(); ++o) {
       const auto& r = rmv[o];
-      CHECK(mv[o].count == static_cast<double>(r.count));
+      bool ok = mv[o].count == static_cast<double>(r.count);
       if (r.count == 0) {
-        CHECK(std::isnan(mv[o].mean_or_nan()));
-        CHECK(std::isnan(mv[o].variance()));
-        continue;
+        ok = ok && std::isnan(mv[o].mean_or_nan()) && std::isnan(mv[o].variance());
+      } else {
+        const double scale = static_cast<double>(std::sqrt(r.sq / r.count));  // rms |x|
+        ok = ok && std::abs(mv[o].mean - static_cast<double>(r.mean)) <= 4 * static_cast<double>(r.count + 1) * eps * scale &&
+             std::abs(mv[o].m2 - static_cast<double>(r.m2)) <= 8 * static_cast<double>(r.count + 1) * eps * static_cast<double>(r.sq);
       }
-      const double scale = static_cast<double>(std::sqrt(r.sq / r.count));  // rms |x|
-      CHECK(std::abs(mv[o].mean - static_cast<double>(r.mean)) <= 4 * static_cast<double>(r.count + 1) * eps * scale);
-      CHECK(std::abs(mv[o].m2 - static_cast<double>(r.m2)) <= 8 * static_cast<double>(r.count + 1) * eps * static_cast<double>(r.sq));
+      if (!ok)
+        mv_bad = "meanvar output " + std::to_string(o) + ": count " + std::to_string(mv[o].count) + ", mean " +
+                 std::to_string(mv[o].mean) + ", m2 " + std::to_string(mv[o].m2) + " (reference " + std::to_string(r.count) +
+                 ", " + std::to_string(static_cast<double>(r.mean)) + ", " + std::to_string(static_cast<double>(r.m2)) + ")";
     }
+    INFO(mv_bad);
+    CHECK(mv_bad.empty());
   }
 }
 
@@ -267,8 +275,10 @@ TEST_CASE(TALLY_TEST_BACKEND ": ties give the first index, every level set", "[r
     Input<float> in{std::vector<float>(static_cast<std::size_t>(e.size()), 2.5f), e, e.nv, e.nw * e.nv};
     for (Levels lv : Levels::all_sets()) {
       INFO("(" << e.ng << ", " << e.nw << ", " << e.nv << "), levels " << lv.to_string());
-      for (const auto& r : run<TestBackend, ArgMax<float>>(ws, in, lv)) CHECK((r.index == 0 && r.value == 2.5f));
-      for (const auto& r : run<TestBackend, ArgMin<float>>(ws, in, lv)) CHECK((r.index == 0 && r.value == 2.5f));
+      int64_t bad = 0;
+      for (const auto& r : run<TestBackend, ArgMax<float>>(ws, in, lv)) bad += !(r.index == 0 && r.value == 2.5f);
+      for (const auto& r : run<TestBackend, ArgMin<float>>(ws, in, lv)) bad += !(r.index == 0 && r.value == 2.5f);
+      CHECK(bad == 0);
     }
   }
   // -inf everywhere ties with the identity's value: a real element still wins, the first.
@@ -396,9 +406,11 @@ TEST_CASE(TALLY_TEST_BACKEND ": MeanVar: two runs give bitwise equal results", "
     const auto in = make_input<float>(e, false, false, 16600 + static_cast<std::uint64_t>(e.nv));
     for (Levels lv : Levels::all_sets()) {
       const auto a = run<TestBackend, MeanVar, float>(ws, in, lv), b = run<TestBackend, MeanVar, float>(ws, in, lv);
+      int64_t differ = 0;
       for (std::size_t o = 0; o < a.size(); ++o)
-        CHECK((std::bit_cast<std::uint64_t>(a[o].mean) == std::bit_cast<std::uint64_t>(b[o].mean) &&
-               std::bit_cast<std::uint64_t>(a[o].m2) == std::bit_cast<std::uint64_t>(b[o].m2)));
+        differ += std::bit_cast<std::uint64_t>(a[o].mean) != std::bit_cast<std::uint64_t>(b[o].mean) ||
+                  std::bit_cast<std::uint64_t>(a[o].m2) != std::bit_cast<std::uint64_t>(b[o].m2);
+      CHECK(differ == 0);
     }
   }
 }
@@ -438,13 +450,19 @@ TEST_CASE(TALLY_TEST_BACKEND ": user reducers through the header-only engine (su
         b.ymin = std::min(b.ymin, p.y), b.xmax = std::max(b.xmax, p.x), b.ymax = std::max(b.ymax, p.y);
       });
       constexpr double eps = std::numeric_limits<double>::epsilon();
-      for (std::size_t o = 0; o < n_out; ++o) {
-        CHECK(r1[o].count == cnt[o]);
-        CHECK(std::abs(r1[o].sum - static_cast<double>(s[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(sa[o]));
-        CHECK(std::abs(r1[o].sumsq - static_cast<double>(ss[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(saa[o]));
-        CHECK((r2[o].xmin == box[o].xmin && r2[o].ymin == box[o].ymin && r2[o].xmax == box[o].xmax && r2[o].ymax == box[o].ymax));
-        CHECK(r2[o].leftmost == box[o].leftmost);
+      std::string bad;
+      for (std::size_t o = 0; o < n_out && bad.empty(); ++o) {
+        if (r1[o].count != cnt[o] ||
+            !(std::abs(r1[o].sum - static_cast<double>(s[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(sa[o])) ||
+            !(std::abs(r1[o].sumsq - static_cast<double>(ss[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(saa[o])))
+          bad = "sumsq output " + std::to_string(o);
+        if (!(r2[o].xmin == box[o].xmin && r2[o].ymin == box[o].ymin && r2[o].xmax == box[o].xmax && r2[o].ymax == box[o].ymax) ||
+            r2[o].leftmost != box[o].leftmost)
+          bad = "bbox output " + std::to_string(o) + ": leftmost " + std::to_string(r2[o].leftmost) + " (reference " +
+                std::to_string(box[o].leftmost) + ")";
       }
+      INFO(bad);
+      CHECK(bad.empty());
     }
   }
 }

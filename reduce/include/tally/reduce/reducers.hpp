@@ -107,6 +107,14 @@ TALLY_HD T select_total(T a, T b) {
 }
 }  // namespace detail
 
+// The lane loops below vectorise with OpenMP's simd (the library's build has it; elsewhere the
+// pragma is left out and the loops stay scalar, with the same results).
+#if defined(_OPENMP)
+#define TALLY_RUN_SIMD _Pragma("omp simd")
+#else
+#define TALLY_RUN_SIMD
+#endif
+
 namespace detail {
 /// CPU fold of a contiguous run for the library's reducers (reducer.hpp's optional fold_run): blocks
 /// of run_block elements whose extremes / sums are computed in run_lanes independent lanes (which the
@@ -116,51 +124,55 @@ namespace detail {
 inline constexpr int run_lanes = 8;
 inline constexpr std::int64_t run_block = 64;
 
-/// max (Greater) or min of x[0..n) ignoring NaN and the sign of zero; *nan set if a NaN is there.
+/// max (Greater) or min of x[0..n), exact when *special comes back false; *special is set when a
+/// NaN or an infinity is there (tracked as a sum of x - x, which is 0 for every finite x: plain
+/// arithmetic that vectorises, where a boolean flag did not). Callers fold such blocks one element
+/// at a time with combine().
 template <bool Greater, class T>
-inline T run_extreme(const T* x, std::int64_t n, bool* nan) {
-  T m[run_lanes];
-  bool un[run_lanes];
-  for (int l = 0; l < run_lanes; ++l) m[l] = x[0], un[l] = false;
+inline T run_extreme(const T* x, std::int64_t n, bool* special) {
+  T m[run_lanes], sp[run_lanes];
+  for (int l = 0; l < run_lanes; ++l) m[l] = x[0], sp[l] = T(0);
   std::int64_t k = 0;
   for (; k + run_lanes <= n; k += run_lanes)
+    TALLY_RUN_SIMD
     for (int l = 0; l < run_lanes; ++l) {
       const T v = x[k + l];
       m[l] = (Greater ? v > m[l] : v < m[l]) ? v : m[l];
-      if constexpr (std::is_floating_point_v<T>) un[l] |= v != v;
+      if constexpr (std::is_floating_point_v<T>) sp[l] += v - v;
     }
   for (; k < n; ++k) {
     m[0] = (Greater ? x[k] > m[0] : x[k] < m[0]) ? x[k] : m[0];
-    if constexpr (std::is_floating_point_v<T>) un[0] |= x[k] != x[k];
+    if constexpr (std::is_floating_point_v<T>) sp[0] += x[k] - x[k];
   }
   T r = m[0];
-  bool u = un[0];
-  for (int l = 1; l < run_lanes; ++l) r = (Greater ? m[l] > r : m[l] < r) ? m[l] : r, u |= un[l];
-  *nan = u;
+  bool u = sp[0] != T(0);
+  for (int l = 1; l < run_lanes; ++l) r = (Greater ? m[l] > r : m[l] < r) ? m[l] : r, u |= sp[l] != T(0);
+  *special = u;
   return r;
 }
 
-/// min and max of x[0..n) in one pass (NaN and the sign of zero ignored; *nan set if a NaN is there).
+/// min and max of x[0..n) in one pass, as run_extreme.
 template <class T>
-inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* nan) {
-  T lo[run_lanes], hi[run_lanes];
-  bool un[run_lanes];
-  for (int l = 0; l < run_lanes; ++l) lo[l] = hi[l] = x[0], un[l] = false;
+inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* special) {
+  T lo[run_lanes], hi[run_lanes], sp[run_lanes];
+  for (int l = 0; l < run_lanes; ++l) lo[l] = hi[l] = x[0], sp[l] = T(0);
   std::int64_t k = 0;
   for (; k + run_lanes <= n; k += run_lanes)
+    TALLY_RUN_SIMD
     for (int l = 0; l < run_lanes; ++l) {
       const T v = x[k + l];
       lo[l] = v < lo[l] ? v : lo[l];
       hi[l] = v > hi[l] ? v : hi[l];
-      if constexpr (std::is_floating_point_v<T>) un[l] |= v != v;
+      if constexpr (std::is_floating_point_v<T>) sp[l] += v - v;
     }
   for (; k < n; ++k) {
     lo[0] = x[k] < lo[0] ? x[k] : lo[0];
     hi[0] = x[k] > hi[0] ? x[k] : hi[0];
-    if constexpr (std::is_floating_point_v<T>) un[0] |= x[k] != x[k];
+    if constexpr (std::is_floating_point_v<T>) sp[0] += x[k] - x[k];
   }
-  for (int l = 1; l < run_lanes; ++l) lo[0] = lo[l] < lo[0] ? lo[l] : lo[0], hi[0] = hi[l] > hi[0] ? hi[l] : hi[0], un[0] |= un[l];
-  *mn = lo[0], *mx = hi[0], *nan = un[0];
+  bool u = sp[0] != T(0);
+  for (int l = 1; l < run_lanes; ++l) lo[0] = lo[l] < lo[0] ? lo[l] : lo[0], hi[0] = hi[l] > hi[0] ? hi[l] : hi[0], u |= sp[l] != T(0);
+  *mn = lo[0], *mx = hi[0], *special = u;
 }
 
 /// ArgMax/ArgMin: a block whose extreme cannot beat acc (no NaN, worse, or equal with acc's index
@@ -232,7 +244,10 @@ struct MinMax {
       value_type v;
       detail::run_minmax(x + b, len, &v.min, &v.max, &nan);
       if constexpr (std::is_floating_point_v<T>) {
-        if (nan) return {detail::numeric_limits<T>::quiet_NaN(), detail::numeric_limits<T>::quiet_NaN()};
+        if (nan) {  // a NaN or an infinity: this block one element at a time
+          for (std::int64_t k = 0; k < len; ++k) acc = combine(acc, {x[b + k], x[b + k]});
+          continue;
+        }
         for (std::int64_t k = 0; (v.min == T(0) || v.max == T(0)) && k < len; ++k)
           if (x[b + k] == T(0)) v = combine(v, {x[b + k], x[b + k]});
       }
@@ -271,12 +286,14 @@ struct MeanVar {
       double s[L] = {}, q[L] = {};
       std::int64_t k = 0;
       for (; k + L <= len; k += L)
+        TALLY_RUN_SIMD
         for (int l = 0; l < L; ++l) s[l] += static_cast<double>(p[k + l]);
       for (; k < len; ++k) s[0] += static_cast<double>(p[k]);
       double sum = 0;
       for (int l = 0; l < L; ++l) sum += s[l];
       const double mean = sum / static_cast<double>(len);
       for (k = 0; k + L <= len; k += L)
+        TALLY_RUN_SIMD
         for (int l = 0; l < L; ++l) {
           const double d = static_cast<double>(p[k + l]) - mean;
           q[l] += d * d;
