@@ -368,6 +368,19 @@ TEST_CASE(TALLY_TEST_BACKEND ": fixed-size segments", "[reduce][segmented]") {
     INFO(n_seg << " segments of " << size << ": max " << ep << " sum " << eq);
     CHECK(ep.empty());
     CHECK(eq.empty());
+    if (size > 0) {  // a library reducer: ArgMax's index is the position within the segment
+      auto out_a = TestBackend::template poisoned<ValueIndex<float>>(static_cast<std::size_t>(n_seg), 0x5A);
+      segmented_reduce_fixed<ArgMax<float>, float, ValueIndex<float>>(TestBackend::backend, std::span<const float>(d_p.data(), n), size,
+                                                                      std::span<ValueIndex<float>>(out_a.data(), out_a.size()), ws, TestBackend::stream());
+      const auto got = TestBackend::download(out_a);
+      int64_t wrong = 0;
+      for (int64_t k = 0; k < n_seg; ++k) {
+        const auto want = ref_arg<true>(p.x.data() + k * size, size);
+        wrong += !(same_value(got[static_cast<std::size_t>(k)].value, want.value) && got[static_cast<std::size_t>(k)].index == want.index);
+      }
+      INFO("argmax over " << n_seg << " segments of " << size << ": " << wrong << " wrong");
+      CHECK(wrong == 0);
+    }
   }
 }
 
