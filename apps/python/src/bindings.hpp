@@ -16,7 +16,16 @@ class LayoutError : public std::invalid_argument {
   explicit LayoutError(const std::string& m) : std::invalid_argument(m) {}
 };
 
+/// An arg-reduction whose reduced axes the view would number in memory order, not the caller's
+/// (tally._tally.ArgOrderError, a LayoutError): tally.argmax then reduces in two stages instead.
+class ArgOrderError : public LayoutError {
+ public:
+  using LayoutError::LayoutError;
+};
+
 void bind_reduce(nanobind::module_& m);
+void bind_reducers(nanobind::module_& m);
+void bind_segments(nanobind::module_& m);
 void bind_solvers(nanobind::module_& m);
 
 }  // namespace tally::python

@@ -1,0 +1,162 @@
+"""tally.argmax/argmin, aminmax, var_mean, segment_reduce and exact_dot on the GPU from PyTorch and
+CuPy: against the frameworks, zero copy, the stream semantics, the same bits as the CPU where the
+library promises them. Skipped (with the reason) without a GPU or a CUDA build."""
+import numpy as np
+import pytest
+
+from test_python_reduce_gpu import AXES3, SEED, cupy, torch  # noqa: F401 (the fixtures)
+
+
+def dims_of(axis):
+    return tuple(range(3)) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_torch_arg_against_torch(tally, torch, dtype):
+    dt = getattr(torch, dtype)
+    x = torch.randint(-3, 3, (5, 70, 300), device="cuda").to(dt)  # many ties: the first index wins
+    for axis in (None, 0, 1, 2):
+        for which in ("argmax", "argmin"):
+            got = getattr(tally, which)(x, axis=axis)
+            want = getattr(torch, which)(x, dim=axis)
+            assert got.dtype == torch.int64 and got.device == x.device and torch.equal(got, want), (which, axis)
+        values, index = tally.argmax(x, axis=2, return_values=True)
+        ref = torch.max(x, dim=2)
+        assert torch.equal(values, ref.values) and torch.equal(index, ref.indices)
+    b3 = torch.randint(-2, 2, (20, 30, 40), device="cuda").to(dt)
+    for perm in ((2, 1, 0), (1, 2, 0), (0, 2, 1)):  # transposed views: in stages, no copy
+        p3 = b3.permute(perm)
+        assert tally.argmax(p3).item() == torch.argmax(p3).item(), perm
+        for d in range(3):
+            assert torch.equal(tally.argmin(p3, axis=d), torch.argmin(p3, dim=d)), (perm, d)
+    t = torch.randint(-3, 3, (300, 500), device="cuda").to(dt).T  # in stages: PyTorch's first index still
+    assert tally.argmax(t).item() == torch.argmax(t).item() and tally.argmin(t).item() == torch.argmin(t).item()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        t.fill_(1)
+        t[77, 123] = 2  # flat index 77 * 300 + 123 of the transposed view
+    i = tally.argmax(t, stream=side)  # every stage and the index arithmetic on side
+    side.synchronize()
+    assert i.item() == 77 * 300 + 123
+
+
+def test_torch_arg_nan_first_and_same_as_cpu(tally, torch):
+    x = torch.randn(8, 64, 1000, device="cuda")
+    x[3, 5, 7] = float("nan")
+    x[3, 9, 2] = float("nan")
+    x[7, 0, 999] = float("nan")
+    for axis in AXES3:
+        for which in ("argmax", "argmin"):
+            v, i = getattr(tally, which)(x, axis=axis, return_values=True)
+            vc, ic = getattr(tally, which)(x.cpu(), axis=axis, return_values=True)
+            assert torch.equal(i.cpu(), ic), (which, axis)  # a selection: the same on both backends
+            assert v.cpu().numpy().tobytes() == vc.numpy().tobytes()
+    y = torch.randn(4, 64, 1000, device="cuda")
+    y[1, 2, 3] = float("nan")  # one NaN: PyTorch's argmax promises no order among several
+    assert tally.argmax(y).item() == torch.argmax(y).item() == (1 * 64 + 2) * 1000 + 3
+
+
+def test_torch_aminmax_and_var_mean(tally, torch):
+    x = torch.randn(6, 50, 400, device="cuda", dtype=torch.float64) + 3
+    for axis in AXES3:
+        dims = dims_of(axis)
+        lo, hi = tally.aminmax(x, axis=axis)
+        assert torch.equal(lo, torch.amin(x, dim=dims)) and torch.equal(hi, torch.amax(x, dim=dims))
+        lc, hc = tally.aminmax(x.cpu(), axis=axis)
+        assert torch.equal(lo.cpu(), lc) and torch.equal(hi.cpu(), hc)
+        for correction in (0, 1):
+            v, m = tally.var_mean(x, axis=axis, correction=correction)
+            wv, wm = torch.var_mean(x, dim=dims, correction=correction)
+            n = x.numel() // wm.numel()
+            eps = torch.finfo(torch.float64).eps
+            scale = (x * x).mean(dim=dims)
+            assert ((m - wm).abs() <= 4 * n * eps * scale.sqrt()).all(), axis
+            assert ((v - wv).abs() <= 4 * n * eps * scale).all(), axis
+    x32 = torch.randn(4, 8, 4096, device="cuda")
+    v, m = tally.var_mean(x32, axis=2, correction=1)
+    wv, wm = torch.var_mean(x32.double(), dim=2, correction=1)
+    assert v.dtype == torch.float32 and torch.allclose(v.double(), wv, rtol=2e-7, atol=0)
+    assert torch.allclose(m.double(), wm, rtol=0, atol=2e-7 * float(x32.abs().max()))
+
+
+def test_torch_zero_copy_and_explicit_stream(tally, torch):
+    base = torch.randn(16, 64, 1024, device="cuda")
+    x = base[2:, ::2, 8:1000]
+    tally.argmax(x, axis=2)
+    assert tally._tally._last_input_pointer() == x.data_ptr()
+    y = torch.ones(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        y.fill_(3.0)
+        y[12345] = 5.0
+    # Not current, yet ordered after the fill; the variance's division runs on side as well.
+    v, m = tally.var_mean(y, stream=side)
+    i = tally.argmax(y, stream=side)
+    side.synchronize()
+    n = y.numel()
+    assert i.item() == 12345
+    assert abs(m.item() - (3.0 * (n - 1) + 5.0) / n) <= 1e-6
+    assert abs(v.item() - ((n - 1) * (3.0 - m.item()) ** 2 + (5.0 - m.item()) ** 2) / n) <= 1e-6
+
+
+def test_torch_segments_and_exact_dot(tally, torch):
+    g = np.random.default_rng(SEED)
+    n = 1 << 20
+    x = torch.randn(n, device="cuda")
+    cuts = np.sort(g.integers(0, n + 1, 999))
+    offsets = torch.tensor(np.concatenate(([0], cuts, [n])), device="cuda")
+    for op in ("sum", "max", "min"):
+        got = tally.segment_reduce(x, offsets, op)
+        ref = tally.segment_reduce(x.cpu(), offsets.cpu(), op)
+        if op == "sum":  # both within len eps sum|x| of the exact sum (Higham 2.4)
+            lens = torch.diff(offsets.cpu()).double().clamp(min=1)
+            mag = tally.segment_reduce(x.cpu().abs().double(), offsets.cpu())
+            assert ((got.cpu().double() - ref.double()).abs() <= 2 * lens * torch.finfo(torch.float32).eps * mag).all()
+        else:  # max and min: the same bits on both backends
+            assert torch.equal(got.cpu(), ref)
+    for op in ("argmax", "argmin"):  # selections: the same on both backends
+        assert torch.equal(tally.segment_reduce(x, offsets, op).cpu(), tally.segment_reduce(x.cpu(), offsets.cpu(), op))
+    lo, hi = tally.segment_reduce(x, offsets, "aminmax")
+    lc, hc = tally.segment_reduce(x.cpu(), offsets.cpu(), "aminmax")
+    assert torch.equal(lo.cpu(), lc) and torch.equal(hi.cpu(), hc)
+    v, m = tally.segment_reduce(x.double(), offsets, "var_mean", correction=1)
+    vc, mc = tally.segment_reduce(x.cpu().double(), offsets.cpu(), "var_mean", correction=1)
+    tol = 8 * int(torch.diff(offsets).max()) * torch.finfo(torch.float64).eps  # two merge orders, each within n eps
+    assert torch.allclose(v.cpu(), vc, rtol=tol, atol=tol, equal_nan=True)
+    assert torch.allclose(m.cpu(), mc, rtol=tol, atol=tol, equal_nan=True)
+    fixed = tally.segment_reduce(x, segment_size=1024, op="max")
+    assert torch.equal(fixed, x.view(-1, 1024).amax(dim=1))
+    out = torch.full((3,), 7.0, device="cuda")
+    with pytest.raises(ValueError, match=r"^offsets: offsets\[1\] = 50 > offsets\[2\] = 40"):
+        tally.segment_reduce(x, torch.tensor([0, 50, 40, 100], device="cuda"), out=out)
+    assert (out == 7.0).all()
+    with pytest.raises(ValueError, match=r"^offsets: on cpu, x on cuda:0"):
+        tally.segment_reduce(x, torch.tensor([0, 50, 60, 100]), out=out)
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    d = tally.exact_dot(a, b, acc_dtype="float64")
+    assert d.device == a.device and d.cpu().numpy().tobytes() == tally.exact_dot(a.cpu(), b.cpu(), acc_dtype="float64").numpy().tobytes()
+
+
+def test_cupy_reducers(tally, cupy):
+    rng = cupy.random.default_rng(SEED)
+    x = rng.integers(-3, 3, (6, 50, 400)).astype(cupy.float32)  # ties: NumPy's first index
+    xh = cupy.asnumpy(x)
+    for axis in (None, 0, 1, 2):
+        got = tally.argmax(x, axis=axis)
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_array_equal(cupy.asnumpy(got), np.argmax(xh, axis=axis))
+        assert tally._tally._last_input_pointer() == x.data.ptr
+    for axis in AXES3:
+        lo, hi = tally.aminmax(x, axis=axis)
+        assert bool((lo == x.min(axis=axis)).all()) and bool((hi == x.max(axis=axis)).all())
+        v, m = tally.var_mean(x, axis=axis)
+        assert bool(cupy.allclose(v, x.astype(cupy.float64).var(axis=axis), rtol=1e-6))
+        assert bool(cupy.allclose(m, x.astype(cupy.float64).mean(axis=axis), rtol=1e-6, atol=1e-6))
+    offsets = cupy.asarray([0, 100, 100, 5000, x.size], dtype=cupy.int32)
+    got = tally.segment_reduce(x.ravel(), offsets, "max")
+    f = xh.ravel()
+    want = np.array([f[0:100].max(), -np.inf, f[100:5000].max(), f[5000:].max()], np.float32)
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
