@@ -135,6 +135,12 @@ class _Torch:
             return self._raw_stream(dev)
         return self.torch.cuda.current_stream(dev).cuda_stream
 
+    def current_stream(self, dev, like):
+        """The current stream of CUDA device `dev` (like's)."""
+        if self._raw_stream is not None:
+            return self._raw_stream(dev)
+        return self.torch.cuda.current_stream(dev).cuda_stream
+
     def permuted_copy(self, a, perm):
         return a.permute(perm).contiguous()
 
@@ -186,6 +192,9 @@ class _CuPy:
             return self.cupy.empty(shape, self.types[code])
         with like.device:
             return self.cupy.empty(shape, self.types[code])
+
+    def current_stream(self, dev, like):
+        return self.stream(like)
 
     def stream(self, like):
         try:

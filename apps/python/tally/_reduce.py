@@ -59,7 +59,13 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
             raise TypeError(f"out: not supported for x of type {type(x).__qualname__} (pass arrays of NumPy, PyTorch or CuPy)")
         return back(reduce(imported, op, axis, None, acc_dtype, stream, copy))
 
-    code = ad.code(x)
+    # One description of x serves the checks and the launch (each attribute read of a tensor costs
+    # a C call; a small reduction's time is mostly such calls).
+    if ad.raw:
+        xd = ad.describe(x)
+        code, dev, shape = xd[1], xd[2], xd[3]
+    else:
+        xd, code, dev, shape = None, ad.code(x), -1, x.shape
     if out is not None:
         if _adapter_for(out) is not ad:
             raise TypeError(f"out: a {type(out).__module__}.{type(out).__qualname__} for x of type "
@@ -82,12 +88,10 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
             _RESOLVED[key] = resolved
     opc, acc = resolved
 
-    shape = x.shape
     ndim = len(shape)
     mask = (1 << ndim) - 1 if axis is None else _axis_mask(axis, ndim)
-    dev = ad.device(x)
     if stream is None:
-        s = ad.stream(x) if dev >= 0 else 0
+        s = ad.current_stream(dev, x) if dev >= 0 else 0
     else:
         s = _explicit_stream(stream, dev)
     try:
@@ -96,7 +100,6 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
                 out = ad.empty(() if axis is None else tuple(n for a, n in enumerate(shape) if not mask >> a & 1), acc, x)
             _tally.reduce_nd(x, out, opc, mask, s)
             return out
-        xd = ad.describe(x)
         if out is None:
             if mask == (1 << ndim) - 1 and stream is None and dev >= 0 and ad.scalars is not None:
                 out, od = ad.scalars.take(dev, acc, s, x)
