@@ -217,36 +217,6 @@ TEST_CASE("exact::Accumulator rounds sparse, wide and cancelling limb patterns c
   }
 }
 
-TEST_CASE("exact::Filter::add_n (the CUDA flat kernel's step) leaves the state and flushes of add() one by one", "[reduce][exact]") {
-  // A sink that records every residual and special value in order: add_n must hand over the same.
-  struct Log {
-    std::vector<double> r;
-    void add(double x) { r.push_back(x); }
-    void special(double x) { r.push_back(x), r.push_back(-1234.5); }
-  };
-  std::uint64_t salt = 9900;
-  for (int trial = 0; trial < 40; ++trial) {
-    auto x = wide_values<float>(4000, ++salt);  // every exponent: many errors and flushes
-    auto g = tally::test::rng(salt);
-    for (int k = 0; k < 8; ++k)  // a few specials in some groups of four
-      if (trial % 2 == 0) x[g() % x.size()] = k % 3 == 0 ? NAN : k % 3 == 1 ? INFINITY : -INFINITY;
-    exact::Filter one, four;
-    Log a, b;
-    for (float v : x) one.add(v, a);
-    for (std::size_t i = 0; i + 4 <= x.size(); i += 4) {
-      const float q[4] = {x[i], x[i + 1], x[i + 2], x[i + 3]};
-      four.add_n(q, b);
-    }
-    INFO("trial " << trial);
-    CHECK(bits_of(one.hi) == bits_of(four.hi));
-    CHECK(bits_of(one.lo) == bits_of(four.lo));
-    REQUIRE(a.r.size() == b.r.size());
-    bool same = true;
-    for (std::size_t k = 0; k < a.r.size(); ++k) same = same && (bits_of(a.r[k]) == bits_of(b.r[k]) || (std::isnan(a.r[k]) && std::isnan(b.r[k])));
-    CHECK(same);
-  }
-}
-
 TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounded", "[reduce][exact][dot]") {
   auto g = tally::test::rng(9600);
   std::uniform_real_distribution<double> m(1.0, 2.0);

@@ -37,11 +37,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) t.add_n(v[u].v);
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < V; ++k) t.add(v[u].v[k]);
   }
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);
-    t.add_n(v.v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) t.add(v.v[k]);
   }
   if (blockIdx.x == 0 && nv + threadIdx.x < n) t.add(in[nv + threadIdx.x]);
   Out r;

@@ -45,11 +45,6 @@
 #else
 #define TALLY_EXACT_COLD
 #endif
-#if defined(__CUDA_ARCH__)
-#define TALLY_EXACT_UNROLL _Pragma("unroll")
-#else
-#define TALLY_EXACT_UNROLL
-#endif
 
 namespace tally::reduce {
 
@@ -245,60 +240,13 @@ struct Filter {
     const double e1 = (hi_big ? v : hi) - (s - (hi_big ? hi : v));
     hi = s;
     // Float inputs into a double hi mostly leave no error at all: the second sum is then skipped
-    // (a branch a warp rarely takes, at about half the floating-point work per element), and on
-    // the device it is out of line, so that unrolled loops of adds stay small.
+    // (a branch a warp rarely takes, at about half the floating-point work per element).
     if (e1 == 0) return;
-    if constexpr (std::is_same_v<T, float>) add_error_cold(e1, sink);
-    else add_error(e1, sink);
-  }
-  /// Adds x[0], ..., x[N-1] in order: the same state as N calls of add(), but for floats the N
-  /// first sums run back to back (hi's chain is one addition per value) and the rare errors are
-  /// taken after them, instead of a branch on each error before the next value can start.
-  template <int N, class T, class Sink>
-  TALLY_HD void add_n(const T (&x)[N], Sink& sink) {
-    if constexpr (!std::is_same_v<T, float>) {
-      TALLY_EXACT_UNROLL
-      for (int k = 0; k < N; ++k) add(x[k], sink);
-    } else {
-      bool finite = true;
-      TALLY_EXACT_UNROLL
-      for (int k = 0; k < N; ++k) finite = finite && abs(x[k]) <= 3.40282347e38f;
-      if (!finite) return add_each_cold(x, sink);  // rare: value by value, specials included
-      double e[N];
-      bool any = false;
-      TALLY_EXACT_UNROLL
-      for (int k = 0; k < N; ++k) {
-        const double v = static_cast<double>(x[k]);
-        const double s = hi + v;
-        const bool hi_big = abs(hi) >= abs(v);
-        e[k] = (hi_big ? v : hi) - (s - (hi_big ? hi : v));
-        hi = s;
-        any = any || e[k] != 0;
-      }
-      if (any) {
-        TALLY_EXACT_UNROLL
-        for (int k = 0; k < N; ++k)
-          if (e[k] != 0) add_error_cold(e[k], sink);  // lo takes the errors in order, as add() would
-      }
-    }
-  }
-
-  template <int N, class T, class Sink>
-  TALLY_EXACT_COLD void add_each_cold(const T (&x)[N], Sink& sink) {
-    for (int k = 0; k < N; ++k) add(x[k], sink);
-  }
-  /// The second error-free sum: lo takes hi's error e1; what lo cannot hold goes to the sink.
-  template <class Sink>
-  TALLY_HD void add_error(double e1, Sink& sink) {
     const double t = lo + e1;
     const bool lo_big = abs(lo) >= abs(e1);
     const double e2 = (lo_big ? e1 : lo) - (t - (lo_big ? lo : e1));
     lo = t;
     if (e2 != 0) sink.add(e2);
-  }
-  template <class Sink>
-  TALLY_EXACT_COLD void add_error_cold(double e1, Sink& sink) {
-    add_error(e1, sink);
   }
   /// Adds the exact product a b (floats: exact in a double; doubles: p = a b and e = fma(a, b, -p),
   /// p + e exact while p is inside [2^-968, 2^1000], else sink.product(a, b) takes it by pieces).

@@ -59,10 +59,7 @@ struct SharedSink {
   __device__ __forceinline__ void word_add(int k, std::int64_t v) {
     atomicAdd(reinterpret_cast<unsigned long long*>(&acc->w[k]), static_cast<unsigned long long>(v));
   }
-  // The sink's entry points are out of line: a filter calls them rarely, and inlined into every
-  // unrolled add they made the flat float kernel 208 KB of code (H100: the instruction cache
-  // missed on every pass; 2^16 floats cost 7.1 us against 2.5 for the plain sum).
-  __device__ __noinline__ void add(double r, int scale = 0) {
+  __device__ __forceinline__ void add(double r, int scale = 0) {
     int i;
     std::uint64_t c[3];
     bool neg;
@@ -71,7 +68,7 @@ struct SharedSink {
     for (int k = 0; k < 3; ++k)
       if (c[k] != 0) word_add(i + k, neg ? -static_cast<std::int64_t>(c[k]) : static_cast<std::int64_t>(c[k]));
   }
-  __device__ __noinline__ void special(double x) {
+  __device__ __forceinline__ void special(double x) {
     using A = exact::Accumulator<T>;
     if (x != x) word_add(A::nan_word, 1);
     else if (x > 1.7976931348623157e308) word_add(A::pos_inf_word, 1);
@@ -96,9 +93,9 @@ struct LocalSink {
   __device__ void touch() {
     if (!used) acc.clear(), used = true;
   }
-  __device__ __noinline__ void add(double r) { touch(), acc.add(r); }  // out of line: rare (SharedSink)
-  __device__ __noinline__ void special(double x) { touch(), acc.special(x); }
-  __device__ __noinline__ void product(double a, double b) { touch(), acc.product(a, b); }
+  __device__ void add(double r) { touch(), acc.add(r); }
+  __device__ void special(double x) { touch(), acc.special(x); }
+  __device__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
 
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
@@ -113,9 +110,6 @@ struct ExactThread {
     __syncthreads();
   }
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
-  /// N values in order (exact::Filter::add_n: for floats the first sums back to back).
-  template <int N>
-  __device__ __forceinline__ void add_n(const T (&x)[N]) { f.add_n(x, sink), seen = true; }
   /// The exact dot product's step (T = exact::products_of<U>): a * b exactly (exact::Filter::add_product).
   template <class U>
   __device__ __forceinline__ void add_product(U a, U b) {
@@ -263,7 +257,7 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with eight independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with two independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
   // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
@@ -271,14 +265,9 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (g < groups) {
     std::int64_t s0 = 0, s1 = 0;
     std::int64_t b = g;
-    for (; b + 7 * groups < nblocks; b += 8 * groups) {  // eight independent L2 loads in flight
-      std::int64_t v[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) v[u] = __ldcg(&d_partials[b + u * groups].w[kk]);
-#pragma unroll
-      for (int u = 0; u < 8; u += 2) s0 += v[u], s1 += v[u + 1];
-    }
-    for (; b < nblocks; b += groups) s0 += __ldcg(&d_partials[b].w[kk]);
+    for (; b + groups < nblocks; b += 2 * groups)
+      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]);
+    if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
     if (g > 0) s.part[g - 1][kk] = s0 + s1;
     else s.acc.w[kk] = s0 + s1;
   }
