@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <sstream>
 #include <string>
@@ -113,9 +114,25 @@ inline int run_command(const std::string& cmd, std::string* out = nullptr) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Bitwise equality of two double sequences (residual histories: NaN compares equal to itself).
-inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+/// Bitwise equality of two sequences (fields, residual histories: NaN compares equal to itself).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+inline bool same_bits(std::initializer_list<double> a, std::initializer_list<double> b) {
+  return same_bits(std::vector<double>(a), std::vector<double>(b));
+}
+
+/// Solves p from u0 with the options `so` on backend b; the final field in `out`.
+template <class T>
+SolveResult solve_from(tally::reduce::Backend b, const Problem& p, const std::vector<T>& u0, const StopRule& rule,
+                       std::vector<T>& out, const SolverOptions& so = {}) {
+  auto s = make_solver<T>(b, p, so);
+  s->set_field(u0);
+  auto r = s->solve(rule);
+  out.resize(u0.size());
+  s->get_field(out);
+  return r;
 }
 
 /// A random constant in [-1, 1] as an option value (printed with all its digits).

@@ -23,17 +23,7 @@ template <class T>
 SolveResult solve_on(Backend b, int t, const Problem& p, const std::vector<T>& u0, const StopRule& rule, std::vector<T>& out) {
   SolverOptions so;
   so.sweeps_per_pass = t;
-  auto s = make_solver<T>(b, p, so);
-  s->set_field(u0);
-  auto r = s->solve(rule);
-  out.resize(u0.size());
-  s->get_field(out);
-  return r;
-}
-
-template <class T>
-bool same_field(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return solve_from(b, p, u0, rule, out, so);
 }
 
 /// Solves with t sweeps a pass on the backend under test and with t = 1 on the CPU; everything bitwise.
@@ -48,7 +38,7 @@ void compare_to_one_sweep(const Problem& p, const std::vector<T>& u0, const Stop
                               << " (" << to_string(r1.status) << "), max diff " << max_abs_diff<T>(ref, got));
   CHECK(rt.status == r1.status);
   CHECK(rt.iterations == r1.iterations);
-  CHECK(same_field(ref, got));
+  CHECK(same_bits(ref, got));
   CHECK(rt.check_iteration == r1.check_iteration);
   CHECK(same_bits(rt.check_residual, r1.check_residual));
   CHECK(same_bits({rt.final_residual}, {r1.final_residual}));
@@ -150,7 +140,7 @@ TEMPLATE_TEST_CASE("t passes continue a restart from a sweep t does not divide, 
     CHECK(ri.iterations % ce == 0);
     CHECK(ri.check_iteration.back() == ri.iterations);
     (void)solve_on<T>(Backend::cpu, 1, p, u0, fixed(0, ri.iterations, ce), ref);
-    CHECK(same_field(partial, ref));
+    CHECK(same_bits(partial, ref));
   }
 }
 

@@ -19,12 +19,7 @@ SolveResult run_on(Backend b, const Problem& p, const std::vector<T>& u0, const 
                    const std::string& kernel = "async") {
   SolverOptions so;
   so.cuda_kernel = kernel;
-  auto s = make_solver<T>(b, p, so);
-  s->set_field(u0);
-  auto r = s->solve(rule);
-  out.resize(u0.size());
-  s->get_field(out);
-  return r;
+  return solve_from(b, p, u0, rule, out, so);
 }
 
 template <class T>

@@ -36,11 +36,6 @@ std::vector<T> rows_of(const std::vector<T>& whole, const Problem& p, const Bloc
   return {whole.begin() + b.row0 * p.nx, whole.begin() + b.end() * p.nx};
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
 /// Solves from u0 on one rank (a local solver) and split over the job; compares on rank 0.
 template <class T>
 void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& rule, int t = 1) {
