@@ -64,6 +64,8 @@ std::string size_name(std::int64_t n);
 
 Report run_cuda(const Options& o);
 Report run_cpu(const Options& o);
+/// Host wall time of f in microseconds: the median of `reps` runs after one warm-up (bench_cpu.cpp).
+double median_us(const std::function<void()>& f, int reps);
 /// --suite ops (bench_ops.cu, bench_ops_cpu.cpp): the generic reducers against tally's sum, CUB, Eigen.
 Report run_cuda_ops(const Options& o);
 Report run_cpu_ops(const Options& o);

@@ -19,8 +19,6 @@
 
 namespace tally::reduce::bench {
 
-namespace {
-
 double median_us(const std::function<void()>& f, int reps) {
   f();  // warm-up (first touch, thread pool start)
   std::vector<double> t;
@@ -32,8 +30,6 @@ double median_us(const std::function<void()>& f, int reps) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
-
-}  // namespace
 
 Report run_cpu(const Options& o) {
   Report rep;

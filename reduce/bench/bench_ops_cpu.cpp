@@ -18,20 +18,6 @@
 
 namespace tally::reduce::bench {
 
-namespace {
-double median_us(const std::function<void()>& f, int reps) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
-
 Report run_cpu_ops(const Options& o) {
   Report rep;
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();

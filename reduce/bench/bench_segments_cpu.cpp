@@ -46,20 +46,6 @@ std::vector<std::int64_t> segment_offsets(const SegmentCase& c, std::int64_t n, 
   return off;
 }
 
-namespace {
-double median_us(const std::function<void()>& f, int reps) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
-
 Report run_segments_cpu(const Options& o) {
   Report rep;
   if (o.threads > 0) omp_set_num_threads(o.threads);
