@@ -109,9 +109,10 @@ TALLY_HD bool split(double x, int& i, std::uint64_t (&c)[3], bool& neg, int scal
     m |= std::uint64_t{1} << 52;
   }
   int p = e - 1075 - emin + scale;  // x 2^scale = m 2^(e - 1075 + scale): m's lowest bit sits p bits above 2^emin
-  if constexpr (emin > -1074) {
-    if (p < 0) m >>= -p, p = 0;  // only zero bits go: x is a multiple of 2^emin
-  }
+  // Below 2^emin only zero bits go (x 2^scale is a multiple of 2^emin): floats' range, and the scaled
+  // pieces of a product of doubles (product_pieces), whose significand reaches below 2^-2148 while
+  // its set bits do not. A double alone never gets here (p >= 0 for emin = -1074).
+  if (p < 0) m = -p < 64 ? m >> -p : 0, p = 0;
   i = p >> 5;
   const int s = p & 31;
   const std::uint64_t t = m >> (32 - s);  // s == 0: m >> 32
