@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exact.hpp"
+#include "transpose.hpp"
 #include "tally/reduce/exact.hpp"
 
 namespace tally::matmul {
@@ -18,15 +19,6 @@ using idx = std::int64_t;
 namespace ex = reduce::exact;
 template <class T>
 using Acc = ex::Accumulator<ex::products_of<T>>;
-
-template <class T>
-std::vector<T> transpose(std::span<const T> b, idx rows, idx cols) {
-  std::vector<T> t(static_cast<std::size_t>(rows * cols));
-#pragma omp parallel for schedule(static)
-  for (idx j = 0; j < cols; ++j)
-    for (idx i = 0; i < rows; ++i) t[static_cast<std::size_t>(j * rows + i)] = b[static_cast<std::size_t>(i * cols + j)];
-  return t;
-}
 
 /// A filter's sink: its element's accumulator, normalised before its limbs could overflow.
 template <class T>

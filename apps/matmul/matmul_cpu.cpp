@@ -16,20 +16,12 @@
 #include "matmul.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
+#include "transpose.hpp"
 
 namespace tally::matmul {
 namespace {
 
 using idx = std::int64_t;
-
-template <class T>
-std::vector<T> transpose(std::span<const T> b, idx rows, idx cols) {
-  std::vector<T> t(static_cast<std::size_t>(rows * cols));
-#pragma omp parallel for schedule(static)
-  for (idx j = 0; j < cols; ++j)
-    for (idx i = 0; i < rows; ++i) t[static_cast<std::size_t>(j * rows + i)] = b[static_cast<std::size_t>(i * cols + j)];
-  return t;
-}
 
 template <class T>
 inline T dot(const T* x, const T* y, idx n) {
