@@ -50,6 +50,9 @@ def overhead(n_calls):
     for _ in range(5):
         py_new = host_per_call(lambda: tally.reduce(x), n_calls)
         py_out = host_per_call(lambda: tally.reduce(x, out=out), n_calls)
+        # The general path (an explicit acc_dtype keeps the call off the compiled fast path).
+        gen_new = host_per_call(lambda: tally.reduce(x, acc_dtype=torch.float32), n_calls)
+        gen_out = host_per_call(lambda: tally.reduce(x, out=out, acc_dtype=torch.float32), n_calls)
         for _ in range(3):
             tally._tally._reduce_view(x.data_ptr(), 2, 0, 1, 1, x.numel(), x.numel(), x.numel(), 7, out.data_ptr(), 2, 1, 0,
                                       stream, 20)
@@ -60,9 +63,10 @@ def overhead(n_calls):
         torch.cuda.synchronize()
         cxx = (time.perf_counter() - t0) / n_calls
         ts = host_per_call(lambda: torch.sum(x), n_calls)
-        reps.append((py_new, py_out, cxx, ts))
-    med = [statistics.median(r[i] for r in reps) for i in range(4)]
-    return dict(zip(("tally_reduce_s", "tally_reduce_out_s", "cxx_call_s", "torch_sum_s"), med))
+        reps.append((py_new, py_out, cxx, ts, gen_new, gen_out))
+    med = [statistics.median(r[i] for r in reps) for i in range(6)]
+    return dict(zip(("tally_reduce_s", "tally_reduce_out_s", "cxx_call_s", "torch_sum_s", "general_path_s",
+                     "general_path_out_s"), med))
 
 
 def probe(n_calls):
@@ -74,15 +78,35 @@ def probe(n_calls):
     xd, od = ad.describe(x), ad.describe(out)
     s = ad.stream(x)
     raw = tally._tally.reduce_raw
+    fast = tally._tally.reduce_torch
+    raw_stream = torch._C._cuda_getCurrentRawStream
+    block = torch.empty(256, device="cuda")
+    n = x.numel()
     steps = {
         "torch.empty(device=x.device)": lambda: torch.empty((), dtype=f32, device=x.device),
         "torch.empty(device=cached)": lambda: torch.empty((), dtype=f32, device=dev),
         "x.new_empty": lambda: x.new_empty((), dtype=f32),
+        "slab view, taken and dropped": lambda: tally._tally._torch_scalar(0, 2, s, x),
+        "block.unbind() / 256 [x256]": lambda: block.unbind(),
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "x.shape": lambda: x.shape,
+        "x.stride()": lambda: x.stride(),
+        "x.dtype": lambda: x.dtype,
+        "x.is_cuda": lambda: x.is_cuda,
+        "x.get_device()": lambda: x.get_device(),
+        "raw current stream": lambda: raw_stream(0),
         "adapter.describe(x)": lambda: ad.describe(x),
         "adapter.stream(x)": lambda: ad.stream(x),
         "_tally.reduce_raw": lambda: raw(*xd, *od, False, 0, 1, s),
+        "_tally._reduce_view (C++ call, 1)": lambda: tally._tally._reduce_view(x.data_ptr(), 2, 0, 1, 1, n, n, n, 7,
+                                                                              out.data_ptr(), 2, 1, 0, s, 1),
+        "_tally.reduce_torch(x, out=out)": lambda: fast(x, "sum", None, out),
+        "_tally.reduce_torch(x)": lambda: fast(x, "sum", None, None),
         "tally.reduce(x, out=out)": lambda: tally.reduce(x, out=out),
         "tally.reduce(x)": lambda: tally.reduce(x),
+        "tally.reduce(x, axis=0)": lambda: tally.reduce(x, axis=0),
+        "general path (x, out=out)": lambda: tally.reduce(x, out=out, acc_dtype=f32),
+        "general path (x)": lambda: tally.reduce(x, acc_dtype=f32),
         "torch.sum(x)": lambda: torch.sum(x),
     }
     return {k: statistics.median(host_per_call(f, n_calls) for _ in range(5)) for k, f in steps.items()}
@@ -127,6 +151,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer calls and repeats, one shape")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     ap.add_argument("--probe", action="store_true", help="only time each step of a call's path")
+    ap.add_argument("--overhead-only", action="store_true", help="only the per-call overhead, no speed table")
     a = ap.parse_args()
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; tally CUDA backend: {tally.cuda_built()}")
@@ -139,7 +164,10 @@ def main():
     for k, v in ov.items():
         print(f"  {k:20s} {v * 1e6:8.2f} us")
     print(f"  python overhead over the C++ call: {(ov['tally_reduce_s'] - ov['cxx_call_s']) * 1e6:.2f} us "
-          f"(with out=: {(ov['tally_reduce_out_s'] - ov['cxx_call_s']) * 1e6:.2f} us)")
+          f"(with out=: {(ov['tally_reduce_out_s'] - ov['cxx_call_s']) * 1e6:.2f} us; general path "
+          f"{(ov['general_path_s'] - ov['cxx_call_s']) * 1e6:.2f} / {(ov['general_path_out_s'] - ov['cxx_call_s']) * 1e6:.2f} us)")
+    if a.overhead_only:
+        return
     rows = table(5 if a.quick else 20, SHAPES[1:2] if a.quick else SHAPES)
     print("\n| shape | axes | op | tally us | torch us | tally GB/s | torch GB/s | speed-up |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")

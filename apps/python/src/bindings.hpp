@@ -27,5 +27,6 @@ void bind_reduce(nanobind::module_& m);
 void bind_reducers(nanobind::module_& m);
 void bind_segments(nanobind::module_& m);
 void bind_solvers(nanobind::module_& m);
+void bind_torch(nanobind::module_& m);
 
 }  // namespace tally::python

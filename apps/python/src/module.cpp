@@ -22,4 +22,5 @@ NB_MODULE(_tally, m) {
   tally::python::bind_reducers(m);
   tally::python::bind_segments(m);
   tally::python::bind_solvers(m);
+  tally::python::bind_torch(m);
 }

@@ -56,6 +56,13 @@ void with_op_types(int op, int x_dtype, int acc_dtype, F&& f) {
   }
 }
 
+/// tally.reduce's checks of out against x, the operator and the axis set, and x's view to launch on
+/// (xx, m); nothing is launched. False: nothing to write (an empty kept axis). `stream` is checked
+/// to be x's device's unless it is 0 (reduce_binding.cpp).
+bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx, Mapped& m);
+/// Launches operator `op` on a prepared view into out (C-contiguous, of the accumulator dtype).
+void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op);
+
 enum Reducer : int { argmax, argmin, minmax, meanvar, n_reducers };
 inline constexpr const char* reducer_names[] = {"argmax", "argmin", "minmax", "meanvar"};
 

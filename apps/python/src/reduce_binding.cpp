@@ -23,10 +23,16 @@ void launch(const Desc& x, const Mapped& m, Desc& out, std::uintptr_t stream) {
   on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<Op, T, Acc>(b, in, m.levels, o, ws, s); });
 }
 
-void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op);
-
 /// Checks out against x and the axis set (before anything is launched), maps x and reduces.
 void run(const Desc& x, Desc& out, int op, std::uint64_t mask, std::uintptr_t stream) {
+  Desc xx;
+  Mapped m;
+  if (prepare_reduce(x, out, op, mask, stream, xx, m)) dispatch_op(xx, m, out, stream, op);
+}
+
+}  // namespace
+
+bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx, Mapped& m) {
   check_input(x, mask, stream);
   check_dtype(out.dtype, "out");
   if (op < 0 || op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
@@ -37,17 +43,14 @@ void run(const Desc& x, Desc& out, int op, std::uint64_t mask, std::uintptr_t st
                            shape_str(x.shape, x.ndim) + " gives " + shape_str(want, rank))
                               .c_str());
   check_out_layout(x, out);
-  if (out.size() == 0) return;  // nothing to write (an empty kept axis)
-  Desc xx;
-  const Mapped m = view_of(x, mask, out.size(), xx);
-  dispatch_op(xx, m, out, stream, op);
+  if (out.size() == 0) return false;  // nothing to write (an empty kept axis)
+  m = view_of(x, mask, out.size(), xx);
+  return true;
 }
 
 void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op) {
   with_op_types(op, xx.dtype, out.dtype, [&]<class Op, class T, class Acc>() { launch<Op, T, Acc>(xx, m, out, stream); });
 }
-
-}  // namespace
 
 void bind_reduce(nb::module_& m) {
   m.def(

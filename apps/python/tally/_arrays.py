@@ -87,23 +87,23 @@ class _ScalarSlab:
     5 us of host time, more than the whole launch of a small reduction. Each result is its own
     element (a view of the block, like the elements of a slab allocator); the block is freed when
     its last result is. Used only on the caller's current stream, the one the block was allocated
-    on, so PyTorch's caching allocator orders its reuse after our kernels."""
+    on, so PyTorch's caching allocator orders its reuse after our kernels. The free lists live in
+    the compiled module (torch_binding.cpp), shared with tally.reduce's fast path."""
 
     N = 256
 
     def __init__(self, torch, types):
-        self.torch, self.types, self.free = torch, types, {}
+        self.torch, self.types = torch, types
+
+    def block(self, code, like):
+        """A new block on like's device (allocated on its current stream): its 0-d views, its pointer."""
+        block = self.torch.empty(self.N, dtype=self.types[code], device=like.device)
+        return block.unbind(), block.data_ptr()
 
     def take(self, dev, code, stream, like):
         """(a fresh 0-d tensor, its raw description)."""
-        key = (dev, code, stream)
-        free = self.free.get(key)
-        if not free:
-            block = self.torch.empty(self.N, dtype=self.types[code], device=like.device)
-            base, size = block.data_ptr(), block.element_size()
-            free = self.free[key] = [(v, (base + i * size, code, dev, (), ()))
-                                     for i, v in reversed(list(enumerate(block.unbind())))]
-        return free.pop()
+        v, p = _tally._torch_scalar(dev, code, stream, like)
+        return v, (p, code, dev, (), ())
 
 
 class _Torch:
@@ -117,6 +117,9 @@ class _Torch:
         self.types = {c: t for t, c in self.codes.items()}
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self.scalars = _ScalarSlab(torch, self.types)
+        # tally.reduce's fast path (torch_binding.cpp) for torch.Tensor on CUDA; none without the raw getter.
+        _tally._torch_setup(torch.Tensor, tuple(self.types[c] for c in range(4)), self._raw_stream, self.empty,
+                            self.scalars.block)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)

@@ -25,6 +25,7 @@ def _accumulators_of(op, code):
 
 
 _ACCS = {(op, code): _accumulators_of(op, code) for op in OPS for code in range(4)}
+_fast = _tally.reduce_torch
 
 
 def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=False):
@@ -50,6 +51,12 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
     run to run, as the library's. The 0-d results of full reductions of CUDA tensors are carved from
     small shared blocks (each result its own element; see _ScalarSlab), which saves a torch.empty.
     """
+    # The commonest call (a torch.Tensor on CUDA, no acc_dtype or stream) in one compiled function;
+    # None where it does not apply or an argument is bad: the path below then takes it.
+    if acc_dtype is None and stream is None:
+        r = _fast(x, op, axis, out)
+        if r is not None:
+            return r
     ad = _adapters.get(type(x))
     if ad is None:
         ad = _adapter_for(x)
@@ -157,3 +164,30 @@ def _launch(ad, x, out, opc, mask, s):
         _tally.reduce_raw(xp, xc, xd, xs, xst, op_, oc, od, os_, ost, ad.bytes_strides, opc, mask, s)
     else:
         _tally.reduce_nd(x, out, opc, mask, s)
+
+
+def _tables():
+    """_resolve's rules as the fast path's tables (torch_binding.cpp): the default accumulator of
+    each (op, dtype code), -1 where it raises, and the bit mask of the out dtypes it accepts."""
+    default, allowed = [], []
+    for op in OPS:
+        d, a = [], []
+        for code in range(4):
+            try:
+                d.append(_resolve(op, code, None, None)[1])
+            except TypeError:
+                d.append(-1)
+            bits = 0
+            for out_code in range(4):
+                try:
+                    _resolve(op, code, None, out_code)
+                    bits |= 1 << out_code
+                except TypeError:
+                    pass
+            a.append(bits)
+        default.append(d)
+        allowed.append(a)
+    return default, allowed
+
+
+_tally._reduce_tables(*_tables())

@@ -1,0 +1,260 @@
+// tally.reduce's fast path for its commonest call: a PyTorch CUDA tensor, an operator name, axis None,
+// an int or a tuple of ints, with or without `out` (no acc_dtype, no explicit stream). A small
+// reduction's time from Python is mostly host work around the launch, so the whole call is done
+// here in one C function: x is described through the tensor's own attributes (data_ptr, shape,
+// stride, dtype, device: no DLPack capsule per call), the stream is PyTorch's current one (its raw
+// stream getter), the operator and accumulator come from tables that tally/_reduce.py derives from
+// its own rules, and 0-d results are carved from shared blocks (Slabs below).
+//
+// It adds no behaviour: anything it does not take (another type, dtype or device, any argument the
+// general path would reject, a layout the strided view cannot take) returns None before anything is
+// allocated or launched, and tally.reduce's general path then handles the call with its messages.
+#include "ops.hpp"
+
+#include <nanobind/stl/pair.h>
+
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace tally::python {
+namespace {
+
+struct Torch {
+  PyObject* type = nullptr;        // torch.Tensor, exactly (subclasses take the general path)
+  PyObject* dtypes[4]{};           // torch.int32, int64, float32, float64: by dtype code
+  PyObject* raw_stream = nullptr;  // torch._C._cuda_getCurrentRawStream(device) -> handle; null: no fast path
+  PyObject* empty = nullptr;       // (shape, code, like) -> a new contiguous tensor on like's device
+  PyObject* block = nullptr;       // (code, like) -> (the 0-d views of a new 1-D block, its data pointer)
+  PyObject *s_dtype = nullptr, *s_is_cuda = nullptr, *s_get_device = nullptr, *s_data_ptr = nullptr,
+           *s_shape = nullptr, *s_stride = nullptr;
+  // 0-d results of full reductions, by (device, dtype, stream): each a view of one element of a block
+  // allocated on that stream with PyTorch's caching allocator (so its reuse, once the last view is
+  // gone, is ordered after our kernels on that stream), handed out once. A torch.empty per call costs
+  // more host time than a small reduction's launch.
+  std::map<std::tuple<int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> free;
+};
+
+struct Tables {
+  PyObject* ops[n_ops]{};                // the operators' names, interned
+  std::int8_t acc_default[n_ops][4]{};   // the default accumulator of (op, x's dtype); -1: rejected
+  std::uint8_t acc_allowed[n_ops][4]{};  // bit a: an out of dtype a is an accumulator of (op, x's dtype)
+  bool set = false;
+};
+
+// Never destroyed: they hold Python objects, and live as long as the module.
+Torch* torch_state = nullptr;
+Tables tables;
+
+PyObject* intern(const char* s) { return PyUnicode_InternFromString(s); }
+
+bool declined() {  // a failed attribute read: the general path repeats it and reports it
+  PyErr_Clear();
+  return false;
+}
+
+bool to_i64(PyObject* o, std::int64_t& v) {
+  if (!PyLong_Check(o)) return false;
+  v = PyLong_AsLongLong(o);
+  return !(v == -1 && PyErr_Occurred()) || declined();
+}
+
+bool ints_of(PyObject* o, std::int64_t* dst, int n) {  // shape (torch.Size) or strides: tuples
+  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != n) return false;
+  for (int i = 0; i < n; ++i)
+    if (!to_i64(PyTuple_GET_ITEM(o, i), dst[i])) return false;
+  return true;
+}
+
+/// t's description, if t is a torch.Tensor of a dtype tally reduces on a CUDA device.
+bool describe(const Torch& T, PyObject* t, Desc& d) {
+  if (Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(T.type)) return false;
+  nb::object dtype = nb::steal(PyObject_GetAttr(t, T.s_dtype));
+  if (!dtype.is_valid()) return declined();
+  d.dtype = -1;
+  for (int c = 0; c < 4; ++c)
+    if (dtype.ptr() == T.dtypes[c]) d.dtype = c;
+  if (d.dtype < 0) return false;
+  nb::object cuda = nb::steal(PyObject_GetAttr(t, T.s_is_cuda));
+  if (!cuda.is_valid()) return declined();
+  if (cuda.ptr() != Py_True) return false;
+  nb::object dev = nb::steal(PyObject_CallMethodNoArgs(t, T.s_get_device));
+  std::int64_t device = -1;
+  if (!dev.is_valid()) return declined();
+  if (!to_i64(dev.ptr(), device) || device < 0) return false;
+  d.device = static_cast<int>(device);
+  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(t, T.s_data_ptr));
+  if (!ptr.is_valid()) return declined();
+  if (!PyLong_Check(ptr.ptr())) return false;
+  d.data = PyLong_AsVoidPtr(ptr.ptr());
+  if (d.data == nullptr && PyErr_Occurred()) return declined();
+  nb::object shape = nb::steal(PyObject_GetAttr(t, T.s_shape));
+  if (!shape.is_valid()) return declined();
+  if (!PyTuple_Check(shape.ptr()) || PyTuple_GET_SIZE(shape.ptr()) >= max_ndim) return false;
+  d.ndim = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
+  if (!ints_of(shape.ptr(), d.shape, d.ndim)) return false;
+  nb::object strides = nb::steal(PyObject_CallMethodNoArgs(t, T.s_stride));
+  if (!strides.is_valid()) return declined();
+  return ints_of(strides.ptr(), d.strides, d.ndim);
+}
+
+int op_code(PyObject* op) {
+  for (int i = 0; i < n_ops; ++i)
+    if (op == tables.ops[i]) return i;
+  if (!PyUnicode_Check(op)) return -1;
+  for (int i = 0; i < n_ops; ++i)
+    if (PyUnicode_Compare(op, tables.ops[i]) == 0) return i;
+  return -1;
+}
+
+/// axis (None, an int or a tuple of ints, NumPy's rules) as a bit mask; false where the general
+/// path has something to say (out of range, repeated, another type).
+bool axis_mask(PyObject* axis, int ndim, std::uint64_t& mask) {
+  mask = 0;
+  if (axis == Py_None) {
+    mask = (std::uint64_t{1} << ndim) - 1;  // ndim < 64 (describe)
+    return true;
+  }
+  const auto one = [&](PyObject* a) {
+    if (!PyLong_Check(a)) return false;
+    int overflow = 0;
+    long v = PyLong_AsLongAndOverflow(a, &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred())) return declined();
+    if (v < -ndim || v >= ndim) return false;
+    v = (v + ndim) % ndim;
+    if ((mask >> v) & 1u) return false;
+    mask |= std::uint64_t{1} << v;
+    return true;
+  };
+  if (!PyTuple_Check(axis)) return one(axis);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(axis); ++i)
+    if (!one(PyTuple_GET_ITEM(axis, i))) return false;
+  return true;
+}
+
+/// A fresh 0-d tensor of dtype `code` on (device, stream) and its data pointer.
+nb::object take_scalar(Torch& T, int device, int code, std::uintptr_t stream, PyObject* like, void*& data) {
+  auto& list = T.free[{device, code, stream}];
+  if (list.empty()) {
+    nb::object r = nb::steal(PyObject_CallFunction(T.block, "iO", code, like));
+    if (!r.is_valid()) throw nb::python_error();
+    const auto got = nb::cast<std::pair<nb::tuple, std::uintptr_t>>(r);
+    const std::size_t n = got.first.size();
+    list.reserve(n);
+    for (std::size_t i = n; i-- > 0;)
+      list.emplace_back(got.first[i].inc_ref().ptr(), got.second + i * static_cast<std::uintptr_t>(dtype_sizes[code]));
+  }
+  const auto [view, ptr] = list.back();
+  list.pop_back();
+  data = reinterpret_cast<void*>(ptr);
+  return nb::steal(view);
+}
+
+nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle out) {
+  if (torch_state == nullptr || torch_state->raw_stream == nullptr || !tables.set) return nb::none();
+  Torch& T = *torch_state;
+  Desc dx, dout;
+  if (!describe(T, x.ptr(), dx)) return nb::none();
+  const int opc = op_code(op.ptr());
+  std::uint64_t mask = 0;
+  if (opc < 0 || !axis_mask(axis.ptr(), dx.ndim, mask)) return nb::none();
+  if (!out.is_none()) {
+    if (!describe(T, out.ptr(), dout) || dout.device != dx.device || ((tables.acc_allowed[opc][dx.dtype] >> dout.dtype) & 1u) == 0)
+      return nb::none();
+  } else {
+    dout.dtype = tables.acc_default[opc][dx.dtype];
+    if (dout.dtype < 0) return nb::none();
+    dout.device = dx.device;
+    dout.ndim = kept_shape(dx, mask, dout.shape);
+    for (std::int64_t a = dout.ndim - 1, s = 1; a >= 0; --a) dout.strides[a] = s, s *= dout.shape[a];
+  }
+  nb::object dev = nb::steal(PyLong_FromLong(dx.device));
+  nb::object handle = nb::steal(PyObject_CallOneArg(T.raw_stream, dev.ptr()));
+  if (!handle.is_valid() || !PyLong_Check(handle.ptr())) {
+    PyErr_Clear();
+    return nb::none();
+  }
+  const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle.ptr()));
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return nb::none();
+  }
+
+  Desc xx;
+  Mapped m;
+  bool launch = false;
+  try {
+    // Stream 0 skips the check that the stream is x's device's: PyTorch's current stream of x's device is.
+    launch = prepare_reduce(dx, dout, opc, mask, 0, xx, m);
+  } catch (const std::exception&) {
+    return nb::none();
+  }
+  nb::object result;
+  if (!out.is_none()) {
+    result = nb::borrow(out);
+  } else if (dout.ndim == 0) {
+    result = take_scalar(T, dx.device, dout.dtype, stream, x.ptr(), dout.data);
+  } else {
+    nb::tuple shape = nb::steal<nb::tuple>(PyTuple_New(dout.ndim));
+    for (int a = 0; a < dout.ndim; ++a) PyTuple_SET_ITEM(shape.ptr(), a, PyLong_FromLongLong(dout.shape[a]));
+    result = nb::steal(PyObject_CallFunction(T.empty, "OiO", shape.ptr(), dout.dtype, x.ptr()));
+    if (!result.is_valid()) throw nb::python_error();
+    nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(result.ptr(), T.s_data_ptr));
+    if (!ptr.is_valid()) throw nb::python_error();
+    dout.data = PyLong_AsVoidPtr(ptr.ptr());
+  }
+  if (launch) dispatch_op(xx, m, dout, stream, opc);
+  return result;
+}
+
+}  // namespace
+
+void bind_torch(nb::module_& m) {
+  m.def(
+      "_reduce_tables",
+      [](nb::list acc_default, nb::list acc_allowed) {
+        for (int op = 0; op < n_ops; ++op) {
+          tables.ops[op] = intern(op_names[op]);
+          for (int c = 0; c < 4; ++c) {
+            tables.acc_default[op][c] = static_cast<std::int8_t>(nb::cast<int>(acc_default[op][c]));
+            tables.acc_allowed[op][c] = static_cast<std::uint8_t>(nb::cast<int>(acc_allowed[op][c]));
+          }
+        }
+        tables.set = true;
+      },
+      "tally.reduce's (op, dtype) -> accumulator rules, as tables: acc_default[op][code] (-1: rejected) and "
+      "acc_allowed[op][code] (bit a: an out of dtype a is allowed).");
+  m.def(
+      "_torch_setup",
+      [](nb::handle type, nb::tuple dtypes, nb::handle raw_stream, nb::handle empty, nb::handle block) {
+        auto* T = new Torch;
+        T->type = type.inc_ref().ptr();
+        for (int c = 0; c < 4; ++c) T->dtypes[c] = dtypes[static_cast<std::size_t>(c)].inc_ref().ptr();
+        T->raw_stream = raw_stream.is_none() ? nullptr : raw_stream.inc_ref().ptr();
+        T->empty = empty.inc_ref().ptr();
+        T->block = block.inc_ref().ptr();
+        T->s_dtype = intern("dtype"), T->s_is_cuda = intern("is_cuda"), T->s_get_device = intern("get_device");
+        T->s_data_ptr = intern("data_ptr"), T->s_shape = intern("shape"), T->s_stride = intern("stride");
+        if (torch_state == nullptr) torch_state = T;  // a second setup (a reloaded package) keeps the first
+      },
+      "The PyTorch pieces of the fast path: torch.Tensor, its dtypes by code, the raw current-stream getter "
+      "(None: no fast path), empty(shape, code, like) and block(code, like) -> (0-d views, data pointer).");
+  m.def("reduce_torch", &reduce_torch, nb::arg("x").none(), nb::arg("op").none(), nb::arg("axis").none(), nb::arg("out").none(),
+        "tally.reduce(x, op, axis, out) for a torch.Tensor on a CUDA device, or None where the general path must "
+        "take the call (it then reports any error).");
+  m.def(
+      "_torch_scalar",
+      [](int device, int code, std::uintptr_t stream, nb::handle like) {
+        if (torch_state == nullptr) throw nb::value_error("_torch_scalar: no _torch_setup");
+        check_dtype(code, "code");
+        void* data = nullptr;
+        nb::object v = take_scalar(*torch_state, device, code, stream, like.ptr(), data);
+        return std::make_pair(v, reinterpret_cast<std::uintptr_t>(data));
+      },
+      "A fresh 0-d tensor of dtype code on (device, stream), carved from the shared blocks, and its data pointer.");
+}
+
+}  // namespace tally::python
