@@ -87,7 +87,7 @@ def probe(n_calls):
         "torch.empty(device=cached)": lambda: torch.empty((), dtype=f32, device=dev),
         "x.new_empty": lambda: x.new_empty((), dtype=f32),
         "slab view, taken and dropped": lambda: tally._tally._torch_scalar(0, 2, s, x),
-        "block.unbind() / 256 [x256]": lambda: block.unbind(),
+        "256 views made, dropped (unbind)": lambda: block.unbind(),
         "x.data_ptr()": lambda: x.data_ptr(),
         "x.shape": lambda: x.shape,
         "x.stride()": lambda: x.stride(),

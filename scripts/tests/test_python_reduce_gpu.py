@@ -156,6 +156,56 @@ def test_torch_bad_input(tally, torch):
             tally.reduce(x, stream=torch.cuda.Stream(device=1))
 
 
+def test_torch_fast_path_is_the_general_path(tally, torch):
+    # tally.reduce's compiled fast path (torch_binding.cpp) takes CUDA tensors with no acc_dtype or
+    # stream; an explicit acc_dtype sends the same call through the general path. The same bits,
+    # dtype and shape on every operator and axis set, with and without out.
+    fast = tally._tally.reduce_torch
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+        x = (torch.randn(6, 33, 130, device="cuda") * 100).to(dtype)
+        ops = ("sum", "prod", "max", "min") + (("exact_sum",) if dtype.is_floating_point else ("band", "bxor", "lor"))
+        for op in ops:
+            for axis in AXES3 + (-1, (2, 0)):
+                got = fast(x, op, axis, None)
+                assert got is not None, (dtype, op, axis)
+                ref = tally.reduce(x, op, axis=axis, acc_dtype=got.dtype)
+                out = torch.empty_like(ref)
+                assert fast(x, op, axis, out) is out
+                torch.cuda.synchronize()
+                assert got.dtype == ref.dtype and got.shape == ref.shape and got.device == x.device, (dtype, op, axis)
+                assert got.cpu().numpy().tobytes() == ref.cpu().numpy().tobytes(), (dtype, op, axis)
+                assert out.cpu().numpy().tobytes() == ref.cpu().numpy().tobytes(), (dtype, op, axis)
+
+
+def test_torch_fast_path_declines_what_the_general_path_rejects(tally, torch):
+    # Where the fast path returns None the general path takes the call: its messages, nothing written.
+    fast = tally._tally.reduce_torch
+    x = torch.randn(4, 5, device="cuda")
+    cases = [
+        ((x, "sum", 2, None), ValueError, "^axis: 2 is out of range"),
+        ((x, "sum", (1, -1), None), ValueError, "^axis: axis 1 is repeated"),
+        ((x, "sum", 1.0, None), TypeError, "^axis: expected None"),
+        ((x, "nope", None, None), ValueError, "^op: unknown operator"),
+        ((x, None, None, None), ValueError, "^op: unknown operator"),
+        ((x, "band", None, None), TypeError, "^x: op='band' needs an integer dtype"),
+        ((x.half(), "sum", None, None), TypeError, "^x: unsupported dtype"),
+        ((x, "sum", 1, torch.full((4,), 7, dtype=torch.int32, device="cuda")), TypeError, "^out: int32 is not an accumulator"),
+        ((x, "sum", 1, torch.full((5,), 7.0, device="cuda")), ValueError, "^out: has shape"),
+        ((x, "sum", 1, torch.full((4, 2), 7.0, device="cuda")[:, 0]), ValueError, "^out: must be C-contiguous"),
+        ((x, "sum", 1, torch.full((4,), 7.0)), ValueError, "^out: on cpu, x on cuda:0"),
+        ((torch.randn(4, 1, device="cuda").expand(4, 5), "sum", 0, None), tally.LayoutError, "^x: "),
+    ]
+    for args, err, match in cases:
+        assert fast(*args) is None, match
+        with pytest.raises(err, match=match):
+            tally.reduce(args[0], args[1], axis=args[2], out=args[3])
+        if args[3] is not None:
+            assert (args[3] == 7).all(), match
+    b = torch.randn(4, 1, device="cuda").expand(4, 5)
+    assert torch.allclose(tally.reduce(b, axis=0, copy=True), b.sum(dim=0))
+    assert fast(torch.randn(3), "sum", None, None) is None  # host tensors: the general path
+
+
 def test_torch_cpu_tensors(tally, torch):
     x = torch.randn(6, 7, 8, dtype=torch.float64)
     for axis in AXES3:
