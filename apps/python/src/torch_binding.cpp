@@ -230,6 +230,7 @@ void bind_torch(nb::module_& m) {
   m.def(
       "_torch_setup",
       [](nb::handle type, nb::tuple dtypes, nb::handle raw_stream, nb::handle empty, nb::handle block) {
+        if (torch_state != nullptr) return;  // the first adapter's (tensor subclasses make their own adapters)
         auto* T = new Torch;
         T->type = type.inc_ref().ptr();
         for (int c = 0; c < 4; ++c) T->dtypes[c] = dtypes[static_cast<std::size_t>(c)].inc_ref().ptr();
@@ -238,7 +239,7 @@ void bind_torch(nb::module_& m) {
         T->block = block.inc_ref().ptr();
         T->s_dtype = intern("dtype"), T->s_is_cuda = intern("is_cuda"), T->s_get_device = intern("get_device");
         T->s_data_ptr = intern("data_ptr"), T->s_shape = intern("shape"), T->s_stride = intern("stride");
-        if (torch_state == nullptr) torch_state = T;  // a second setup (a reloaded package) keeps the first
+        torch_state = T;
       },
       "The PyTorch pieces of the fast path: torch.Tensor, its dtypes by code, the raw current-stream getter "
       "(None: no fast path), empty(shape, code, like) and block(code, like) -> (0-d views, data pointer).");
