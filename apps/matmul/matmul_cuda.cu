@@ -123,7 +123,7 @@ class CudaEngine final : public Engine<T> {
     // For comparisons of the gang level's copy paths: TALLY_MATMUL_TMA=0 keeps the tensor-copy tiles off.
     if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
-    if (const char* v = std::getenv("TALLY_MATMUL_WGMMA")) wgmma_mode_ = std::atoi(v);
+    if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -406,7 +406,7 @@ class CudaEngine final : public Engine<T> {
   /// tiled-tc's wgmma kernel (tiled_wgmma.cuh): built for sm_90a, run on sm_90 with K and N multiples
   /// of 4 (the tensor maps' 16-byte row strides) and K where its chains keep 3xTF32 within tolerance.
   [[nodiscard]] bool use_wgmma() const {
-    return k::wg::built() && wgmma_mode_ > 0 && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
+    return k::wg::built() && wgmma_allowed_ && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
            k::tc::tf32x3_within_tolerance(s_.k, k::wg::chain_steps);
   }
   void launch_tiled_wgmma() {
@@ -414,7 +414,7 @@ class CudaEngine final : public Engine<T> {
     if constexpr (sizeof(T) == 4) {
       if (!wg_maps_)
         wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK)};
-      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_, wgmma_mode_ != 1);
+      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
     }
 #endif
   }
@@ -442,7 +442,7 @@ class CudaEngine final : public Engine<T> {
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
-  int wgmma_mode_ = 2;  // TALLY_MATMUL_WGMMA: 0 off, 1 without B prefetch, 2 with
+  bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
 };
 

@@ -2,7 +2,6 @@
 #include "tiled_wgmma.cuh"
 
 #include <cstdint>
-#include <type_traits>
 
 #include "tally/common/cuda_check.cuh"
 #include "tiled_tc.cuh"
@@ -68,9 +67,10 @@ __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
+template <int Pending>
 __device__ __forceinline__ void wgmma_wait() {
 #if TALLY_WG_ARCH && defined(__CUDA_ARCH__)
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 template <int Regs, bool Inc>
@@ -81,7 +81,6 @@ __device__ __forceinline__ void set_max_regs() {
 #endif
 }
 
-template <bool Prefetch>
 __global__ void __launch_bounds__(threads, 1)
     tiled_wgmma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, float* __restrict__ d_c,
                 idx m, idx n, idx k) {
@@ -156,45 +155,37 @@ __global__ void __launch_bounds__(threads, 1)
         const int cl = 64 * wg + 16 * w + g + 8 * r, kk = tq + 4 * c;
         b_off[r][c] = cl / 32 * (BK * 32) + kk * 32 + (((cl % 32 / 4) ^ kk) << 2) + cl % 4;
       }
-    std::uint32_t hi[2][BK / 8][4], lo[2][BK / 8][4];  // B's split for slice t (buffer t % 2) and t + 1
-    auto load = [&](auto buf, idx t) {                   // slice t's B, once it is split (ready)
-      constexpr int b = decltype(buf)::value;
+    // Per slice: B's split into registers, 12 wgmmas, then wait for them before the stage is handed
+    // back. Slower in the same H200 runs (2026-11-24, 4096^3): the next slice's B loaded while the
+    // wgmmas run (1.657 against 1.584 ms), a chain's two slices issued back to back as well (1.704),
+    // and conflict-free B loads (k-step slots relabelled k = 2 t + j in A's split and B's loads:
+    // 1.637 against 1.605). B's loads here meet 2-way bank conflicts.
+    for (idx t = 0; t < slices; ++t) {
       const int s = static_cast<int>(t % stages);
       mbar_wait(&ready[s], static_cast<unsigned>((t / stages) & 1));
-      const float* bs = smem + s * stage_elems + 2 * a_elems;
+      const float* big = smem + s * stage_elems;
+      const float* small = big + a_elems;
+      const float* bs = big + 2 * a_elems;
+      std::uint32_t hi[BK / 8][4], lo[BK / 8][4];
 #pragma unroll
       for (int q = 0; q < BK / 8; ++q)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) Tf32x3::split(bs[b_off[i % 2][i / 2] + q * 256], hi[b][q][i], lo[b][q][i]);
-    };
-    auto step = [&](auto buf, idx t) {  // slice t's wgmmas; with Prefetch, slice t + 1's B loaded meanwhile
-      constexpr int b = decltype(buf)::value;
-      const int s = static_cast<int>(t % stages);
-      if constexpr (!Prefetch) load(buf, t);
-      const float* big = smem + s * stage_elems;
-      const float* small = big + a_elems;
+        for (int i = 0; i < 4; ++i) Tf32x3::split(bs[b_off[i % 2][i / 2] + q * 256], hi[q][i], lo[q][i]);
       const bool first = t % chain_slices == 0;  // a new chain: the first wgmma ignores the accumulators
       wgmma_fence();
 #pragma unroll
       for (int q = 0; q < BK / 8; ++q) {
         const std::uint64_t db = desc(big + 8 * q), ds = desc(small + 8 * q);
-        wgmma(chain, lo[b][q], db, !(first && q == 0));  // small products first, then the large one
-        wgmma(chain, hi[b][q], ds, true);
-        wgmma(chain, hi[b][q], db, true);
+        wgmma(chain, lo[q], db, !(first && q == 0));  // small products first, then the large one
+        wgmma(chain, hi[q], ds, true);
+        wgmma(chain, hi[q], db, true);
       }
       wgmma_commit();
-      if constexpr (Prefetch)
-        if (t + 1 < slices) load(std::integral_constant<int, 1 - b>{}, t + 1);
-      wgmma_wait();
+      wgmma_wait<0>();
       mbar_arrive(&empty[s]);
       if (t % chain_slices == chain_slices - 1 || t + 1 == slices)  // the thread level of the reduction over K
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] = Sum::combine(acc[i], chain[i]);
-    };
-    if constexpr (Prefetch) load(std::integral_constant<int, 0>{}, 0);
-    for (idx t = 0; t < slices; t += 2) {  // two slices a trip: the register buffers by constant index
-      step(std::integral_constant<int, 0>{}, t);
-      if (t + 1 < slices) step(std::integral_constant<int, 1>{}, t + 1);
     }
     // d[4 j + i]: C row row0 + 8 j + 2 tq + i % 2, column col0 + 64 wg + 16 w + g + 8 (i / 2).
     const idx c0 = tile.col0 + 64 * wg + 16 * w + g;
@@ -212,11 +203,10 @@ __global__ void __launch_bounds__(threads, 1)
 }  // namespace
 
 void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n, std::int64_t k,
-                  cudaStream_t stream, bool prefetch) {
-  auto kernel = prefetch ? tiled_wgmma<true> : tiled_wgmma<false>;
-  TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+                  cudaStream_t stream) {
+  TALLY_CUDA_TRY(cudaFuncSetAttribute(tiled_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
   const idx tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
-  kernel<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(ta, tb, d_c, m, n, k);
+  tiled_wgmma<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(ta, tb, d_c, m, n, k);
   TALLY_CHECK_LAUNCH();
 }
 

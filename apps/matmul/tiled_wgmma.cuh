@@ -43,6 +43,6 @@ constexpr bool built() { return TALLY_MATMUL_WGMMA != 0; }
 /// C (M x N) = A B from tensor maps of A (box 32 x BM) and B (box 32 x BK), both 128-byte swizzled;
 /// defined only where built().
 void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n, std::int64_t k,
-                  cudaStream_t stream, bool prefetch = true);
+                  cudaStream_t stream);
 
 }  // namespace tally::matmul::kernels::wg
