@@ -401,6 +401,8 @@ __global__ void reference_partial(const T* __restrict__ d_a, const T* __restrict
   d_hi[o] = hi, d_lo[o] = lo, d_abs[o] = abs;
 }
 
+// A template (of nothing) so that every translation unit that includes this header may define it.
+template <class = void>
 __global__ void reference_combine(idx mn, idx splits, const double* __restrict__ d_hi, const double* __restrict__ d_lo,
                                   const double* __restrict__ d_abs, double* __restrict__ d_ref,
                                   double* __restrict__ d_ref_abs) {

@@ -18,6 +18,7 @@
 #include "matmul.hpp"
 #include "tensor_core.cuh"
 #include "tiled_tc.cuh"
+#include "tiled_wgmma.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -121,6 +122,8 @@ class CudaEngine final : public Engine<T> {
     MATMUL_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
     // For comparisons of the gang level's copy paths: TALLY_MATMUL_TMA=0 keeps the tensor-copy tiles off.
     if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
+    // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
+    if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -390,13 +393,30 @@ class CudaEngine final : public Engine<T> {
       case Level::tiled_tc:
         if (prop_.major < 8) throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " + std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
         if constexpr (sizeof(T) == 4) {
-          if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
+          if (use_wgmma()) launch_tiled_wgmma();
+          else if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
           else launch_tiled<Big>();  // K < 77: FP32 on the CUDA cores (tiled_tc.cuh)
         } else {
           launch_tiled_tc<TcTiledD>();
         }
         return;
     }
+  }
+
+  /// tiled-tc's wgmma kernel (tiled_wgmma.cuh): built for sm_90a, run on sm_90 with K and N multiples
+  /// of 4 (the tensor maps' 16-byte row strides) and K where its chains keep 3xTF32 within tolerance.
+  [[nodiscard]] bool use_wgmma() const {
+    return k::wg::built() && wgmma_allowed_ && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
+           k::tc::tf32x3_within_tolerance(s_.k, k::wg::chain_steps);
+  }
+  void launch_tiled_wgmma() {
+#if TALLY_MATMUL_WGMMA
+    if constexpr (sizeof(T) == 4) {
+      if (!wg_maps_)
+        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK)};
+      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
+    }
+#endif
   }
 
   template <class Cfg>
@@ -422,6 +442,8 @@ class CudaEngine final : public Engine<T> {
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
+  bool wgmma_allowed_ = true;
+  std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
 };
 
 }  // namespace

@@ -50,10 +50,13 @@ const Shape shapes[] = {
     {5, 300, 3},                       // K below one slice (tiled-tc: K < 56, the CUDA-core tile)
     // tiled-tc (3xTF32 / DMMA, 128 x 128 block tiles): several tile rows and columns with C padded,
     // K ending inside a 32-deep slice, with 16-byte copies (K, N multiples of 4) and element-wise;
-    // 9 tile rows: a partial group of the blocks' tile order.
+    // 9 tile rows: a partial group of the blocks' tile order. Float with K and N multiples of 4 on
+    // sm_90 (200 x 136, 1100 x 300): the wgmma kernel, its tensor copies zero-filling C's padding and
+    // the K tail (1100 x 300 x 200: 7 slices, the last chain one slice long).
     {200, 136, 2052},
     {129, 257, 3001},
     {1100, 300, 200},
+    {130, 260, 84},                    // float, sm_90: the wgmma kernel's shortest K (3 slices, a tail of 20)
     {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile (float: tensor cores), element-wise copies
     {16, 16, 1 << 18},                 // the same with 16-byte copies
     {13, 9, (1 << 16) + 8},            // C padded inside the 16 x 16 tile, K ending inside a slice
@@ -137,7 +140,8 @@ TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gp
 }
 
 TEST_CASE("the CUDA tiled-tc level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
-  for (const Shape s : {Shape{520, 390, 4100}, Shape{129, 257, 3001}}) {
+  // 520 x 392 x 4100 float: the wgmma kernel on sm_90 (K, N multiples of 4); the others mma.sync.
+  for (const Shape s : {Shape{520, 390, 4100}, Shape{129, 257, 3001}, Shape{520, 392, 4100}}) {
     check_rerun_bits<float>(s, Level::tiled_tc);
     check_rerun_bits<double>(s, Level::tiled_tc);
   }
