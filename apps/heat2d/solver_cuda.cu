@@ -117,10 +117,12 @@ class CudaSolver final : public Solver<T> {
     // once (a cooperative launch; its blocks wait for each other). A grid too wide for one wave, or
     // several ranks: the registers kernel, one launch a sweep.
     if (o.cuda_kernel == "persistent" && !ranks_) {
+      chain_warps_ = static_cast<int>(std::min<long long>(persistent_warps, tiles_x));
       int chain_sm = 0;
-      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&chain_sm, sweep_persistent<T>, tile_lanes * warps_, 0));
-      const long long resident = static_cast<long long>(sms) * chain_sm;
-      const dim3 g(grid_.x, static_cast<unsigned>(std::clamp<long long>(resident / grid_x, 1, std::min<long long>(most_y, 65535))));
+      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&chain_sm, sweep_persistent<T>, tile_lanes * chain_warps_, 0));
+      const long long resident = static_cast<long long>(sms) * chain_sm, chain_x = (tiles_x + chain_warps_ - 1) / chain_warps_;
+      const dim3 g(static_cast<unsigned>(chain_x),
+                   static_cast<unsigned>(std::clamp<long long>(resident / chain_x, 1, std::min<long long>(most_y, 65535))));
       if (static_cast<long long>(g.x) * g.y <= resident) {
         chain_grid_ = g;
         chain_ = true;
@@ -378,7 +380,7 @@ class CudaSolver final : public Solver<T> {
     chain_counters_.fill_bytes(0, stream_);  // progress and published count from this solve's start
     EventTimer timer;
     timer.start(stream_);
-    const dim3 block(tile_lanes, static_cast<unsigned>(warps_));
+    const dim3 block(tile_lanes, static_cast<unsigned>(chain_warps_));
     long long end = rule.last, checks = 0, launch = 0;
     for (long long k0 = rule.first + 1; k0 <= end && !stopped; ++launch) {
       long long k1 = k0 - 1;
@@ -499,6 +501,7 @@ class CudaSolver final : public Solver<T> {
   bool async_ = true;  // which sweep kernel
   bool chain_ = false;  // the persistent kernel (one rank; t = 1 solves)
   dim3 chain_grid_;
+  int chain_warps_ = 8;
   DeviceBuffer<long long> chain_counters_;  // [0] the latest check published, then each block's sweeps done
   Kernel<T> checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
   Kernel<T> blocked_[max_sweeps_per_pass + 1][2] = {};  // [s][checked]: s sweeps a launch

@@ -22,6 +22,13 @@
 
 namespace tally::heat2d::kernels {
 
+// Its blocks: warps side by side as in the registers kernel; 16 warps an SM (at most 128 registers).
+#ifndef HEAT2D_PERSISTENT_WARPS
+#define HEAT2D_PERSISTENT_WARPS 8
+#endif
+constexpr int persistent_warps = HEAT2D_PERSISTENT_WARPS;
+constexpr int persistent_blocks_sm = 16 / persistent_warps;
+
 template <class T>
 struct ChainArgs {
   SweepArgs<T> a;  // the field's shape and coefficients, the state; a.k, a.slot and the cell unused
@@ -47,22 +54,28 @@ __device__ __forceinline__ void store_release(long long* p, long long v) {
   asm volatile("st.release.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-/// Spins until *p >= want. The wait is for neighbours a sweep behind (microseconds); a wait of 20 s
-/// can only be a broken invariant, and traps (the launch fails with an error) rather than hangs.
-__device__ __forceinline__ void wait_at_least(const long long* p, long long want) {
-  if (load_acquire(p) >= want) return;
+/// Spins until *p >= want (true), or until a stop at or before sweep `before` is seen (false): then
+/// what it waits for may never come (the sweeps after the stop do nothing; a launch queued after it
+/// waits for sweeps that never ran), and the sweep is skipped anyway. The wait is otherwise for
+/// blocks a sweep behind (microseconds); one of 20 s can only be a broken invariant, and traps (the
+/// launch fails with an error) rather than hangs.
+__device__ __forceinline__ bool wait_at_least(const long long* p, long long want, const long long* stop_at, long long before) {
+  if (load_acquire(p) >= want) return true;
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   while (load_acquire(p) < want) {
+    const long long at = load_acquire(stop_at);
+    if (at > 0 && at <= before) return false;
     __nanosleep(64);
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     if (t - t0 > 20'000'000'000ull) __trap();
   }
+  return true;
 }
 
 template <class T>
-__global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_sm)
+__global__ void __launch_bounds__(tile_lanes* persistent_warps, persistent_blocks_sm)
     sweep_persistent(const ChainArgs<T> c) {
   __shared__ dev::GangStorage<T> tmp;
   __shared__ bool skip;
@@ -72,28 +85,41 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
   const Strip<T> st(a);
   for (long long m = c.k0; m <= c.k1; ++m) {
     const long long rel = m - c.base;  // 1 for the solve's first sweep
+    // Skipped exactly when a check at or before m - 2 stopped the run: once the verdicts up to the
+    // last check <= m - 2 are in, stop_at says so; a wait cut short by such a stop skips too. The
+    // neighbours' waits may be cut short only by such a stop, which thread 0 then sees as well.
+    const long long* stop_at = &a.d_state->stop_at;
     if (tid == 0) {
       const long long latest = (m - 2) / c.check_every * c.check_every;  // the last check <= m - 2
-      if (latest > c.base) wait_at_least(c.published, latest - c.base);
-      const long long at = __ldcg(&a.d_state->stop_at);
-      skip = at > 0 && at <= m - 2;
+      bool in = true;
+      if (latest > c.base) in = wait_at_least(c.published, latest - c.base, stop_at, m - 2);
+      const long long at = load_acquire(stop_at);
+      skip = !in || (at > 0 && at <= m - 2);
     } else if (tid <= 9 && tid != 5) {  // threads 1..9 but 5: the 3 x 3 neighbourhood but this block
       const long long bx = static_cast<long long>(blockIdx.x) + (tid - 1) % 3 - 1;
       const long long by = static_cast<long long>(blockIdx.y) + (tid - 1) / 3 - 1;
-      if (bx >= 0 && bx < gridDim.x && by >= 0 && by < gridDim.y) wait_at_least(c.progress + by * gridDim.x + bx, rel - 1);
+      if (bx >= 0 && bx < gridDim.x && by >= 0 && by < gridDim.y)
+        (void)wait_at_least(c.progress + by * gridDim.x + bx, rel - 1, stop_at, m - 2);
     }
     __syncthreads();  // the acquires above reach the whole block
     if (skip) return;  // the same for every block: a stop at or before m - 2
     const T* u = c.buf[c.cur ^ static_cast<int>((rel - 1) & 1)];
     T* v = c.buf[c.cur ^ static_cast<int>(rel & 1)];
     T local = Max::identity<T>();
-    if (m % c.check_every == 0 || m == c.last) {
-      a.k = m;
-      stream_strip<T, true, true>(st, a, u, v, local);
+    const bool check = m % c.check_every == 0 || m == c.last;
+    if (check) stream_strip<T, true, true>(st, a, u, v, local);
+    else stream_strip<T, false, true>(st, a, u, v, local);
+    __syncthreads();  // the block's rows are written: the neighbours may go on before the residual
+    if (tid == 0) {
+      if (me == 0) a.d_state->done = m;
+      __threadfence();
+      store_release(c.progress + me, rel);
+    }
+    if (check) {
       T r;
       if (dev::gang_reduce_select<Max>(local, c.cells + (rel & 1), c.tickets + (rel & 1), r, tmp) && tid == 0) {
-        // The checks up to m - 1 have published (their last blocks finished before this one's
-        // neighbours started sweep m): after a stop, the checks still running publish nothing.
+        // The checks up to m - 1 have published (the last block of m - 1 published before it joined
+        // this ticket): after a stop, the checks still running publish nothing.
         if (__ldcg(&a.d_state->stop) == running) {
           const long long n = m / c.check_every - (c.k0 - 1) / c.check_every + (m == c.last && m % c.check_every != 0);
           publish(static_cast<double>(r), a.d_state, c.slots + (c.slot0 + n - 1) % c.nslots, m, a.tol);
@@ -101,14 +127,6 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
         __threadfence();
         store_release(c.published, rel);
       }
-    } else {
-      stream_strip<T, false, true>(st, a, u, v, local);
-    }
-    __syncthreads();  // the block's rows are written
-    if (tid == 0) {
-      if (me == 0) a.d_state->done = m;
-      __threadfence();
-      store_release(c.progress + me, rel);
     }
   }
 }
