@@ -39,7 +39,7 @@ struct Options {
   std::int64_t ny = 0;  // 0: same as nx
   double tol = 1e-10;
   std::int64_t max_iter = 1'000'000, check_every = 1;
-  std::string cuda_kernel = "registers";
+  std::string cuda_kernel = "persistent";
   std::string sweeps_per_pass = "auto";
   int t = 0;  // --sweeps-per-pass as a number (0: auto)
   bool validate = false, xdmf = false, bench = false, keep_partial = false;
