@@ -83,7 +83,8 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
     # label|executable|arguments, split on spaces; in a Catch2 test spec '@' stands for a space of a
     # test name, ',' separates alternatives and '*' (at either end) is a wildcard.
     memcheck_runs=(
-      "heat2d-registers|$build/apps/heat2d/heat2d|--backend cuda --nx 65 --ny 47 --max-iter 300 --check-every 7 --validate --quiet --out $mc/heat2d-r.h5"
+      "heat2d-registers|$build/apps/heat2d/heat2d|--backend cuda --cuda-kernel registers --nx 65 --ny 47 --max-iter 300 --check-every 7 --validate --quiet --out $mc/heat2d-r.h5"
+      "heat2d-persistent|$build/apps/heat2d/heat2d|--backend cuda --nx 300 --ny 200 --tol 1e-4 --max-iter 300 --check-every 3 --validate --quiet --out $mc/heat2d-p.h5"
       "heat2d-async|$build/apps/heat2d/heat2d|--backend cuda --cuda-kernel async --precision float --nx 97 --max-iter 200 --validate --quiet --out $mc/heat2d-a.h5"
       "heat2d-transient|$build/apps/heat2d/heat2d|--backend cuda --mode transient --nx 33 --t-end 0.01 --quiet --out $mc/heat2d-t.h5"
       "matmul-double|$build/apps/matmul/matmul|--backend cuda --precision double --m 130 --n 67 --k 257 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-d.h5"

@@ -263,16 +263,18 @@ BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes
   table.repeats = gpu ? 11 : 3;
   table.copy_gb_per_s = copy_bandwidth_gbs(o.backend, table.copy_bytes, gpu ? 20 : 5, o.device);
   const std::vector<std::string> kernels =
-      gpu ? std::vector<std::string>{"async", "registers"} : std::vector<std::string>{"cpu"};
-  // Every kernel checked every sweep and every 100; then, the default kernel, checked every 8
-  // sweeps with 1, 2, 4 and 8 sweeps a pass (temporal blocking against t = 1 in the same run).
+      gpu ? std::vector<std::string>{"async", "registers", "persistent"} : std::vector<std::string>{"cpu"};
+  // Every kernel checked every sweep and every 100; then, the registers kernel, checked every 8
+  // sweeps with 1, 2, 4 and 8 sweeps a pass (temporal blocking against t = 1 in the same run), and
+  // the persistent kernel checked every 8 (t = 1).
   const std::vector<BenchCase> plain = {{1, 1}, {100, 1}}, blocked = {{8, 1}, {8, 2}, {8, 4}, {8, 8}};
   for (const auto& kernel : kernels)
     for (auto n : sizes) {
       interrupt::check("between benchmark cases");
       if (!quiet) std::fprintf(stderr, "heat2d bench: %s %lld^2 ...\n", kernel.c_str(), static_cast<long long>(n));
       std::vector<BenchCase> cases = plain;
-      if (kernel != "async") cases.insert(cases.end(), blocked.begin(), blocked.end());
+      if (kernel == "registers" || kernel == "cpu") cases.insert(cases.end(), blocked.begin(), blocked.end());
+      if (kernel == "persistent") cases.push_back({8, 1});
       bench_size<float>(table, o, n, kernel, cases);
       bench_size<double>(table, o, n, kernel, cases);
     }

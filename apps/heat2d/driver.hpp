@@ -18,7 +18,7 @@ namespace tally::heat2d {
 struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
-  std::string cuda_kernel = "registers";
+  std::string cuda_kernel = "persistent";
   int sweeps_per_pass = 1;  ///< 0: auto (SolverOptions::sweeps_per_pass)
   bool validate = false;
   bool progress = false;  ///< a progress line on a terminal

@@ -98,9 +98,10 @@ inline std::int64_t pass_length(std::int64_t k, std::int64_t last, int t) {
 
 struct SolverOptions {
   int device = 0;
-  /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async) or
-  /// "registers" (rows queued in registers); both give the same bits.
-  std::string cuda_kernel = "registers";
+  /// The CUDA sweep kernel: "async" (rows staged through shared memory by cp.async), "registers"
+  /// (rows queued in registers, one launch a sweep) or "persistent" (the registers kernel's sweeps,
+  /// many a launch; one rank and one sweep a pass, else the registers kernel); all give the same bits.
+  std::string cuda_kernel = "persistent";
   /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
   /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
   const reduce::Comm* comm = nullptr;

@@ -29,6 +29,7 @@
 
 #include "solver.hpp"
 #include "sweep_kernels.cuh"
+#include "sweep_persistent.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -42,8 +43,15 @@ namespace {
 
 using namespace kernels;
 
-constexpr int slots = 64;                      // ring of residual slots in mapped host memory
+constexpr int slots = 128;                     // ring of residual slots in mapped host memory
 constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
+// The persistent kernel: sweeps a launch (its launch boundary, the only place where the whole GPU
+// drains, comes once in that many sweeps) and its launches queued beyond the oldest unread check.
+// A launch holds at most chain_sweeps checks: with slots / 2 unread at most, the ring never wraps
+// onto an unread slot.
+constexpr std::int64_t chain_sweeps = 32;
+constexpr std::int64_t chain_lookahead = 3;
+static_assert(chain_sweeps <= slots / 2);
 
 template <class T>
 using Kernel = void (*)(const T*, T*, SweepArgs<T>);
@@ -75,8 +83,8 @@ class CudaSolver final : public Solver<T> {
         lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_) : HaloLayout{1, p.ny - 2, 1}),
         rows_(lay_.rows()) {
     (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, deepest_);  // the range and the ranks
-    if (o.cuda_kernel != "async" && o.cuda_kernel != "registers")
-      throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async or registers");
+    if (o.cuda_kernel != "async" && o.cuda_kernel != "registers" && o.cuda_kernel != "persistent")
+      throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async, registers or persistent");
     async_ = o.cuda_kernel == "async";
     warps_ = async_ ? async_warps : registers_warps;
     checked_ = async_ ? sweep_async<T, true> : sweep_registers<T, true>;
@@ -105,6 +113,22 @@ class CudaSolver final : public Solver<T> {
     const long long most_y = std::max<long long>(1, rows_ / 4);  // >= 4 rows a strip
     grid_ = dim3(static_cast<unsigned>(grid_x),
                  static_cast<unsigned>(std::clamp<long long>(target / grid_x, 1, std::min<long long>(most_y, 65535))));
+    // The persistent kernel (one rank, t = 1): the registers kernel's grid, all of it resident at
+    // once (a cooperative launch; its blocks wait for each other). A grid too wide for one wave, or
+    // several ranks: the registers kernel, one launch a sweep.
+    if (o.cuda_kernel == "persistent" && !ranks_) {
+      chain_warps_ = static_cast<int>(std::min<long long>(persistent_warps, tiles_x));
+      int chain_sm = 0;
+      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&chain_sm, sweep_persistent<T>, tile_lanes * chain_warps_, 0));
+      const long long resident = static_cast<long long>(sms) * chain_sm, chain_x = (tiles_x + chain_warps_ - 1) / chain_warps_;
+      const dim3 g(static_cast<unsigned>(chain_x),
+                   static_cast<unsigned>(std::clamp<long long>(resident / chain_x, 1, std::min<long long>(most_y, 65535))));
+      if (static_cast<long long>(g.x) * g.y <= resident) {
+        chain_grid_ = g;
+        chain_ = true;
+        chain_counters_ = DeviceBuffer<long long>(1 + static_cast<std::size_t>(g.x) * g.y);
+      }
+    }
     // The blocked kernels: one wave of 8-warp blocks; strips of at least 8 S rows, so that the S rows
     // each strip recomputes above and below stay a small part of it.
     for (int s = 2; s <= max_sweeps_per_pass; ++s) {
@@ -128,10 +152,10 @@ class CudaSolver final : public Solver<T> {
     const auto n = static_cast<std::size_t>(pitch_ * rows_);
     u_[0] = DeviceBuffer<T>(n);
     u_[1] = DeviceBuffer<T>(n);
-    cell_ = DeviceBuffer<dev::select_key_t<T>>(1);
-    const auto cell0 = dev::select_identity_key<Max, T>();
-    TALLY_CUDA_TRY(cudaMemcpy(cell_.data(), &cell0, sizeof cell0, cudaMemcpyHostToDevice));
-    ticket_ = DeviceBuffer<unsigned int>(1);
+    cell_ = DeviceBuffer<dev::select_key_t<T>>(2);  // [1]: the persistent kernel's odd sweeps
+    const dev::select_key_t<T> cell0[2] = {dev::select_identity_key<Max, T>(), dev::select_identity_key<Max, T>()};
+    TALLY_CUDA_TRY(cudaMemcpy(cell_.data(), cell0, sizeof cell0, cudaMemcpyHostToDevice));
+    ticket_ = DeviceBuffer<unsigned int>(2);
     state_ = DeviceBuffer<DeviceState>(1);
     TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ticket_.fill_bytes(0, stream_);
@@ -191,6 +215,7 @@ class CudaSolver final : public Solver<T> {
       long long k;
       int slot;
       long long launch = 0;
+      int ev = -1;  // the event that marks the slot valid: events_[ev], or events_[slot] when -1
     };
     std::deque<Pending> pending;
     bool stopped = false;
@@ -199,9 +224,9 @@ class CudaSolver final : public Solver<T> {
     auto take = [&](bool wait) {
       const Pending f = pending.front();
       if (wait) {
-        TALLY_CUDA_TRY(cudaEventSynchronize(events_[f.slot]));
+        TALLY_CUDA_TRY(cudaEventSynchronize(events_[f.ev < 0 ? f.slot : f.ev]));
       } else {
-        const cudaError_t q = cudaEventQuery(events_[f.slot]);
+        const cudaError_t q = cudaEventQuery(events_[f.ev < 0 ? f.slot : f.ev]);
         if (q == cudaErrorNotReady) return false;
         TALLY_CUDA_TRY(q);
       }
@@ -220,6 +245,7 @@ class CudaSolver final : public Solver<T> {
     };
 
     state_.fill_bytes(0, stream_);
+    if (chain_ && t == 1) return solve_chained(rule, take, pending, stopped, r);
     EventTimer timer;
     timer.start(stream_);
     if (ranks_ && t > 1) exchange(u_[cur_].data(), t, stream_);  // set_field filled one halo row a side
@@ -319,16 +345,7 @@ class CudaSolver final : public Solver<T> {
     while (!pending.empty() && !stopped) take(true);
     r.solve_s = timer.elapsed_s();
 
-    DeviceState st{};
-    TALLY_CUDA_TRY(cudaMemcpy(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost));
-    r.iterations = st.stop_at > 0 ? st.stop_at : st.done;  // across ranks one sweep may run past the stop
-    r.status = st.stop == stop_diverged    ? Status::diverged
-               : st.stop == stop_converged ? Status::converged
-               : end < rule.last           ? Status::interrupted
-                                           : rule.at_last;
-    if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
-      throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
-                  " but its last check seen was another");
+    conclude(rule, end, r);
     const auto done = std::find(ends.begin(), ends.end(), r.iterations);
     if (done == ends.end()) throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) + ", no launch's end");
     cur_ ^= static_cast<int>((done - ends.begin() + 1) & 1);  // the launches run, each writing the other buffer
@@ -336,6 +353,92 @@ class CudaSolver final : public Solver<T> {
   }
 
  private:
+  /// The sweep the device stopped at and why (`end`: the last sweep enqueued); the host must have
+  /// seen that sweep's check.
+  void conclude(const StopRule& rule, long long end, SolveResult& r) {
+    DeviceState st{};
+    TALLY_CUDA_TRY(cudaMemcpy(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost));
+    // Across ranks and in the persistent kernel one sweep may run past the stop.
+    r.iterations = st.stop_at > 0 ? st.stop_at : st.done;
+    r.status = st.stop == stop_diverged    ? Status::diverged
+               : st.stop == stop_converged ? Status::converged
+               : end < rule.last           ? Status::interrupted
+                                           : rule.at_last;
+    if (r.check_iteration.empty() || r.check_iteration.back() != r.iterations)
+      throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) +
+                  " but its last check seen was another");
+  }
+
+  /// One rank, one sweep a pass, the persistent kernel: launches of up to chain_sweeps sweeps, each
+  /// polling the stop request before each of its sweeps as solve() does before each launch, so a
+  /// request ends at the same checked sweep. The checks of a launch are read after its event. The
+  /// device stops as the kernel's header says (a stop at k: sweep k + 1 may still run, on the other
+  /// buffer); the result is sweep stop_at's field.
+  template <class Take, class Queue>
+  SolveResult solve_chained(const StopRule& rule, Take& take, Queue& pending, bool& stopped, SolveResult& r) {
+    using Pending = typename Queue::value_type;
+    chain_counters_.fill_bytes(0, stream_);  // progress and published count from this solve's start
+    EventTimer timer;
+    timer.start(stream_);
+    const dim3 block(tile_lanes, static_cast<unsigned>(chain_warps_));
+    long long end = rule.last, checks = 0, launch = 0;
+    for (long long k0 = rule.first + 1; k0 <= end && !stopped; ++launch) {
+      long long k1 = k0 - 1;
+      while (k1 < end && k1 - k0 + 1 < chain_sweeps) {
+        const long long k = k1 + 1;
+        if (end == rule.last && rule.wants_stop())
+          end = std::min<long long>(rule.last, (k + rule.check_every - 1) / rule.check_every * rule.check_every);
+        k1 = k;
+      }
+      ChainArgs<T> c{};
+      c.a = SweepArgs<T>{pitch_, p_.nx, rows_, 0, rows_, -1, c_, nullptr, nullptr, state_.data(), nullptr, 0, rule.tol};
+      c.buf[0] = u_[0].data();
+      c.buf[1] = u_[1].data();
+      c.cur = cur_;
+      c.base = rule.first;
+      c.k0 = k0;
+      c.k1 = k1;
+      c.check_every = rule.check_every;
+      c.last = rule.last;
+      c.slots = d_slots_;
+      c.nslots = slots;
+      c.slot0 = static_cast<int>(checks % slots);
+      c.published = chain_counters_.data();
+      c.progress = chain_counters_.data() + 1;
+      c.cells = cell_.data();
+      c.tickets = ticket_.data();
+      const std::size_t first_new = pending.size();
+      for (long long k = k0; k <= k1; ++k)
+        if (rule.is_check(k)) {
+          const int slot = static_cast<int>(checks++ % slots);
+          h_slots_[slot].iteration = -1;
+          pending.push_back(Pending{k, slot, launch, -1});
+        }
+      void* args[] = {&c};
+      TALLY_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sweep_persistent<T>), chain_grid_, block, args, 0,
+                                                 stream_));
+      TALLY_CHECK_LAUNCH();
+      if (pending.size() > first_new) {  // one event for the launch's checks: its last check's
+        const int ev = pending.back().slot;
+        TALLY_CUDA_TRY(cudaEventRecord(events_[ev], stream_));
+        for (std::size_t i = first_new; i < pending.size(); ++i) pending[i].ev = ev;
+      }
+      k0 = k1 + 1;
+      while (!pending.empty() && !stopped) {
+        const bool must_wait = launch - pending.front().launch >= chain_lookahead || pending.size() >= slots / 2;
+        if (!take(must_wait)) break;
+      }
+    }
+    timer.stop(stream_);
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    while (!pending.empty() && !stopped) take(true);
+    r.solve_s = timer.elapsed_s();
+
+    conclude(rule, end, r);
+    cur_ ^= static_cast<int>((r.iterations - rule.first) & 1);  // each sweep writes the other buffer
+    return r;
+  }
+
   /// One sweep across ranks: the boundary rows, their exchange on the halo stream, the rows between.
   /// Checked: this rank's residual in res[0] (res[1]: the boundary rows'). The next sweep's kernels
   /// wait for the exchange.
@@ -396,6 +499,10 @@ class CudaSolver final : public Solver<T> {
   HaloLayout lay_;             // the rows held: own rows and halos (one rank: the whole field)
   long long rows_;             // = lay_.rows()
   bool async_ = true;  // which sweep kernel
+  bool chain_ = false;  // the persistent kernel (one rank; t = 1 solves)
+  dim3 chain_grid_;
+  int chain_warps_ = 8;
+  DeviceBuffer<long long> chain_counters_;  // [0] the latest check published, then each block's sweeps done
   Kernel<T> checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
   Kernel<T> blocked_[max_sweeps_per_pass + 1][2] = {};  // [s][checked]: s sweeps a launch
   dim3 blocked_grid_[max_sweeps_per_pass + 1];

@@ -245,25 +245,35 @@ constexpr int queue_rows = 4;
 constexpr int registers_warps = 8;
 constexpr int registers_blocks_sm = 2;
 
-template <class T, bool Check>
-__global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_sm)
-    sweep_registers(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+/// The registers kernel's work for one strip: the rows of `st`, from u into v, the residual into
+/// `local` (checked). Coherent: the loads go through L2 only (ld.global.cg), for fields written by
+/// other blocks of the same launch (the persistent kernel); otherwise the read-only path.
+template <class T, bool Check, bool Coherent>
+__device__ __forceinline__ void stream_strip(const Strip<T>& st, const SweepArgs<T>& a, const T* __restrict__ u,
+                                             T* __restrict__ v, T& local) {
   constexpr int V = Strip<T>::V;
   constexpr int P = queue_rows;
   struct Row {
     dev::Vec<T, V> x;
     T halo;
   };
-  __shared__ dev::GangStorage<T> tmp;
-  if (stopped(a)) return;  // queued after the run stopped
-
-  const Strip<T> st(a);
   long long jl = st.js - 1;
   const T* lp = u + (st.js - 1) * a.pitch + st.x0;
   auto load_next = [&](Row& r) {
     if (jl >= 0 && jl <= st.jlast) {
-      r.x = dev::load_vec<V>(lp);
-      r.halo = st.has_halo ? lp[st.hoff] : T(0);
+      if constexpr (Coherent) {
+        if constexpr (sizeof(T) == 8) {
+          const double2 d = __ldcg(reinterpret_cast<const double2*>(lp));
+          r.x.v[0] = d.x, r.x.v[1] = d.y;
+        } else {
+          const float4 f = __ldcg(reinterpret_cast<const float4*>(lp));
+          r.x.v[0] = f.x, r.x.v[1] = f.y, r.x.v[2] = f.z, r.x.v[3] = f.w;
+        }
+        r.halo = st.has_halo ? __ldcg(lp + st.hoff) : T(0);
+      } else {
+        r.x = dev::load_vec<V>(lp);
+        r.halo = st.has_halo ? lp[st.hoff] : T(0);
+      }
     }
     ++jl;
     lp += a.pitch;
@@ -274,7 +284,6 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
 #pragma unroll
   for (int p = 0; p < P; ++p) load_next(q[p]);
   T* sp = v + st.js * a.pitch + st.x0;
-  T local = Max::identity<T>();
   for (long long j = st.js; j < st.je; j += P) {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -286,6 +295,17 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
       cur = next;
     }
   }
+}
+
+template <class T, bool Check>
+__global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_sm)
+    sweep_registers(const T* __restrict__ u, T* __restrict__ v, const SweepArgs<T> a) {
+  __shared__ dev::GangStorage<T> tmp;
+  if (stopped(a)) return;  // queued after the run stopped
+
+  const Strip<T> st(a);
+  T local = Max::identity<T>();
+  stream_strip<T, Check, false>(st, a, u, v, local);
   finish_sweep<T, Check>(a, local, tmp);
 }
 

@@ -184,8 +184,8 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
   using namespace heat2d;
   // As heat2d's main(): everything is checked before anything is computed.
   if (mode != "steady" && mode != "transient") throw InputError("--mode: '" + mode + "' is not one of steady, transient");
-  if (cuda_kernel != "async" && cuda_kernel != "registers")
-    throw InputError("--cuda-kernel: '" + cuda_kernel + "' is not one of async, registers");
+  if (cuda_kernel != "async" && cuda_kernel != "registers" && cuda_kernel != "persistent")
+    throw InputError("--cuda-kernel: '" + cuda_kernel + "' is not one of async, registers, persistent");
   check_precision(precision);
   Problem p;
   p.nx = nx;

@@ -23,7 +23,7 @@ from ._result import Result, call_text, out_path
 
 def solve(nx=128, ny=None, *, mode="steady", tol=1e-10, max_iter=1_000_000, check_every=1, alpha=1.0, dt=0.0,
           t_end=0.0, bc_top="sin", bc_bottom="0", bc_left="0", bc_right="0", init="0", precision="double",
-          backend="auto", device=0, cuda_kernel="registers", validate=False, sweeps_per_pass="auto", out=None):
+          backend="auto", device=0, cuda_kernel="persistent", validate=False, sweeps_per_pass="auto", out=None):
     """Solves one heat2d problem (and writes the executable's file to `out`); see the module's documentation."""
     call = call_text("tally.heat2d.solve", nx=nx, ny=ny, mode=mode, tol=tol, max_iter=max_iter, check_every=check_every,
                      alpha=alpha, dt=dt, t_end=t_end, bc_top=bc_top, bc_bottom=bc_bottom, bc_left=bc_left,

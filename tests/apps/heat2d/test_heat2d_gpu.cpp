@@ -46,7 +46,7 @@ template <class T>
 void compare_backends(const Problem& p, const std::vector<T>& u0, const StopRule& rule) {
   std::vector<T> uc;
   const auto rc = run_on<T>(Backend::cpu, p, u0, rule, uc);
-  for (const char* kernel : {"async", "registers"}) {
+  for (const char* kernel : {"async", "registers", "persistent"}) {
     std::vector<T> ug;
     const auto rg = run_on<T>(Backend::cuda, p, u0, rule, ug, kernel);
     compare_results<T>(p, u0, rule, rc, uc, rg, ug, kernel);
@@ -89,6 +89,60 @@ TEMPLATE_TEST_CASE("cuda stops at the same sweep as the cpu (device-side stop fl
     finalize(p);
     compare_backends<T>(p, initial_field<T>(p), make_stop_rule(p, sizeof(T) == 4 ? 1e-5 : 1e-9, 100000, ce));
   }
+}
+
+TEMPLATE_TEST_CASE("persistent kernel: a stop on the device at any sweep of a launch, on grids of many blocks both ways",
+                   "[heat2d][gpu][persistent]", float, double) {
+  // The persistent kernel runs 32 sweeps a launch with no barrier between them, and a stop at k lets
+  // sweep k + 1 run on the other buffer. The tolerance is set to the cpu's residual at a chosen
+  // check, so the run must stop exactly there: at the first sweeps of a launch, its last, in the
+  // middle, and on the second and third launches; the field, bit for bit, and the whole history
+  // must be the cpu's.
+  using T = TestType;
+  auto g = tally::test::rng(47);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1300, 900}, {700, 41}, {4100, 300}};
+  int trial = 0;
+  for (auto [nx, ny] : shapes)
+    for (std::int64_t ce : {std::int64_t{1}, std::int64_t{3}}) {
+      Problem p;
+      p.nx = nx;
+      p.ny = ny;
+      p.mode = trial % 2 ? Mode::transient : Mode::steady;
+      p.dt = 0.2 * p.h() * p.h();
+      finalize(p);
+      const auto u0 = random_field<T>(p, 470 + static_cast<std::uint64_t>(trial++));
+      StopRule probe;
+      probe.tol = -1.0;
+      probe.check_every = ce;
+      probe.last = 99;
+      std::vector<T> scratch;
+      const SolveResult hist = run_on<T>(Backend::cpu, p, u0, probe, scratch);
+      for (std::int64_t want : {std::int64_t{1 + static_cast<std::int64_t>(g() % 2)}, std::int64_t{31}, std::int64_t{32},
+                                std::int64_t{33}, std::int64_t{64}, std::int64_t{65 + static_cast<std::int64_t>(g() % 30)}}) {
+        // The check at or after `want` whose residual is below every earlier one: the stop.
+        std::size_t c = 0;
+        while (c < hist.check_iteration.size() && hist.check_iteration[c] < want) ++c;
+        double best = 1e300;
+        for (std::size_t e = 0; e < c; ++e) best = std::min(best, hist.check_residual[e]);
+        while (c < hist.check_iteration.size() && !(hist.check_residual[c] < best)) ++c;
+        if (c == hist.check_iteration.size()) continue;
+        StopRule rule = probe;
+        rule.tol = hist.check_residual[c];
+        rule.last = 200;
+        std::vector<T> uc, ug;
+        const SolveResult rc = run_on<T>(Backend::cpu, p, u0, rule, uc);
+        const SolveResult rg = run_on<T>(Backend::cuda, p, u0, rule, ug, "persistent");
+        INFO(nx << "x" << ny << " " << to_string(p.mode) << " check every " << ce << ", stop wanted at " << hist.check_iteration[c]
+                << ": cpu " << rc.iterations << ", cuda " << rg.iterations);
+        REQUIRE(rc.iterations == hist.check_iteration[c]);
+        REQUIRE(rc.status == Status::converged);
+        CHECK(rg.status == Status::converged);
+        CHECK(rg.iterations == rc.iterations);
+        CHECK(rg.check_iteration == rc.check_iteration);
+        CHECK(rg.check_residual == rc.check_residual);
+        CHECK(std::memcmp(ug.data(), uc.data(), uc.size() * sizeof(T)) == 0);
+      }
+    }
 }
 
 TEST_CASE("expected table on the cuda backend", "[heat2d][gpu][expected]") {
@@ -151,7 +205,7 @@ TEMPLATE_TEST_CASE("cuda: a stop request ends at the next checked sweep queued; 
                    "[heat2d][gpu][interrupt]", float, double) {
   using T = TestType;
   auto g = tally::test::rng(32);
-  for (const char* kernel : {"async", "registers"})
+  for (const char* kernel : {"async", "registers", "persistent"})
     for (Mode m : {Mode::steady, Mode::transient}) {
       Problem p;
       p.nx = 30 + static_cast<std::int64_t>(g() % 200);
