@@ -79,6 +79,11 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // 32 KiB in flight per SM, where the cp.async / register-staged tiles spend every thread's issue
 // slots on 16-byte pieces. 16 x 16: one warp a worker group (C as two m16n8 tiles), 8 groups each
 // taking 16 of a 128-deep slice; 64 x 64: 32 x 16 per warp, 2 groups each taking 16 of a 32-deep slice.
+// The 16 x 16 tile's tensor maps ask for no L2 promotion: with the 256-byte promotion (the default
+// of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
+// 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
+// showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
+// starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
@@ -302,8 +307,8 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside.
-  CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows) {
+  /// swizzled, zeros outside; L2 promotion of 256 bytes or none.
+  CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
       cudaDriverEntryPointQueryResult found{};
@@ -316,7 +321,8 @@ class CudaEngine final : public Engine<T> {
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
@@ -324,11 +330,12 @@ class CudaEngine final : public Engine<T> {
 
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
-  void launch_gang_tma() {
+  void launch_gang_tma(bool l2_promote = true) {
     auto kernel = k::tc::gang_level_tma<Cfg>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
-    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK)};
+    if (!maps_)
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
@@ -369,7 +376,7 @@ class CudaEngine final : public Engine<T> {
         const idx big = std::max(s_.m, s_.n);
         if (big <= 16) {
           if constexpr (sizeof(T) == 8) {
-            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>();
+            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>(false);
             else launch_gang<Ts16d>();  // double: half the slice, the same bytes
           } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
