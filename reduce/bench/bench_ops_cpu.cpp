@@ -11,6 +11,11 @@
 #define EIGEN_USE_THREADS
 #include <omp.h>
 
+// Eigen's Tensor argmax/argmin of a 1-D tensor: GCC 13 reports its m_strides as read uninitialised
+// in a branch that NumDims == 1 never takes (TensorArgMax.h); a false positive in a header.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
