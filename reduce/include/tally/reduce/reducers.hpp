@@ -285,34 +285,49 @@ struct MeanVar {
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.count * f};
   }
   /// CPU: blocks of run_block elements, each block's mean and M2 by the two-pass formula in double
-  /// (lanes the compiler vectorises), Chan-merged into acc in block order.
+  /// (lanes the compiler vectorises), Chan-merged into acc in block order. Four blocks' moments are
+  /// taken before any is merged: their lane sums, divisions and merges are serial chains that one
+  /// block at a time left the core waiting on (1.25x in cache, one thread); the bits are the same.
   template <class T>
   static value_type fold_run(value_type acc, const T* x, std::int64_t n, std::int64_t) {
-    constexpr int L = detail::run_lanes;
-    for (std::int64_t b = 0; b < n; b += detail::run_block) {
-      const std::int64_t len = n - b < detail::run_block ? n - b : detail::run_block;
-      const T* p = x + b;
-      double s[L] = {}, q[L] = {};
-      std::int64_t k = 0;
-      for (; k + L <= len; k += L)
-        TALLY_RUN_SIMD
-        for (int l = 0; l < L; ++l) s[l] += static_cast<double>(p[k + l]);
-      for (; k < len; ++k) s[0] += static_cast<double>(p[k]);
-      double sum = 0;
-      for (int l = 0; l < L; ++l) sum += s[l];
-      const double mean = sum / static_cast<double>(len);
-      for (k = 0; k + L <= len; k += L)
-        TALLY_RUN_SIMD
-        for (int l = 0; l < L; ++l) {
-          const double d = static_cast<double>(p[k + l]) - mean;
-          q[l] += d * d;
-        }
-      for (; k < len; ++k) q[0] += (static_cast<double>(p[k]) - mean) * (static_cast<double>(p[k]) - mean);
-      double m2 = 0;
-      for (int l = 0; l < L; ++l) m2 += q[l];
-      acc = combine(acc, {static_cast<double>(len), mean, m2});
+    constexpr std::int64_t B = detail::run_block;
+    std::int64_t b = 0;
+    for (; b + 4 * B <= n; b += 4 * B) {
+      const value_type m0 = block_moments<true>(x + b, B), m1 = block_moments<true>(x + b + B, B);
+      const value_type m2 = block_moments<true>(x + b + 2 * B, B), m3 = block_moments<true>(x + b + 3 * B, B);
+      acc = combine(combine(combine(combine(acc, m0), m1), m2), m3);
     }
+    for (; b < n; b += B) acc = combine(acc, block_moments<false>(x + b, n - b < B ? n - b : B));
     return acc;
+  }
+
+ private:
+  /// (count, mean, M2) of p[0..len), len <= run_block (Full: len == run_block, no tail loops).
+  template <bool Full, class T>
+  static value_type block_moments(const T* p, std::int64_t len) {
+    constexpr int L = detail::run_lanes;
+    if constexpr (Full) len = detail::run_block;
+    double s[L] = {}, q[L] = {};
+    std::int64_t k = 0;
+    for (; k + L <= len; k += L)
+      TALLY_RUN_SIMD
+      for (int l = 0; l < L; ++l) s[l] += static_cast<double>(p[k + l]);
+    if constexpr (!Full)
+      for (; k < len; ++k) s[0] += static_cast<double>(p[k]);
+    double sum = 0;
+    for (int l = 0; l < L; ++l) sum += s[l];
+    const double mean = sum / static_cast<double>(len);
+    for (k = 0; k + L <= len; k += L)
+      TALLY_RUN_SIMD
+      for (int l = 0; l < L; ++l) {
+        const double d = static_cast<double>(p[k + l]) - mean;
+        q[l] += d * d;
+      }
+    if constexpr (!Full)
+      for (; k < len; ++k) q[0] += (static_cast<double>(p[k]) - mean) * (static_cast<double>(p[k]) - mean);
+    double m2 = 0;
+    for (int l = 0; l < L; ++l) m2 += q[l];
+    return {static_cast<double>(len), mean, m2};
   }
 };
 
