@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""tally.reduce from PyTorch on the GPU: the per-call overhead over the C++ API, and a speed table of
-every axis set against torch.sum / torch.amax. Run on the GPU machine:
+"""tally.reduce from PyTorch on the GPU: the per-call overhead over the C++ API, a speed table of
+every axis set against torch.sum / torch.amax, and the reducers' table (full reductions of 2^28 and
+2^16 floats: tally.argmax / argmin / aminmax / var_mean / mean against torch's, results checked).
+Run on the GPU machine:
 
-    TALLY_BUILD_DIR=build/default python3 scripts/python_bench.py [--quick] [--json results/python_bench.json]
+    TALLY_BUILD_DIR=build/default python3 scripts/python_bench.py [--quick] [--reducers] [--json results/python_bench.json]
 
 Overhead: N back-to-back calls on 2^16 floats (a launch-bound size), host time per call with one
 synchronisation at the end, for (a) tally.reduce, (b) the same library call from one C++ loop
@@ -146,18 +148,87 @@ def table(repeats, shapes):
     return rows
 
 
+def _close(a, b, tol):
+    return abs(float(a) - float(b)) <= tol
+
+
+def reducers_table(repeats, logs):
+    """Full reductions of 2^k float32 values (standard normal) by tally's reducers and by torch's,
+    each result checked against torch's: indices and (min, max) exactly (first index on ties both),
+    means and variances within a float32 sum's error of each other (both sum in float32 or better;
+    1e-4 relative to mean|x| or var: a wrong count or pass shows, summation order does not)."""
+    rows = []
+    for lg in logs:
+        n = 1 << lg
+        torch.manual_seed(lg)
+        x = torch.randn(n, device="cuda")
+        scale = float(x.abs().mean())
+        nbytes = n * x.element_size()
+
+        def check_arg(t, w):
+            assert int(t) == int(w), (int(t), int(w))
+
+        def check_minmax(t, w):
+            assert torch.equal(t[0], w[0]) and torch.equal(t[1], w[1]), (t, w)
+
+        def check_var_mean(t, w):
+            assert _close(t[0], w[0], 1e-4 * float(w[0])) and _close(t[1], w[1], 1e-4 * scale), (t, w)
+
+        def check_sum(t, w):
+            assert _close(t, w, 1e-4 * scale * n), (float(t), float(w))
+
+        def check_mean(t, w):
+            assert _close(t, w, 1e-4 * scale), (float(t), float(w))
+
+        cases = [
+            ("sum", lambda: tally.reduce(x), lambda: torch.sum(x), check_sum),
+            ("argmax", lambda: tally.argmax(x), lambda: torch.argmax(x), check_arg),
+            ("argmin", lambda: tally.argmin(x), lambda: torch.argmin(x), check_arg),
+            ("aminmax", lambda: tally.aminmax(x), lambda: torch.aminmax(x), check_minmax),
+            ("var_mean", lambda: tally.var_mean(x, correction=1), lambda: torch.var_mean(x), check_var_mean),
+            ("mean", lambda: tally.mean(x), lambda: torch.mean(x), check_mean),
+        ]
+        for op, ours, ref, check in cases:
+            check(ours(), ref())
+            t_tally = gpu_time(ours, repeats)
+            t_torch = gpu_time(ref, repeats)
+            rows.append(dict(n=f"2^{lg}", op=op, tally_us=t_tally * 1e6, torch_us=t_torch * 1e6,
+                             tally_gbs=nbytes / t_tally * 1e-9, torch_gbs=nbytes / t_torch * 1e-9,
+                             speedup=t_torch / t_tally))
+        del x
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_reducers(rows):
+    print("\nreducers, full reductions of float32 (CUDA-event time per call, results checked against torch's):")
+    print("| n | op | tally us | torch us | tally GB/s | torch GB/s | torch/tally time |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['n']} | {r['op']} | {r['tally_us']:.1f} | {r['torch_us']:.1f} | {r['tally_gbs']:.0f} | "
+              f"{r['torch_gbs']:.0f} | {r['speedup']:.2f}x |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer calls and repeats, one shape")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     ap.add_argument("--probe", action="store_true", help="only time each step of a call's path")
     ap.add_argument("--overhead-only", action="store_true", help="only the per-call overhead, no speed table")
+    ap.add_argument("--reducers", action="store_true", help="only the reducers' table")
     a = ap.parse_args()
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; tally CUDA backend: {tally.cuda_built()}")
     if a.probe:
         for k, v in probe(2000 if a.quick else 20000).items():
             print(f"  {k:32s} {v * 1e6:8.2f} us")
+        return
+    if a.reducers:
+        red = reducers_table(5 if a.quick else 20, (16, 28))
+        print_reducers(red)
+        if a.json:
+            a.json.parent.mkdir(parents=True, exist_ok=True)
+            a.json.write_text(json.dumps({"device": dev, "reducers": red}, indent=1))
         return
     ov = overhead(2000 if a.quick else 20000)
     print("\nper-call host time, 2^16 float32, full sum (median of 5 x N calls, one sync at the end):")
@@ -174,9 +245,11 @@ def main():
     for r in rows:
         print(f"| {r['shape']} | {r['axis']} | {r['op']} | {r['tally_us']:.1f} | {r['torch_us']:.1f} | "
               f"{r['tally_gbs']:.0f} | {r['torch_gbs']:.0f} | {r['speedup']:.2f}x |")
+    red = reducers_table(5 if a.quick else 20, (16, 28))
+    print_reducers(red)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"device": dev, "overhead": ov, "table": rows}, indent=1))
+        a.json.write_text(json.dumps({"device": dev, "overhead": ov, "table": rows, "reducers": red}, indent=1))
 
 
 if __name__ == "__main__":

@@ -119,11 +119,7 @@ void validate(const Problem& p, const void* out) {
 }
 
 void check_nonempty(const char* name, Extents e, Levels levels, std::int64_t out_size) {
-  std::int64_t per = 1;
-  constexpr Level order[3] = {Level::gang, Level::worker, Level::vector};
-  for (int a = 0; a < 3; ++a)
-    if (levels.contains(order[a])) per *= e[a];
-  if (out_size > 0 && per == 0)
+  if (out_size > 0 && elements_per_output(e, levels) == 0)
     throw std::invalid_argument(std::string("tally::reduce: in: ") + name + " of an empty set (reducing " + levels.to_string() +
                                 " of (" + std::to_string(e.ng) + ", " + std::to_string(e.nw) + ", " + std::to_string(e.nv) +
                                 ") leaves no element per output; an arg-reduction needs at least one)");

@@ -25,6 +25,13 @@
   TALLY_REDUCE_ARITH_OPS(X, std::int32_t, std::int64_t)   \
   TALLY_REDUCE_ARITH_OPS(X, float, double)
 
+/// The mean (ops.hpp: Sum's kernels, each output divided by its count): floating accumulators only.
+/// Not in the lists above: the rank level and the segmented reductions have no mean.
+#define TALLY_REDUCE_FOR_EACH_MEAN(X)              \
+  X(::tally::reduce::Mean, float, float)           \
+  X(::tally::reduce::Mean, float, double)          \
+  X(::tally::reduce::Mean, double, double)
+
 /// The exact sum's (input, output) pairs (exact.hpp); compiled by exact_cpu.cpp and exact_cuda.cu.
 #define TALLY_REDUCE_FOR_EACH_EXACT(X)                 \
   X(::tally::reduce::ExactSum, float, float)           \

@@ -242,7 +242,49 @@ def test_var_mean_every_axis_set(tally, rng, shape, dtype):
             v, m = reduce_or_copy(tally.var_mean, x, axis, correction=correction)
             check_moments(v, m, x, axis, correction)
             np.testing.assert_array_equal(reduce_or_copy(tally.var, x, axis, correction=correction), v)
-        np.testing.assert_array_equal(reduce_or_copy(tally.mean, x, axis), m)
+        if np.issubdtype(dtype, np.integer):
+            np.testing.assert_array_equal(reduce_or_copy(tally.mean, x, axis), m)  # var_mean's, in float64
+        else:
+            check_mean(tally, x, axis)
+
+
+def check_mean(tally, x, axis, acc_dtype=None):
+    """tally.mean of floats: the sum in the accumulator dtype divided once by the count. Bitwise
+    tally.reduce's sum over the count, and within the sum's error bound, (n + 1) eps sum|x| / n
+    plus the division's eps |mean|, of float64's two-pass mean."""
+    got = reduce_or_copy(tally.mean, x, axis, acc_dtype=acc_dtype)
+    acc = np.dtype(acc_dtype or x.dtype)
+    assert got.dtype == acc
+    s = reduce_or_copy(tally.reduce, x, axis, op="sum", acc_dtype=acc_dtype)
+    n = x.size // max(np.asarray(s).size, 1)
+    np.testing.assert_array_equal(got, np.asarray(s / acc.type(n), dtype=acc), err_msg=f"axis={axis}")
+    xd = x.astype(np.float64)
+    eps = np.finfo(acc).eps
+    want = np.mean(xd, axis=axis)
+    bound = (n + 1) * eps * np.mean(np.abs(xd), axis=axis) + eps * np.abs(want)
+    assert np.all(np.abs(got - want) <= bound), axis
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_mean_float32_to_float64(tally, rng, shape):
+    x = data(rng, shape, np.float32) + np.float32(3)
+    for axis in axis_sets(len(shape)):
+        check_mean(tally, x, axis, acc_dtype="float64")
+
+
+def test_mean_nan_inf_and_errors(tally):
+    x = np.ones((3, 4), np.float32)
+    x[0, 1], x[1, 2], x[2, 0], x[2, 3] = np.nan, np.inf, np.inf, -np.inf
+    m = tally.mean(x, axis=1)
+    assert np.isnan(m[0]) and m[1] == np.inf and np.isnan(m[2])
+    assert np.all(np.isnan(tally.mean(np.zeros((2, 0)), axis=1)))
+    np.testing.assert_array_equal(tally.reduce(x[:, 3:], "mean", axis=1), x[:, 3])  # one element: itself
+    with pytest.raises(TypeError, match=r"^acc_dtype: the mean of int32 is float64"):
+        tally.mean(np.ones(3, np.int32), acc_dtype="float32")
+    with pytest.raises(TypeError, match=r"^x: op='mean' needs a float32 or float64"):
+        tally.reduce(np.ones(3, np.int64), "mean")
+    with pytest.raises(TypeError, match=r"^acc_dtype: float32 is not an accumulator"):
+        tally.mean(np.ones(3), acc_dtype="float32")
 
 
 def test_variance_near_1e8(tally, rng):

@@ -1,4 +1,4 @@
-"""tally.argmax/argmin, aminmax, var_mean, segment_reduce and exact_dot on the GPU from PyTorch and
+"""tally.argmax/argmin, aminmax, var_mean, mean, segment_reduce and exact_dot on the GPU from PyTorch and
 CuPy: against the frameworks, zero copy, the stream semantics, the same bits as the CPU where the
 library promises them. Skipped (with the reason) without a GPU or a CUDA build."""
 import numpy as np
@@ -78,6 +78,26 @@ def test_torch_aminmax_and_var_mean(tally, torch):
     wv, wm = torch.var_mean(x32.double(), dim=2, correction=1)
     assert v.dtype == torch.float32 and torch.allclose(v.double(), wv, rtol=2e-7, atol=0)
     assert torch.allclose(m.double(), wm, rtol=0, atol=2e-7 * float(x32.abs().max()))
+
+
+@pytest.mark.parametrize("acc", [None, "float64"])
+def test_torch_mean_is_the_sum_over_the_count(tally, torch, acc):
+    """tally.mean of a CUDA tensor: bitwise tally's sum over the count (the division rides in the sum
+    kernels' store), within the sum's bound of float64's mean; NaN for an empty set."""
+    x = torch.rand(6, 50, 400, device="cuda") + 1
+    want_dtype = torch.float64 if acc else torch.float32
+    for axis in AXES3:
+        dims = dims_of(axis)
+        m = tally.mean(x, axis=axis, acc_dtype=acc)
+        s = tally.reduce(x, "sum", axis=axis, acc_dtype=acc)
+        n = x.numel() // max(s.numel(), 1)
+        # A tensor divisor: torch turns division by a scalar into a product with its reciprocal.
+        assert m.dtype == want_dtype and torch.equal(m, s / torch.full_like(s, n)), axis
+        ref = x.double().mean(dim=dims)
+        eps = torch.finfo(want_dtype).eps
+        bound = (n + 1) * eps * x.double().abs().mean(dim=dims) + eps * ref.abs()
+        assert ((m.double() - ref).abs() <= bound).all(), axis
+    assert torch.isnan(tally.mean(torch.empty(3, 0, device="cuda"), axis=1)).all()
 
 
 def test_torch_zero_copy_and_explicit_stream(tally, torch):

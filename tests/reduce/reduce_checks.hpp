@@ -58,15 +58,20 @@ template <class T> const char* type_name() {
 
 #define TALLY_ARITH_CASES(T, Acc) Case<Sum, T, Acc>, Case<Prod, T, Acc>, Case<Max, T, Acc>, Case<Min, T, Acc>
 #define TALLY_BIT_CASES(T) Case<BitAnd, T>, Case<BitOr, T>, Case<BitXor, T>, Case<LogicalAnd, T>, Case<LogicalOr, T>
-/// Every combination the library compiles: 4 operators x 6 (input, accumulator) pairs + 5 x 2 integer ones.
-using AllCases = CaseList<TALLY_ARITH_CASES(int32_t, int32_t), TALLY_ARITH_CASES(int32_t, int64_t),
-                          TALLY_ARITH_CASES(int64_t, int64_t), TALLY_ARITH_CASES(float, float),
-                          TALLY_ARITH_CASES(float, double), TALLY_ARITH_CASES(double, double), TALLY_BIT_CASES(int32_t),
-                          TALLY_BIT_CASES(int64_t)>;
+#define TALLY_ALL_CASES                                                                                          \
+  TALLY_ARITH_CASES(int32_t, int32_t), TALLY_ARITH_CASES(int32_t, int64_t), TALLY_ARITH_CASES(int64_t, int64_t), \
+      TALLY_ARITH_CASES(float, float), TALLY_ARITH_CASES(float, double), TALLY_ARITH_CASES(double, double),      \
+      TALLY_BIT_CASES(int32_t), TALLY_BIT_CASES(int64_t)
+/// Every combination the library compiles with a segmented form: 4 operators x 6 (input, accumulator)
+/// pairs + 5 x 2 integer ones.
+using AllCases = CaseList<TALLY_ALL_CASES>;
+/// Every combination reduce() has: those and the mean's 3 floating ones.
+using ReduceCases = CaseList<TALLY_ALL_CASES, Case<Mean, float>, Case<Mean, float, double>, Case<Mean, double>>;
 using FloatMaxMinCases = CaseList<Case<Max, float>, Case<Min, float>, Case<Max, float, double>, Case<Min, float, double>,
                                   Case<Max, double>, Case<Min, double>>;
 #undef TALLY_ARITH_CASES
 #undef TALLY_BIT_CASES
+#undef TALLY_ALL_CASES
 
 template <class... C, class F>
 void for_each_case(CaseList<C...>, F&& f) {
@@ -80,7 +85,9 @@ std::string case_name() {
 
 // ---- the reference: written out again, independent of ops.hpp -------------------------------------
 
-template <class Op> constexpr bool is_fp_arith(bool fp) { return fp && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>); }
+template <class Op> constexpr bool is_fp_arith(bool fp) {
+  return fp && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod> || std::is_same_v<Op, Mean>);
+}
 
 /// What the reference accumulates in: long double for floating-point sums and products, int64 for
 /// integer sums and products, the accumulator type itself for the exact operators.
@@ -90,8 +97,8 @@ using RefType = std::conditional_t<is_fp_arith<Op>(std::is_floating_point_v<Acc>
 
 template <class Op, class R>
 R ref_identity() {
-  if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor> ||
-                std::is_same_v<Op, LogicalOr>)
+  if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean> || std::is_same_v<Op, BitOr> ||
+                std::is_same_v<Op, BitXor> || std::is_same_v<Op, LogicalOr>)
     return R(0);
   else if constexpr (std::is_same_v<Op, Prod> || std::is_same_v<Op, LogicalAnd>) return R(1);
   else if constexpr (std::is_same_v<Op, BitAnd>) return R(-1);  // all bits set
@@ -101,7 +108,7 @@ R ref_identity() {
 
 template <class Op, class R>
 R ref_join(R a, R b) {
-  if constexpr (std::is_same_v<Op, Sum>) return a + b;
+  if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) return a + b;
   else if constexpr (std::is_same_v<Op, Prod>) return a * b;
   else if constexpr (std::is_same_v<Op, Max>) return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b)) ? std::numeric_limits<R>::quiet_NaN() : std::max(a, b);
   else if constexpr (std::is_same_v<Op, Min>) return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b)) ? std::numeric_limits<R>::quiet_NaN() : std::min(a, b);
@@ -148,6 +155,8 @@ Reference<RefType<Op, Acc>> reference(const T* x, Extents e, int64_t sw, int64_t
         r.count[u] += 1;
         if constexpr (std::is_floating_point_v<T>) r.has_nan[u] |= static_cast<char>(std::isnan(v));
       }
+  if constexpr (std::is_same_v<Op, Mean>)  // the sum over the count: 0 / 0 = NaN for no element
+    for (std::size_t u = 0; u < r.value.size(); ++u) r.value[u] /= static_cast<R>(r.count[u]);
   return r;
 }
 
@@ -160,6 +169,9 @@ bool matches(Acc got, R ref, long double abs_sum, int64_t n) {
     const long double eps = std::numeric_limits<Acc>::epsilon();
     const long double diff = std::fabs(static_cast<long double>(got) - static_cast<long double>(ref));
     if constexpr (std::is_same_v<Op, Sum>) return diff <= static_cast<long double>(n + 1) * eps * abs_sum;
+    // The sum's bound over n, and the division's own rounding.
+    else if constexpr (std::is_same_v<Op, Mean>)
+      return diff <= static_cast<long double>(n + 1) * eps * abs_sum / static_cast<long double>(n) + eps * std::fabs(ref);
     else if constexpr (std::is_same_v<Op, Prod>) return diff <= static_cast<long double>(n + 1) * eps * std::fabs(ref);
     else return got == static_cast<Acc>(ref);  // max, min: exact
   } else {
@@ -206,7 +218,10 @@ std::vector<T> make_input(std::size_t n, int64_t per, std::uint64_t salt) {
       std::uniform_real_distribution<double> d(-a, a);
       for (auto& x : v) x = static_cast<T>(std::exp2(d(g)));
     } else {
-      std::uniform_real_distribution<double> d(std::is_same_v<Op, Sum> ? -1.0 : -1e3, std::is_same_v<Op, Sum> ? 1.0 : 1e3);
+      // Mean: mostly positive, so that the mean is not a cancellation's residue of the sum.
+      const double lo = std::is_same_v<Op, Sum> ? -1.0 : std::is_same_v<Op, Mean> ? -1.0 : -1e3;
+      const double hi = std::is_same_v<Op, Sum> ? 1.0 : std::is_same_v<Op, Mean> ? 3.0 : 1e3;
+      std::uniform_real_distribution<double> d(lo, hi);
       for (auto& x : v) x = static_cast<T>(d(g));
     }
   } else {
@@ -440,7 +455,7 @@ namespace tally::test::reduce_checks {
 TEST_CASE(TALLY_TEST_BACKEND ": every operator x type x level set on 3-D shapes (contiguous and strided)", "[reduce]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 1000;
-  for_each_case(AllCases{}, [&](auto c) {
+  for_each_case(ReduceCases{}, [&](auto c) {
     using C = decltype(c);
     for (const Extents& e : matrix_shapes())
       for (bool strided : {false, true})
@@ -451,7 +466,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": every operator x type x level set on 3-D shapes 
 TEST_CASE(TALLY_TEST_BACKEND ": every operator x type for full reductions of 1-D arrays up to 2^20+7", "[reduce]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 2000;
-  for_each_case(AllCases{}, [&](auto c) {
+  for_each_case(ReduceCases{}, [&](auto c) {
     using C = decltype(c);
     for (int64_t n : full_sizes()) check_full_1d<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, n, ++salt);
   });
@@ -491,7 +506,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": max and min propagate NaN to the whole result an
 
 TEST_CASE(TALLY_TEST_BACKEND ": an empty input gives the identity of each operator", "[reduce]") {
   Workspace ws(TestBackend::backend);
-  for_each_case(AllCases{}, [&](auto c) {
+  for_each_case(ReduceCases{}, [&](auto c) {
     using Op = typename decltype(c)::Op;
     using T = typename decltype(c)::T;
     using Acc = typename decltype(c)::Acc;
@@ -502,6 +517,10 @@ TEST_CASE(TALLY_TEST_BACKEND ": an empty input gives the identity of each operat
         const std::vector<Acc> got = run_once<TestBackend, Op, T, Acc>(ws, in, lv);
         INFO((case_name<Op, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, false));
         CHECK(static_cast<int64_t>(got.size()) == output_shape(e, lv).size());
+        if constexpr (std::is_same_v<Op, Mean>) {  // the mean of nothing is NaN (not the sum's identity)
+          CHECK(std::all_of(got.begin(), got.end(), [](Acc v) { return std::isnan(v); }));
+          continue;
+        }
         CHECK(bitwise_equal(got, std::vector<Acc>(got.size(), id)));
       }
     }
@@ -541,6 +560,47 @@ TEST_CASE(TALLY_TEST_BACKEND ": reduce_to_host returns the full reduction", "[re
   const auto ref = reference<Sum, float, double>(xf.data() + 1024 + 3, e, 1024, 1023 * 1024, Levels::all());
   CHECK(matches<Sum>(reduce_to_host<Sum, float, double>(TestBackend::backend, View<const float>::strided(d_f.data() + 1024 + 3, e, 1024, 1023 * 1024), ws, TestBackend::stream()),
                      ref.value[0], ref.abs_sum[0], e.size()));
+}
+
+TEST_CASE(TALLY_TEST_BACKEND ": mean is the sum's result divided once by the count; NaN and infinities as in a sum", "[reduce][mean]") {
+  Workspace ws(TestBackend::backend);
+  std::uint64_t salt = 6500;
+  const auto same_as_sum = [&]<class T, class Acc>(Extents e) {
+    const auto host = make_input<Mean, T, Acc>(static_cast<std::size_t>(e.size()), e.size(), ++salt);
+    auto d_in = TestBackend::upload(host);
+    const auto in = View<const T>::contiguous(d_in.data(), e.ng, e.nw, e.nv);
+    for (Levels lv : Levels::all_sets()) {
+      const std::vector<Acc> sum = run_once<TestBackend, Sum, T, Acc>(ws, in, lv), mean = run_once<TestBackend, Mean, T, Acc>(ws, in, lv);
+      std::vector<Acc> want(sum.size());
+      const auto count = static_cast<Acc>(e.size() / output_shape(e, lv).size());
+      for (std::size_t o = 0; o < sum.size(); ++o) want[o] = sum[o] / count;
+      INFO((case_name<Mean, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, false) << " vs sum / " << count);
+      CHECK(bitwise_equal(mean, want));
+    }
+  };
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 7}, Extents{31, 33, 1025}, Extents{1025, 31, 2}, Extents{3, 1, 1}}) {
+    same_as_sum.template operator()<float, float>(e);
+    same_as_sum.template operator()<float, double>(e);
+    same_as_sum.template operator()<double, double>(e);
+  }
+  // Rows of a (4, 1000) array: row 0 has a NaN, row 1 a +inf, row 2 +inf and -inf, row 3 nothing odd.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = make_input<Mean, float, float>(4000, 1000, ++salt);
+  x[17] = std::numeric_limits<float>::quiet_NaN(), x[1000 + 999] = inf, x[2000] = inf, x[2500] = -inf;
+  auto d_x = TestBackend::upload(x);
+  const auto rows = run_once<TestBackend, Mean, float, float>(ws, View<const float>::contiguous(d_x.data(), 1, 4, 1000), Level::vector);
+  REQUIRE(rows.size() == 4);
+  CHECK(std::isnan(rows[0]));
+  CHECK(rows[1] == inf);
+  CHECK(std::isnan(rows[2]));
+  const auto ref = reference<Mean, float, float>(x.data() + 3000, {1, 1, 1000}, 1000, 1000, Levels::all());
+  CHECK(matches<Mean>(rows[3], ref.value[0], ref.abs_sum[0], 1000));
+  // The scalar on the host, and the mean of nothing.
+  const auto full = reference<Mean, float, double>(x.data() + 3000, {1, 1, 1000}, 1000, 1000, Levels::all());
+  CHECK(matches<Mean>(reduce_to_host<Mean, float, double>(TestBackend::backend, View<const float>::flat(d_x.data() + 3000, 1000), ws,
+                                                          TestBackend::stream()),
+                      full.value[0], full.abs_sum[0], 1000));
+  CHECK(std::isnan(reduce_to_host<Mean, float, float>(TestBackend::backend, View<const float>::flat(d_x.data(), 0), ws, TestBackend::stream())));
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": bad arguments throw std::invalid_argument naming the argument", "[reduce][errors]") {

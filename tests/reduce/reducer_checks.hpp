@@ -337,6 +337,28 @@ TEST_CASE(TALLY_TEST_BACKEND ": +-0 and infinities", "[reduce][reducers]") {
   CHECK(moments_of<TestBackend>(ws, std::vector<double>{1.0, inf}).mean == inf);
 }
 
+TEST_CASE(TALLY_TEST_BACKEND ": MinMax of long runs: an infinity, signed zeros, a sum that overflows", "[reduce][reducers]") {
+  // The CPU folds runs in blocks of thousands whose NaN/infinity check is a sum of the values: each
+  // case here takes its slow path (or would, wrongly, skip it) inside one long block.
+  Workspace ws(TestBackend::backend);
+  const float inf = std::numeric_limits<float>::infinity(), big = 3e38f;
+  const std::size_t n = 100003;
+  auto x = random_vector<float>(n, 1.0f, 2.0f, 17100);
+  auto with_inf = x, zeros = x, huge = x;
+  with_inf[4099] = inf, with_inf[77777] = -inf;
+  zeros[5000] = 0.0f, zeros[5001] = -0.0f, zeros[70000] = 0.0f;
+  for (float& v : huge) v *= big / 2;  // in [1.5e38, 3e38]: finite, but the block sums overflow
+  huge[12345] = big, huge[54321] = 1.5e38f;
+  auto mm = minmax_of<TestBackend>(ws, with_inf);
+  CHECK((mm.min == -inf && mm.max == inf));
+  mm = minmax_of<TestBackend>(ws, zeros);
+  CHECK((mm.min == 0.0f && std::signbit(mm.min)));  // -0 < +0, though +0 comes first
+  CHECK(mm.max == *std::max_element(zeros.begin(), zeros.end()));
+  mm = minmax_of<TestBackend>(ws, huge);
+  CHECK(mm.min == *std::min_element(huge.begin(), huge.end()));
+  CHECK(mm.max == big);
+}
+
 TEST_CASE(TALLY_TEST_BACKEND ": empty reductions: arg-reductions throw, MinMax gives its identity, mean is NaN", "[reduce][reducers][errors]") {
   Workspace ws(TestBackend::backend);
   const auto d = TestBackend::upload<float>(std::vector<float>(8, 1.0f));

@@ -40,16 +40,19 @@ TEST_CASE("cpu: results are bitwise the same whatever the number of threads", "[
     for (Levels lv : Levels::all_sets()) {
       std::vector<float> one;
       std::vector<double> one_d;
+      std::vector<float> one_mean;
       {
         Threads t(1);
         one = run_once<CpuBackend, Sum, float, float>(ws, in, lv);
         one_d = run_once<CpuBackend, Sum, float, double>(ws, in, lv);
+        one_mean = run_once<CpuBackend, Mean, float, float>(ws, in, lv);
       }
       for (int threads : {2, 3, 8}) {
         Threads t(threads);
-        INFO("sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
+        INFO("sum and mean over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
         CHECK(bitwise_equal(one, run_once<CpuBackend, Sum, float, float>(ws, in, lv)));
         CHECK(bitwise_equal(one_d, run_once<CpuBackend, Sum, float, double>(ws, in, lv)));
+        CHECK(bitwise_equal(one_mean, run_once<CpuBackend, Mean, float, float>(ws, in, lv)));
       }
     }
   }

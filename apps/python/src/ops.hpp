@@ -10,8 +10,8 @@
 
 namespace tally::python {
 
-enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, exact_sum, n_ops };
-inline constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "exact_sum"};
+enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, exact_sum, mean, n_ops };
+inline constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "exact_sum", "mean"};
 
 /// f.template operator()<Op, T, Acc>() for the operator code and the dtype codes of x and the
 /// accumulator, where the library compiles that triple; TypeError naming out/acc_dtype otherwise.
@@ -52,6 +52,7 @@ void with_op_types(int op, int x_dtype, int acc_dtype, F&& f) {
     case land: return types.template operator()<tr::LogicalAnd>();
     case lor: return types.template operator()<tr::LogicalOr>();
     case exact_sum: return types.template operator()<tr::ExactSum>();
+    case mean: return types.template operator()<tr::Mean>();
     default: throw nanobind::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
   }
 }

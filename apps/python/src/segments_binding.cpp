@@ -75,6 +75,7 @@ void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, in
   check_span(x, "x");
   if (op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
   if (op == exact_sum) throw nb::value_error("op: 'exact_sum' has no segmented form (tally.reduce it per segment)");
+  if (op == mean) throw nb::value_error("op: 'mean' has no segmented form (a segmented 'sum' over the segment lengths)");
   std::int64_t n_out = 0;
   if (op >= 0) {
     check_span(out, "out");
@@ -94,7 +95,7 @@ void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, in
   const auto check = trusted ? tr::SegmentCheck::trusted : tr::SegmentCheck::full;
   if (op >= 0)
     with_op_types(op, x.dtype, out.dtype, [&]<class Op, class T, class Acc>() {
-      if constexpr (!std::is_same_v<Op, tr::ExactSum>) segment_launch<Op, T, Acc>(x, offsets, out.data, n_out, segment_size, stream, check);
+      if constexpr (!std::is_same_v<Op, tr::ExactSum> && !std::is_same_v<Op, tr::Mean>) segment_launch<Op, T, Acc>(x, offsets, out.data, n_out, segment_size, stream, check);
     });
   else
     with_reducer(reducer, x.dtype, [&]<class R, class T>() {

@@ -17,7 +17,7 @@ _WIDER = {0: 1, 2: 3}
 
 
 def _accumulators_of(op, code):
-    if op == "exact_sum":  # floats only: float32 -> float32 or float64, float64 -> float64
+    if op in ("exact_sum", "mean"):  # floats only: float32 -> float32 or float64, float64 -> float64
         return (code, _WIDER[code]) if code == 2 else (code,)
     if op in ("sum", "prod") and code == 0:
         return (1, 0)
@@ -36,7 +36,9 @@ def reduce(x, op="sum", axis=None, out=None, acc_dtype=None, stream=None, copy=F
        strided view takes (an axis with stride 1 innermost, or a strided innermost axis; up to three
        groups of mergeable axes). Another layout raises LayoutError (a ValueError) unless copy=True.
     op: "sum", "prod", "max", "min" (NaN propagates), "exact_sum" (floats: the exact sum rounded
-       once to the result dtype, the same bits on every backend and layout), and for integers
+       once to the result dtype, the same bits on every backend and layout), "mean" (floats: the
+       sum in the accumulator dtype divided once by the count, at the sum's speed; NaN for an
+       empty set), and for integers
        "band", "bor", "bxor", "land", "lor".
     axis: None (all), an int or a tuple of ints (NumPy semantics, keepdims=False).
     out: an array of x's family, on x's device, C-contiguous, of the result's shape and of the
@@ -137,8 +139,8 @@ def _resolve(op, code, acc_dtype, out_code):
         raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(OPS)})")
     if op in _INTEGER_ONLY and code >= 2:
         raise TypeError(f"x: op={op!r} needs an integer dtype, got {_DTYPES[code]}")
-    if op == "exact_sum" and code < 2:
-        raise TypeError(f"x: op='exact_sum' needs a float32 or float64 dtype, got {_DTYPES[code]}")
+    if op in ("exact_sum", "mean") and code < 2:
+        raise TypeError(f"x: op={op!r} needs a float32 or float64 dtype, got {_DTYPES[code]}")
     accs = _ACCS[op, code]
     if out_code is not None:
         acc = out_code

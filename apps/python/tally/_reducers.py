@@ -1,5 +1,6 @@
 """tally.argmax, argmin, aminmax, var_mean, mean, var: the library's generic reducers (ArgMax, ArgMin,
-MinMax, MeanVar in tally/reduce/reducers.hpp) on the caller's arrays, in one pass over x.
+MinMax, MeanVar in tally/reduce/reducers.hpp) on the caller's arrays, in one pass over x; tally.mean
+of floats is the library's Mean operator instead (tally.reduce(x, "mean"): the sum's speed).
 
 The library writes one struct per result (value and index, min and max, count/mean/M2) into a buffer
 of int64 words that the caller's array family allocates on x's device; the results handed back are
@@ -16,7 +17,8 @@ the fact can repair ties: the reduction then runs in stages (_values_indices).
 import contextlib
 
 from . import _tally
-from ._arrays import _DTYPES, _axis_mask, _explicit_stream, _family
+from ._arrays import _DTYPES, _axis_mask, _dtype_name, _explicit_stream, _family
+from ._reduce import reduce
 
 LayoutError = _tally.LayoutError
 _CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUCERS' order
@@ -238,9 +240,23 @@ def var_mean(x, axis=None, correction=0, *, stream=None, copy=False):
     return _moments(x, axis, correction, stream, copy, True, True)
 
 
-def mean(x, axis=None, *, stream=None, copy=False):
-    """The mean of x over `axis` (var_mean's; NaN for an empty set)."""
-    return _moments(x, axis, 0, stream, copy, False, True)
+def mean(x, axis=None, *, acc_dtype=None, stream=None, copy=False):
+    """The mean of x over `axis`, as torch.mean / numpy.mean (axis: None, int or tuple).
+
+    float32 / float64 x: the library's Mean (tally.reduce(x, "mean")): the sum in the accumulator
+       dtype (acc_dtype: x's dtype by default, or float64 for float32 x), divided once by the
+       count; one read of x at the sum's speed, the sum's bits (bitwise reproducible, on the CPU
+       whatever the thread count). NaN propagates; an empty set gives NaN.
+    Integer x: float64, as numpy.mean, by var_mean's Welford/Chan in float64 (acc_dtype None or
+       float64): an integer sum could wrap.
+    """
+    ad, xx, back = _family(x)
+    if ad.code(xx) in (0, 1):
+        if acc_dtype is not None and _dtype_name(acc_dtype) != "float64":
+            raise TypeError(f"acc_dtype: the mean of {xx.dtype} is float64, got acc_dtype={acc_dtype!r}")
+        return _moments(x, axis, 0, stream, copy, False, True)
+    m = reduce(xx, "mean", axis, acc_dtype=acc_dtype, stream=stream, copy=copy)
+    return m if back is None else back(m)
 
 
 def var(x, axis=None, correction=0, *, stream=None, copy=False):

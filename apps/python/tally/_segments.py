@@ -82,7 +82,7 @@ def segment_reduce(x, offsets=None, op="sum", *, segment_size=None, out=None, ac
         n_seg = n // size
     reducer = _SEGMENT_REDUCERS.get(op) if isinstance(op, str) else None
     if reducer is None and op not in _OPS:
-        raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(o for o in _OPS if o != 'exact_sum')}, "
+        raise ValueError(f"op: unknown operator {op!r} (one of {', '.join(o for o in _OPS if o not in ('exact_sum', 'mean'))}, "
                          f"{', '.join(_SEGMENT_REDUCERS)})")
     if reducer is not None:
         for arg, v in (("out", out), ("acc_dtype", acc_dtype)):

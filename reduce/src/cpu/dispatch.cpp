@@ -1,6 +1,7 @@
 // reduce_cpu(): the CPU backend's entry point, choosing the instruction-set build (isa.hpp).
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 
 #include "instantiate.hpp"
 #include "isa.hpp"
@@ -38,6 +39,14 @@ bool cpu_uses_avx512() {
 
 template <class Op, class T, class Acc>
 void reduce_cpu(const Problem& p, Acc* out) {
+  if constexpr (std::is_same_v<Op, Mean>) {
+    // The sum's code and bits (independent of the thread count), then each output divided once.
+    reduce_cpu<Sum, T, Acc>(p, out);
+    const std::int64_t count = elements_per_output(p.ext, p.levels);
+#pragma omp parallel for simd schedule(static) if (p.out_size >= (std::int64_t{1} << 16))
+    for (std::int64_t o = 0; o < p.out_size; ++o) out[o] = Mean::finish(out[o], count);
+    return;
+  }
 #if defined(TALLY_HAVE_CPU_AVX2)
   if (cpu_uses_avx2()) return avx2::reduce_cpu_isa<Op, T, Acc>(p, out);
 #endif
@@ -63,5 +72,6 @@ template void exact_cpu<double, exact::Accumulator<double>>(const Problem&, exac
 
 #define TALLY_INSTANTIATE_CPU_DISPATCH(Op, T, Acc) template void reduce_cpu<Op, T, Acc>(const Problem&, Acc*);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_CPU_DISPATCH)
+TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_CPU_DISPATCH)
 
 }  // namespace tally::reduce::detail

@@ -39,6 +39,8 @@ template void exact_dot_cuda<double, double>(const double*, const double*, std::
   template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
   template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
+#define TALLY_INSTANTIATE_NO_CUDA_MEAN(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
+TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_NO_CUDA_MEAN)
 #define TALLY_INSTANTIATE_NO_CUDA_SEG(Op, T, Acc)                                                                             \
   template void segmented_cuda<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*, \
                                                          Workspace&, stream_t);                                           \

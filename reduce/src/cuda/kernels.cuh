@@ -19,6 +19,8 @@
 // Vector loads only where the pointer, every stride and the row length allow them; otherwise the same
 // kernels with V = 1. Every combination order is fixed by the launch shape: bitwise reproducible.
 // Every kernel is started through launch() (launch.cuh): its launch overlaps the previous kernel's end.
+// Every output is written through op_finish (ops.hpp): Mean's sum is divided by its element count
+// there, in the same store, so the mean is the sum's kernels at the sum's speed; other operators store as is.
 
 #include <cuda_runtime.h>
 
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         Acc acc = Op::template identity<Acc>();
         if (active && o < p.n_out) acc = device::fold<Op, Acc>(acc, v[u]);
         acc = device::group_reduce_n<Op>(acc, G);
-        if (lane == 0 && o < p.n_out) out[o] = acc;
+        if (lane == 0 && o < p.n_out) out[o] = op_finish<Op>(acc, p.per_output());
       }
     }
     return;
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         for (; q < p.rows; ++q) acc = device::fold<Op, Acc>(acc, device::load_vec<V>(base + row_offset(p, q)));
       }
       acc = device::group_reduce_n<Op>(acc, G);
-      if (lane == 0 && o < p.n_out) out[o] = acc;
+      if (lane == 0 && o < p.n_out) out[o] = op_finish<Op>(acc, p.per_output());
     }
     return;
   }
@@ -200,7 +202,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     for (int u = 0; u < U; ++u) {
       const Acc r = device::group_reduce_n<Op>(acc[u], G);
       const std::int64_t o = o0 + rel + u * ngroups;
-      if (lane == 0 && o < p.n_out) out[o] = r;
+      if (lane == 0 && o < p.n_out) out[o] = op_finish<Op>(r, p.per_output());
     }
   }
 }
@@ -231,7 +233,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         if (u * step < left) acc = device::fold<Op, Acc>(acc, v[u]);
     }
     acc = device::group_reduce_n<Op>(acc, G);
-    if (g.lane == 0 && o < p.n_out) out[o] = acc;
+    if (g.lane == 0 && o < p.n_out) out[o] = op_finish<Op>(acc, p.per_output());
   }
 }
 
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, 
     const auto v = device::load_vec<V>(in + i);
     device::Vec<Acc, V> w;
 #pragma unroll
-    for (int k = 0; k < V; ++k) w.v[k] = Op::template combine<Acc>(Op::template identity<Acc>(), static_cast<Acc>(v.v[k]));
+    for (int k = 0; k < V; ++k) w.v[k] = op_finish<Op>(Op::template combine<Acc>(Op::template identity<Acc>(), static_cast<Acc>(v.v[k])), 1);
     *reinterpret_cast<device::Vec<Acc, V>*>(out + i) = w;  // the caller checked the alignment
   }
 }
@@ -266,7 +268,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   const std::uint32_t step = gridDim.x * std::uint32_t{kBlock} * V;
   const Acc acc = fold_row<Op, Acc, V>(Op::template identity<Acc>(), in, (blockIdx.x * kBlock + threadIdx.x) * V, n, step);
   Acc r;
-  if (device::gang_reduce<Op>(acc, partials, ticket, r, tmp) && threadIdx.x == 0) *out = r;
+  if (device::gang_reduce<Op>(acc, partials, ticket, r, tmp) && threadIdx.x == 0) *out = op_finish<Op>(r, n);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,13 +324,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     }
     acc = device::block_reduce<Op>(acc, tmp.block);
     if (S == 1) {
-      if (threadIdx.x == 0) out[o] = acc;
+      if (threadIdx.x == 0) out[o] = op_finish<Op>(acc, p.per_output());
       continue;
     }
     if (threadIdx.x == 0) partials[item] = acc;
     if (device::gang_arrive(tickets + o, static_cast<unsigned int>(S), tmp.last)) {
       acc = combine_partials<Op>(partials + o * S, S, tmp.block);
-      if (threadIdx.x == 0) out[o] = acc;
+      if (threadIdx.x == 0) out[o] = op_finish<Op>(acc, p.per_output());
     }
   }
 }
@@ -408,7 +410,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       for (int r = 0; r < R; ++r) v = Op::template combine<Acc>(v, smem[r * TW + t]);
       const std::int64_t col = tile * TW + t;
       if (a.S == 1) {
-        if (col < p.nc) out[b * p.nc + col] = v;
+        if (col < p.nc) out[b * p.nc + col] = op_finish<Op>(v, p.rows);
       } else {
         partials[(bt * a.S + s) * TW + t] = v;
       }
@@ -432,7 +434,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
             }
           }
           const std::int64_t col = tile * TW + t;
-          if (j == 0 && t < TW && col < p.nc) out[b * p.nc + col] = v;
+          if (j == 0 && t < TW && col < p.nc) out[b * p.nc + col] = op_finish<Op>(v, p.rows);
         }
       }
     }
@@ -443,7 +445,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 template <class Op, class Acc>
 __global__ void fill_kernel(Acc* __restrict__ out, std::int64_t n) {
   enter_after_predecessor();
-  for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = Op::template identity<Acc>();
+  for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = op_finish<Op>(Op::template identity<Acc>(), 0);
 }
 
 // ---------------------------------------------------------------------------------------------

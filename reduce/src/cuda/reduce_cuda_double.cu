@@ -1,4 +1,4 @@
-// CUDA backend: the double combinations (kernels in kernels.cuh).
+// CUDA backend: the double combinations, the mean included (kernels in kernels.cuh).
 #include "instantiate.hpp"
 #include "kernels.cuh"
 
@@ -11,5 +11,6 @@ void reduce_cuda(const Problem& prob, Acc* d_out, Workspace& ws, stream_t stream
 
 #define TALLY_INSTANTIATE_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, double, double)
+TALLY_INSTANTIATE_CUDA(::tally::reduce::Mean, double, double)
 
 }  // namespace tally::reduce::detail

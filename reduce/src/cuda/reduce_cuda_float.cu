@@ -1,4 +1,4 @@
-// CUDA backend: the float (float and double accumulators) combinations (kernels in kernels.cuh).
+// CUDA backend: the float (float and double accumulators) combinations, the mean included (kernels in kernels.cuh).
 #include "instantiate.hpp"
 #include "kernels.cuh"
 
@@ -12,5 +12,7 @@ void reduce_cuda(const Problem& prob, Acc* d_out, Workspace& ws, stream_t stream
 #define TALLY_INSTANTIATE_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, float, float)
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, float, double)
+TALLY_INSTANTIATE_CUDA(::tally::reduce::Mean, float, float)
+TALLY_INSTANTIATE_CUDA(::tally::reduce::Mean, float, double)
 
 }  // namespace tally::reduce::detail

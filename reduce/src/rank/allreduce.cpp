@@ -76,6 +76,7 @@ void allreduce_host(Comm::Impl& c, const T* in, T* out, std::size_t count) {
 template <class Op, class T>
 void Comm::allreduce(std::span<const T> in, std::span<T> out, Memory where, [[maybe_unused]] stream_t stream) const {
   static_assert(is_supported<Op, T, T>, "allreduce: this (operator, type) is not in the library");
+  static_assert(!std::is_same_v<Op, Mean>, "allreduce: no mean across ranks (allreduce the sums, divide by the total count)");
   if (in.size() != out.size())
     throw std::invalid_argument("allreduce: out has " + std::to_string(out.size()) + " elements, in has " +
                                 std::to_string(in.size()));

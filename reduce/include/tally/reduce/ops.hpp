@@ -52,6 +52,29 @@ struct Sum {
   template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a + b; }
 };
 
+/// The arithmetic mean: Sum's tree in the accumulator (so Sum's speed and bits), then each output
+/// divided once by its element count (finish). Floating-point accumulators only (float -> float or
+/// double, double -> double), as PyTorch's mean. NaN propagates as through a sum; the mean of nothing
+/// is NaN (0 / 0), as MeanVar's. For values whose sum cancels badly, MeanVar (reducers.hpp) keeps the
+/// mean in double by Welford/Chan, at the price of a slower CPU loop.
+struct Mean {
+  static constexpr const char* name = "mean";
+  template <class T> TALLY_HD static constexpr T identity() { return T(0); }
+  template <class T> TALLY_HD static constexpr T combine(T a, T b) { return a + b; }
+  /// The output from its sum over `count` elements.
+  template <class T> TALLY_HD static constexpr T finish(T sum, std::int64_t count) { return sum / static_cast<T>(count); }
+};
+
+namespace detail {
+/// An output's value from its accumulator (Op::finish where the operator has one: Mean); `count`
+/// elements were combined into it.
+template <class Op, class Acc>
+TALLY_HD constexpr Acc op_finish(Acc acc, std::int64_t count) {
+  if constexpr (requires { Op::template finish<Acc>(acc, count); }) return Op::template finish<Acc>(acc, count);
+  else { (void)count; return acc; }
+}
+}  // namespace detail
+
 struct Prod {
   static constexpr const char* name = "prod";
   template <class T> TALLY_HD static constexpr T identity() { return T(1); }
@@ -134,8 +157,9 @@ inline constexpr bool is_bitwise_op = std::is_same_v<Op, BitAnd> || std::is_same
 /// The (Op, input, accumulator) combinations the compiled backends provide.
 template <class Op, class T, class Acc>
 inline constexpr bool is_supported =
-    std::is_same_v<Op, ExactSum> ? (std::is_same_v<T, float> && (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>)) ||
-                                       (std::is_same_v<T, double> && std::is_same_v<Acc, double>) :
+    std::is_same_v<Op, ExactSum> || std::is_same_v<Op, Mean> ?
+        (std::is_same_v<T, float> && (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>)) ||
+            (std::is_same_v<T, double> && std::is_same_v<Acc, double>) :
     (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
      std::is_same_v<T, double>) &&
     (std::is_same_v<Acc, T> || (std::is_same_v<T, std::int32_t> && std::is_same_v<Acc, std::int64_t>) ||

@@ -242,6 +242,7 @@ void exact_across_ranks(const Comm& comm, Backend backend, View<const T> in, Lev
 template <class Op, class T, class Acc = T>
 void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
             stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, Mean>, "rank-level reduce: no Mean (reduce Sum across ranks, divide by the count)");
   if constexpr (std::is_same_v<Op, ExactSum>) {
     if (levels.contains(Level::gang) && comm.size() > 1) detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws, stream);
     else reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
@@ -256,6 +257,7 @@ void reduce(const Comm& comm, Backend backend, View<const T> in, Levels levels, 
 /// All four levels to a scalar on the host of every rank (waits for `stream`).
 template <class Op, class T, class Acc = T>
 Acc reduce_to_host(const Comm& comm, Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, Mean>, "rank-level reduce_to_host: no Mean (reduce Sum across ranks, divide by the count)");
   if constexpr (std::is_same_v<Op, ExactSum>) {
     if (comm.size() == 1) return reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
     if (backend == Backend::cpu) {

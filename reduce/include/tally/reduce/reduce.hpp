@@ -26,6 +26,11 @@
 // count, block count or tuning. NaN, or +Inf with -Inf, gives NaN; an Inf otherwise wins; an exact
 // result beyond Out's range rounds to Inf; an exact zero is +0 unless every element was -0. See exact.hpp.
 //
+// Mean: reduce<Mean, T, Acc> with (T, Acc) = (float, float), (float, double) or (double, double) is
+// the sum's reduction (same kernels, same speed, same order) with each output divided once by its
+// element count: bitwise reproducible as the sum is (on the CPU whatever the thread count). NaN
+// propagates; the mean of nothing is NaN. (MeanVar, reducers.hpp, keeps it in double by Welford/Chan.)
+//
 // Bad arguments (output of the wrong size, an empty level set, a null pointer with a non-zero size,
 // a stride smaller than the row, a negative extent, a workspace of the other backend) throw
 // std::invalid_argument naming the argument.
@@ -61,6 +66,14 @@ struct Problem {
   std::int64_t out_size;
 };
 void validate(const Problem& p, const void* out);
+/// Elements reduced into each output: the product of the reduced levels' extents.
+constexpr std::int64_t elements_per_output(Extents e, Levels levels) {
+  std::int64_t per = 1;
+  constexpr Level order[3] = {Level::gang, Level::worker, Level::vector};
+  for (int a = 0; a < 3; ++a)
+    if (levels.contains(order[a])) per *= e[a];
+  return per;
+}
 
 template <class Op, class T, class Acc>
 void reduce_cpu(const Problem& p, Acc* out);
@@ -147,6 +160,7 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
 template <class Op, class T, class Acc = T>
 void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
   static_assert(!std::is_same_v<Op, ExactSum>, "reduce_with: the ladder has no exact sum (use reduce())");
+  static_assert(!std::is_same_v<Op, Mean>, "reduce_with: the ladder has no mean (use reduce())");
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());

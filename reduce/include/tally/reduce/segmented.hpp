@@ -112,6 +112,7 @@ template <class Op, class T, class Acc = T, class Off>
 void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
                       stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
   static_assert(!std::is_same_v<Op, ExactSum>, "segmented_reduce: no exact sum (use reduce() per segment)");
+  static_assert(!std::is_same_v<Op, Mean>, "segmented_reduce: no mean (a segmented Sum divided by the segment lengths, or MeanVar)");
   static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
   static_assert(is_segment_offset<Off>, "segmented_reduce: offsets are int32 or int64");
   detail::segmented_dispatch<Op, T, Acc, Off>(backend, in, offsets, out, ws, stream, check);
