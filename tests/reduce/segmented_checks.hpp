@@ -329,10 +329,9 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and length, not on its neighbours", "[reduce][segmented][determinism]") {
-  // CUDA stages a tile of 32 consecutive segments through shared memory when they span at most 256
-  // elements, and reads them from global memory otherwise: both must fold in the same order. Tile 0
-  // (short segments and a medium one, a short span) is repeated as tile 1 with one segment made 1500
-  // long (a long span) and as tile 2 unchanged; equal segments must give equal bits.
+  // Tile 0 (32 short segments and a medium one, a short span) is repeated as tile 1 with one segment
+  // made 1500 long and as tile 2 unchanged: whatever path a tile takes (CUDA: tiles of 32 segments per
+  // warp; a kernel that special-cases short spans must keep the orders), equal segments give equal bits.
   Workspace ws(TestBackend::backend);
   constexpr std::size_t kSegs = 32;
   std::vector<int64_t> group;

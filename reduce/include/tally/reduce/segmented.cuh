@@ -11,7 +11,7 @@
 // Segments given by CSR offsets, balanced however uneven their lengths.
 //
 // Each segment's class, and with it its combination order, is a function of its length L alone:
-//   * short  (L <= kThreadMax):            one thread, element order (as device::thread_segment_reduce);
+//   * short  (L <= kThreadMax):            one thread, element order (device::thread_segment_reduce);
 //   * medium (kThreadMax < L <= kWarpMax): one warp, lanes strided, the xor tree (warp_segment_reduce);
 //   * long   (L > kWarpMax):               chunks of kChunk elements (chunk k = [k kChunk, (k+1) kChunk)
 //     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
@@ -19,10 +19,8 @@
 // Three launches:
 //   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
 //      reduces its short segment, then the warp reduces the tile's medium segments one after the
-//      other; lane 0 writes the tile's count of long chunks. A tile spanning at most kStage elements
-//      (short segments, 8 or fewer on average; 4-byte types) is first copied into shared memory
-//      (cp.async, coalesced) and folded from there in the same orders. A tile's serial work is at
-//      most 32 kWarpMax elements, so no warp is left with much more than its share.
+//      other; lane 0 writes the tile's count of long chunks. A tile's serial work is at most
+//      32 kWarpMax elements, so no warp is left with much more than its share.
 //   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
 //      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first tile
@@ -30,14 +28,12 @@
 //      32 chunk counts) and kept while the block stays in it.
 // Nothing depends on the grid size or the order in which blocks run: bitwise reproducible.
 
-#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cub/device/device_scan.cuh>
 #include <cstdint>
 #include <span>
-#include <type_traits>
 
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"
@@ -45,10 +41,6 @@
 #include "tally/reduce/device/segment.cuh"
 #include "tally/reduce/segmented.hpp"
 #include "tally/reduce/segmented_generic.hpp"
-
-#ifndef TALLY_SEG_STAGE
-#define TALLY_SEG_STAGE 256  // the staging limit (kStage); 0: never stage (a knob for measurements)
-#endif
 
 namespace tally::reduce::detail::cuda::seg {
 
@@ -64,87 +56,22 @@ inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many 
 inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
 inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
 inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
-/// A tile spanning at most this many elements (4-byte types) is staged through shared memory: short
-/// segments of 8 elements or fewer on average, which direct loads serve badly (a lane's 16-byte loads
-/// mostly fetch its neighbours' elements, and the warp's loads are scattered). Denser tiles (16
-/// elements per segment and up) read straight into registers: fewer instructions per element.
-inline constexpr int kStage = TALLY_SEG_STAGE;
-/// Words of a warp's staging buffer: kStage elements, one pad word per 32.
-inline constexpr int kStageWords = kStage + kStage / 32 + 1;
-/// The staging buffer's slot of element j of the staged span: one pad word after every 32, so that 32
-/// lanes reading segments that start 2^k words apart (k <= 5) hit 32 different banks.
-__device__ __forceinline__ int stage_slot(int j) { return j + (j >> 5); }
 
 TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
-
-/// Whether T is staged through shared memory (4-byte types: the float, int32 and uint32 operators).
-template <class T>
-inline constexpr bool stages = kStage > 0 && sizeof(T) == 4 && alignof(T) <= 4 && std::is_trivially_copyable_v<T>;
 
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
                  int* __restrict__ tile_chunks) {
   enter_after_predecessor();
-  constexpr int kWarps = kBlock / device::warp_size;
-  // A warp's staging buffer (raw bytes: T need not be default-constructible).
-  __shared__ alignas(16) unsigned char stage_raw[stages<T> ? kWarps * kStageWords * sizeof(T) : 16];
-  [[maybe_unused]] T* const sh = reinterpret_cast<T*>(stage_raw) + (stages<T> ? (threadIdx.x / device::warp_size) * kStageWords : 0);
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kBlock / device::warp_size);
   const std::int64_t tiles = (n_seg + kTile - 1) / kTile;
   for (std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size; tile < tiles;
        tile += warps) {  // warp-uniform
     const std::int64_t s = tile * kTile + lane;
     std::int64_t b = 0, len = 0;
     if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
-    if constexpr (stages<T>) {
-      // The tile's span [sb, se): its first segment's begin, its last segment's end.
-      const int last = static_cast<int>(min(static_cast<std::int64_t>(kTile), n_seg - tile * kTile)) - 1;
-      const std::int64_t sb = __shfl_sync(0xffffffffu, b, 0), se = __shfl_sync(0xffffffffu, b + len, last);
-      if (sb >= 0 && se <= n && sb <= se && se - sb <= kStage) {  // warp-uniform
-        // Element j of the span to sh[stage_slot(j)] by asynchronous copies (cp.async: no registers
-        // held, all in flight at once, coalesced across the warp), then each lane folds its short
-        // segment and the warp each medium one from there, in the device blocks' orders: the same bits.
-        const int m = static_cast<int>(se - sb);
-#pragma unroll 4
-        for (int j = lane; j < m; j += device::warp_size) __pipeline_memcpy_async(sh + stage_slot(j), in + sb + j, sizeof(T));
-        __pipeline_commit();
-        __pipeline_wait_prior(0);
-        __syncwarp();
-        if (s < n_seg && len <= kThreadMax) {
-          Acc acc = detail::op_identity<Op, Acc>();
-          if (len <= 0) {
-            acc = detail::empty_segment<Op, Acc>();
-          } else if (b >= sb && b + len <= se) {  // always, unless the offsets break the rules
-            const int j0 = static_cast<int>(b - sb), l = static_cast<int>(len);
-            for (int i = 0; i < l; ++i) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(sh[stage_slot(j0 + i)], i));
-          } else {
-            for (std::int64_t i = 0; i < len; ++i) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(in[b + i], i));
-          }
-          out[s] = acc;
-        }
-        for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
-          const int src = __ffs(static_cast<int>(mid)) - 1;
-          const std::int64_t mb = __shfl_sync(0xffffffffu, b, src), ml = __shfl_sync(0xffffffffu, len, src);
-          Acc acc = detail::op_identity<Op, Acc>();
-          if (mb >= sb && mb + ml <= se) {  // warp-uniform; always, unless the offsets break the rules
-            const int j0 = static_cast<int>(mb - sb), l = static_cast<int>(ml);
-            for (int i = lane; i < l; i += device::warp_size)
-              acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(sh[stage_slot(j0 + i)], i));
-          } else {
-            for (std::int64_t i = lane; i < ml; i += device::warp_size)
-              acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(in[mb + i], i));
-          }
-          const Acc r = device::warp_reduce<Op>(acc);
-          if (lane == 0) out[tile * kTile + src] = r;
-        }
-        const int chunks = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len)));
-        if (lane == 0) tile_chunks[tile] = chunks;
-        __syncwarp();  // the buffer is refilled next round
-        continue;
-      }
-    }
     if (s < n_seg && len <= kThreadMax) out[s] = device::thread_segment_reduce<Op, Acc>(in, n, b, b + len);
     for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
       const int src = __ffs(static_cast<int>(mid)) - 1;
