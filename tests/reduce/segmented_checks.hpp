@@ -328,6 +328,38 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
   }
 }
 
+TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and length, not on its neighbours", "[reduce][segmented][determinism]") {
+  // Tile 0 (32 short segments and a medium one, a short span) is repeated as tile 1 with one segment
+  // made 1500 long and as tile 2 unchanged: whatever path a tile takes (CUDA: tiles of 32 segments per
+  // warp; a kernel that special-cases short spans must keep the orders), equal segments give equal bits.
+  Workspace ws(TestBackend::backend);
+  constexpr std::size_t kSegs = 32;
+  std::vector<int64_t> group;
+  for (std::size_t i = 0; i < kSegs; ++i) group.push_back(i == 5 ? 40 : static_cast<int64_t>(i * 7 % 9));
+  std::vector<int64_t> len;
+  for (int k = 0; k < 3; ++k) len.insert(len.end(), group.begin(), group.end());
+  constexpr std::size_t kChanged = 20;
+  len[kSegs + kChanged] = 1500;
+  const auto check = [&]<class Acc, class Off>(std::uint64_t salt) {
+    Problem<Sum, float, Acc> p(len, 3, salt, false);
+    for (std::size_t k = 1; k < 3; ++k)
+      for (std::size_t s = 0; s < kSegs; ++s) {
+        if (k == 1 && s == kChanged) continue;
+        const auto from = p.x.begin() + p.offsets[s];
+        std::copy(from, from + len[s], p.x.begin() + p.offsets[kSegs * k + s]);
+      }
+    const auto got = run_segments<TestBackend, Sum, float, Acc, Off>(ws, p);
+    INFO("seed " << tally::test::seed() << ", salt " << salt << ", accumulator " << (sizeof(Acc) == 4 ? "float" : "double"));
+    for (std::size_t s = 0; s < kSegs; ++s) {
+      INFO("segment " << s << " of length " << len[s]);
+      if (s != kChanged) CHECK(bitwise_equal(std::vector<Acc>{got[s]}, std::vector<Acc>{got[kSegs + s]}));
+      CHECK(bitwise_equal(std::vector<Acc>{got[s]}, std::vector<Acc>{got[2 * kSegs + s]}));
+    }
+  };
+  check.template operator()<float, int32_t>(22500);
+  check.template operator()<double, int64_t>(22501);
+}
+
 TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give the CPU backend's bits", "[reduce][segmented][determinism]") {
   Workspace ws(TestBackend::backend), cpu_ws(Backend::cpu);
   std::uint64_t salt = 23000;

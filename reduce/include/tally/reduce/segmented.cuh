@@ -22,8 +22,10 @@
 //      other; lane 0 writes the tile's count of long chunks. A tile's serial work is at most
 //      32 kWarpMax elements, so no warp is left with much more than its share.
 //   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
-//   3. long_kernel: a persistent grid, block b taking chunks b, b + grid, ...; chunk c's tile by a
-//      binary search of the scan, its segment by a warp scan of the tile's 32 chunk counts.
+//   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
+//      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first tile
+//      whose scan exceeds the chunk's number by a 32-ary warp search, then a warp scan of the tile's
+//      32 chunk counts) and kept while the block stays in it.
 // Nothing depends on the grid size or the order in which blocks run: bitwise reproducible.
 
 #include <cuda_runtime.h>
@@ -84,8 +86,27 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 
 /// Where a long chunk lies (found by the block's first warp, read by all).
 struct ChunkSlot {
-  std::int64_t seg, begin, len, k, count, first;  ///< segment, its extent, chunk index, its chunk count, its first chunk's number
+  std::int64_t seg, begin, len, count, first;  ///< segment, its extent, its chunk count, its first chunk's number
 };
+
+/// The first tile t < tiles with prefix[t] > c (one exists: c < prefix[tiles - 1]), by the calling
+/// warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 tiles, not 20).
+__device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t tiles, std::int64_t c, int lane) {
+  std::int64_t lo = 0, hi = tiles - 1;  // the answer lies in [lo, hi]; prefix[hi] > c
+  while (lo < hi) {
+    const std::int64_t step = (hi - lo + device::warp_size) / device::warp_size;  // ceil((hi - lo + 1) / 32)
+    const std::int64_t q = min(lo + lane * step, hi);
+    const unsigned above = __ballot_sync(0xffffffffu, prefix[q] > c);  // a suffix of the lanes: prefix is non-decreasing
+    if (above == 0) {
+      lo += (device::warp_size - 1) * step + 1;  // lane 31's probe was below hi
+    } else {
+      const int j = __ffs(static_cast<int>(above)) - 1;
+      hi = min(lo + j * step, hi);
+      if (j > 0) lo += (j - 1) * step + 1;
+    }
+  }
+  return lo;
+}
 
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
@@ -99,35 +120,39 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   // The inclusive scan's last value is the total; at most max_chunks, the bound the partials and
   // tickets were sized for, which only offsets that break the rules (SegmentCheck::trusted) could pass.
   const std::int64_t total = min(static_cast<std::int64_t>(prefix[tiles - 1]), max_chunks);
-  for (std::int64_t c = blockIdx.x; c < total; c += gridDim.x) {
-    if (threadIdx.x < device::warp_size) {
-      std::int64_t lo = 0, hi = tiles - 1;  // the first tile whose inclusive count exceeds c
-      while (lo < hi) {
-        const std::int64_t m = (lo + hi) / 2;
-        if (prefix[m] > c) hi = m;
-        else lo = m + 1;
+  // Block b takes the consecutive chunks [b total / grid, (b + 1) total / grid): mostly of one segment,
+  // which is looked up once (find_tile, then a warp scan of the tile's chunk counts), not per chunk.
+  const std::int64_t c_end = total * (blockIdx.x + 1) / gridDim.x;
+  ChunkSlot my{0, 0, 0, 0, 0};
+  for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end; ++c) {
+    if (c < my.first || c >= my.first + my.count) {  // block-uniform: another segment
+      if (threadIdx.x < device::warp_size) {
+        const int lane = static_cast<int>(threadIdx.x);
+        const std::int64_t t = find_tile(prefix, tiles, c, lane);
+        const std::int64_t before = t > 0 ? prefix[t - 1] : 0;
+        const std::int64_t s = t * kTile + lane;
+        std::int64_t b = 0, len = 0;
+        if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
+        const auto count = static_cast<int>(chunks_of(len));
+        int incl = count;
+        for (int d = 1; d < device::warp_size; d *= 2) {
+          const int y = __shfl_up_sync(0xffffffffu, incl, d);
+          if (lane >= d) incl += y;
+        }
+        const std::int64_t r = c - before;
+        if (lane == 0) slot.count = 0;  // none found: only from offsets that break the rules
+        __syncwarp();
+        if (count > 0 && r >= incl - count && r < incl) slot = ChunkSlot{s, b, len, count, before + incl - count};
       }
-      const std::int64_t before = lo > 0 ? prefix[lo - 1] : 0;
-      const int lane = static_cast<int>(threadIdx.x);
-      const std::int64_t s = lo * kTile + lane;
-      std::int64_t b = 0, len = 0;
-      if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
-      const auto count = static_cast<int>(chunks_of(len));
-      int incl = count;
-      for (int d = 1; d < device::warp_size; d *= 2) {
-        const int y = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += y;
-      }
-      const std::int64_t r = c - before;
-      if (count > 0 && r >= incl - count && r < incl) slot = ChunkSlot{s, b, len, r - (incl - count), count, before + incl - count};
-    }
-    __syncthreads();
-    const ChunkSlot my = slot;
-    if (my.first + my.count > max_chunks) {  // only from offsets that break the rules: nothing written
       __syncthreads();
-      continue;
+      my = slot;
+      if (my.count == 0 || my.first + my.count > max_chunks) {  // only from offsets that break the rules: nothing written
+        my.count = 0;
+        __syncthreads();
+        continue;
+      }
     }
-    const std::int64_t c0 = my.k * kChunk, c1 = min(my.len, c0 + kChunk);
+    const std::int64_t c0 = (c - my.first) * kChunk, c1 = min(my.len, c0 + kChunk);
     Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
     if (my.count == 1) {
       if (threadIdx.x == 0) out[my.seg] = v;

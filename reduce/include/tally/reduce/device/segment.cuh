@@ -27,8 +27,13 @@
 
 namespace tally::reduce::device {
 
-/// Loads in flight per thread in the warp and block forms (scalar loads: 32 bytes of floats).
+/// Loads in flight per thread in the thread (unaligned x) and warp forms (scalar loads: 32 bytes of floats).
 inline constexpr int segment_unroll = 8;
+/// Loads in flight per thread in the block form: 64 bytes of T (16 floats, 8 doubles). 32 bytes per
+/// thread left a long chunk's block latency-bound on the H200 (4 blocks of 256 threads per SM kept
+/// 32 KB in flight). The fold order does not depend on it.
+template <class T>
+inline constexpr int block_segment_unroll = sizeof(T) >= 8 ? 8 : 16;
 
 /// Elements [begin, end) of x[0, n), folded in element order by this thread. Where x is 16-byte
 /// aligned, the aligned 16-byte blocks covering the segment are loaded whole (those inside x[0, n))
@@ -77,25 +82,25 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
   return acc;
 }
 
-/// acc folded with x[first], x[first + step], ... below len, in that order, segment_unroll loads in
-/// flight; element i is loaded as position index0 + i of its segment.
-template <class Op, class Acc, class T>
+/// acc folded with x[first], x[first + step], ... below len, in that order, U loads in flight (U does
+/// not change the order); element i is loaded as position index0 + i of its segment.
+template <class Op, class Acc, int U = segment_unroll, class T>
 __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t first, std::int64_t len,
                                                     std::int64_t step, std::int64_t index0 = 0) {
   std::int64_t i = first;
-  for (; i + (segment_unroll - 1) * step < len; i += segment_unroll * step) {
-    T v[segment_unroll];
+  for (; i + (U - 1) * step < len; i += U * step) {
+    T v[U];
 #pragma unroll
-    for (int u = 0; u < segment_unroll; ++u) v[u] = x[i + u * step];
+    for (int u = 0; u < U; ++u) v[u] = x[i + u * step];
 #pragma unroll
-    for (int u = 0; u < segment_unroll; ++u) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
+    for (int u = 0; u < U; ++u) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   }
-  T v[segment_unroll - 1];
+  T v[U - 1];
 #pragma unroll
-  for (int u = 0; u < segment_unroll - 1; ++u)
+  for (int u = 0; u < U - 1; ++u)
     if (i + u * step < len) v[u] = x[i + u * step];
 #pragma unroll
-  for (int u = 0; u < segment_unroll - 1; ++u)
+  for (int u = 0; u < U - 1; ++u)
     if (i + u * step < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   return acc;
 }
@@ -114,8 +119,9 @@ __device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, std:
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc block_segment_reduce(const T* __restrict__ x, std::int64_t len, BlockReduceStorage<Acc>& tmp,
                                                     std::int64_t index0 = 0) {
-  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<std::int64_t>(block_thread_rank()),
-                                                len, static_cast<std::int64_t>(block_size()), index0);
+  const Acc acc = strided_segment_fold<Op, Acc, block_segment_unroll<T>>(detail::op_identity<Op, Acc>(), x,
+                                                                        static_cast<std::int64_t>(block_thread_rank()), len,
+                                                                        static_cast<std::int64_t>(block_size()), index0);
   return block_reduce<Op>(acc, tmp);
 }
 
