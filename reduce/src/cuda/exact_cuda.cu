@@ -36,10 +36,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     device::Vec<T, V> v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
+    T x[kUnroll * V];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-      for (int k = 0; k < V; ++k) t.add(v[u].v[k]);
+      for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
+    t.add_batch(x);
   }
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);

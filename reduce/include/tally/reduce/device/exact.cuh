@@ -28,6 +28,7 @@
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/exact.hpp"
+#include "tally/reduce/exact_bins.hpp"
 
 namespace tally::reduce::device {
 
@@ -68,6 +69,16 @@ struct SharedSink {
     for (int k = 0; k < 3; ++k)
       if (c[k] != 0) word_add(i + k, neg ? -static_cast<std::int64_t>(c[k]) : static_cast<std::int64_t>(c[k]));
   }
+  /// Adds v 2^q exactly (q >= 0: a bit index above 2^emin): three limbs, the top one signed.
+  __device__ __forceinline__ void add_bits(std::int64_t v, int q) {
+    if (v == 0) return;
+    const int i = q >> 5, s = q & 31;
+    const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
+    const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
+    if ((lo & 0xffffffffu) != 0) word_add(i, static_cast<std::int64_t>(lo & 0xffffffffu));
+    if ((lo >> 32) != 0) word_add(i + 1, static_cast<std::int64_t>(lo >> 32));
+    if (hi != 0) word_add(i + 2, hi);
+  }
   __device__ __forceinline__ void special(double x) {
     using A = exact::Accumulator<T>;
     if (x != x) word_add(A::nan_word, 1);
@@ -98,18 +109,38 @@ struct LocalSink {
   __device__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
 
+/// No bins (dot products: their terms are products, not inputs).
+struct NoBins {};
+template <class T>
+using BinsOf = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, exact::Bins<T>, NoBins>;
+
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
 /// accumulator and synchronises the block: every thread of the block constructs one.
+/// add(x) takes one value into the filter; add_batch(x) takes B values through the bins
+/// (exact_bins.hpp: about eight additions of T a value instead of the filter's FP64 work).
 template <class T>
 struct ExactThread {
   exact::Filter f;
   SharedSink<T> sink;
   bool seen = false;  // took an input: an empty grid sums to +0, a grid of -0s to -0
+  BinsOf<T> bins;
   __device__ explicit ExactThread(ExactStorage<T>& s) : sink{&s.acc} {
     for (int k = block_thread_rank(); k < exact::Accumulator<T>::words; k += block_size()) s.acc.w[k] = 0;
     __syncthreads();
   }
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
+  template <int B>
+  __device__ __forceinline__ void add_batch(const T (&x)[B]) {
+    seen = true;
+    if (bins.try_add(x, f, sink)) return;
+    if (bins.widen(x, f, sink) && bins.try_add(x, f, sink)) return;  // a larger value (the first batch)
+    // Rare (a value beyond the window, a tiny one, NaN or Inf): one at a time, one copy of the code.
+    T y[B];
+#pragma unroll
+    for (int i = 0; i < B; ++i) y[i] = x[i];
+#pragma unroll 1
+    for (int i = 0; i < B; ++i) bins.add(y[i], f, sink);
+  }
   /// The exact dot product's step (T = exact::products_of<U>): a * b exactly (exact::Filter::add_product).
   template <class U>
   __device__ __forceinline__ void add_product(U a, U b) {
@@ -129,26 +160,61 @@ __device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<
   f = exact::Filter{};
 }
 
-/// Adds every thread's filter into the block's shared accumulator (all threads call; a barrier
-/// after). The filters of a warp are first combined by a shuffle tree of exact additions, so that
-/// one lane per warp touches the shared limbs.
+/// The warp's bins into the shared accumulator when every lane has the same window (the usual
+/// case): the counts summed in 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m
+/// in [0, 2^21), |a| <= 2^20 as |S| <= 2^62: 32 lanes' sums fit), lane 0 adding them as integers.
+/// Otherwise each lane's bins go into its filter. All 32 lanes call; the bins are empty after.
+template <class T>
+__device__ __forceinline__ void exact_warp_bins(ExactThread<T>& t) {
+  auto& b = t.bins;
+  using F = exact::BinFormat<T>;
+  int same = 0;
+  __match_all_sync(0xffffffffu, b.p, &same);
+  if (!same) {
+    b.flush(t.f, t.sink);
+  } else {
+    const bool lane0 = (block_thread_rank() & (warp_size - 1)) == 0;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const std::int64_t v = j == 0 ? b.s1 : b.s2;
+      const unsigned l = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(v & 0x1fffff));
+      const unsigned m = __reduce_add_sync(0xffffffffu, static_cast<unsigned>((v >> 21) & 0x1fffff));
+      const int a = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(static_cast<int>(v >> 42))));
+      // The unit of S is 2^(p-m), of S' 2^(p-shift-m): bit q above 2^emin (q >= 0 as p >= pmin).
+      const int q = (j == 0 ? b.p - F::mant : b.p - b.shift - F::mant) - exact::Accumulator<T>::emin;
+      if (lane0) t.sink.add_bits((static_cast<std::int64_t>(m) << 21) + l, q), t.sink.add_bits(a, q + 42);
+    }
+    b.s1 = b.s2 = 0;
+  }
+  b.settle_zero(t.f);
+}
+
+/// Adds every thread's bins and filter into the block's shared accumulator (all threads call; a
+/// barrier after). The filters of a warp are first combined by a shuffle tree of exact additions,
+/// so that one lane per warp touches the shared limbs; the tree is skipped when every filter of the
+/// warp is zero (binned sums leave them so).
 template <class T>
 __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t) {
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) exact_warp_bins(t);
   exact::Filter& f = t.f;
+  // A warp's sum is -0 only if every filter is (the tree keeps that: -0 + -0 alone stays -0).
+  const bool warp_nonneg = __any_sync(0xffffffffu, !f.all_negative_zero());
+  if (__any_sync(0xffffffffu, f.hi != 0 || f.lo != 0)) {
 #pragma unroll
-  for (int off = warp_size / 2; off > 0; off /= 2) {
-    const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
-    // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
-    // lane 0 also receives by another path, counting it twice.
-    if ((block_thread_rank() & (warp_size - 1)) < static_cast<unsigned>(off)) {
-      f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
-      if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
+    for (int off = warp_size / 2; off > 0; off /= 2) {
+      const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
+      // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
+      // lane 0 also receives by another path, counting it twice.
+      if ((block_thread_rank() & (warp_size - 1)) < static_cast<unsigned>(off)) {
+        f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
+        if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
+      }
     }
   }
   const bool warp_seen = __any_sync(0xffffffffu, t.seen);
   if ((block_thread_rank() & (warp_size - 1)) == 0) {
     if (warp_seen) t.sink.word_add(exact::Accumulator<T>::seen_word, 1);
-    if (!f.all_negative_zero()) t.sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
+    if (warp_nonneg) t.sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
     t.sink.add(f.hi);
     t.sink.add(f.lo);
   }
@@ -257,19 +323,23 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with two independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with four independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
-  // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads.)
+  // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads; a double
+  // accumulator's 72 words leave 3 groups, so 32 blocks are 3 rounds of loads, not 6.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
   const int g = k / W, kk = k - g * W;
   if (g < groups) {
-    std::int64_t s0 = 0, s1 = 0;
+    std::int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     std::int64_t b = g;
-    for (; b + groups < nblocks; b += 2 * groups)
-      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]);
+    for (; b + 3 * groups < nblocks; b += 4 * groups)
+      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]),
+          s2 += __ldcg(&d_partials[b + 2 * groups].w[kk]), s3 += __ldcg(&d_partials[b + 3 * groups].w[kk]);
     if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
-    if (g > 0) s.part[g - 1][kk] = s0 + s1;
-    else s.acc.w[kk] = s0 + s1;
+    if (b + groups < nblocks) s1 += __ldcg(&d_partials[b + groups].w[kk]);
+    if (b + 2 * groups < nblocks) s2 += __ldcg(&d_partials[b + 2 * groups].w[kk]);
+    if (g > 0) s.part[g - 1][kk] = (s0 + s1) + (s2 + s3);
+    else s.acc.w[kk] = (s0 + s1) + (s2 + s3);
   }
   __syncthreads();
   if (k < W)
