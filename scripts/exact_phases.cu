@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/gang.cuh"
@@ -13,7 +14,9 @@ namespace ex = tally::reduce::exact;
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); return 1; } } while (0)
 
 constexpr int U = 4;
-// P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 4 full exact_gang_sum; 5 full, next batch loaded first
+// P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
+// 5 full, next batch loaded first; 7 full without the one-by-one path (timing only);
+// 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
 template <class T, int P>
 __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket) {
   constexpr int V = 16 / sizeof(T);
@@ -69,7 +72,12 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
 #pragma unroll
           for (int q = 0; q < V; ++q) x[u * V + q] = v.v[q];
         }
-        t.add_batch(x);
+        if constexpr (P == 7) {  // timing only: no one-by-one path (inexact where a batch needs it)
+          if (!t.bins.try_add(x, t.f, t.sink) && t.bins.widen(x, t.f, t.sink)) t.bins.try_add(x, t.f, t.sink);
+          t.seen = true;
+        } else {
+          t.add_batch(x);
+        }
       }
     }
     if constexpr (P == 1) {
@@ -77,6 +85,25 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     } else if constexpr (P == 2) {
       dev::exact_block_flush(t);
       if (threadIdx.x == 0) *out = T(s.acc.w[3]);
+    } else if constexpr (P == 8) {  // P2 with the rounding's out-of-line call present but never taken
+      dev::exact_block_flush(t);
+      if (threadIdx.x == 0) *out = T(s.acc.w[3]);
+      if (threadIdx.x == 0 && s.acc.w[0] == 0x123456789ll) *out = s.acc.template round<T>();
+    } else if constexpr (P == 3) {  // + carry, partials, ticket (no merge, no rounding)
+      dev::exact_block_flush(t);
+      dev::exact_block_carry(s.acc);
+      if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
+      if (dev::gang_arrive(ticket, gridDim.x, s.last) && threadIdx.x == 0) *out = T(s.acc.w[3]), *ticket = 0;
+    } else if constexpr (P == 6) {  // + the last block's merge (no rounding)
+      dev::exact_block_flush(t);
+      dev::exact_block_carry(s.acc);
+      if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
+      if (dev::gang_arrive(ticket, gridDim.x, s.last)) {
+        std::int64_t a = 0;
+        if (threadIdx.x < ex::Accumulator<T>::words)
+          for (unsigned b = 0; b < gridDim.x; ++b) a += __ldcg(&partials[b].w[threadIdx.x]);
+        if (threadIdx.x == 3) *out = T(a), *ticket = 0;
+      }
     } else {
       T r;
       if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
@@ -112,7 +139,7 @@ float time_it(const T* d, long n, T* out, ex::Accumulator<T>* parts, T* fp, unsi
 }
 
 template <class T>
-int table(void* buf, long N) {
+int table(void* buf, long N, bool profile) {
   T* d = static_cast<T*>(buf);
   std::vector<T> h(1 << 24);
   unsigned long long x = 88172645463325252ull;
@@ -130,12 +157,23 @@ int table(void* buf, long N) {
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   const char* tn = sizeof(T) == 4 ? "float" : "double";
-  std::printf("| %s n | plain | bins loop only | +block flush | full exact | full, next batch loaded first | (us, graph of 20, median) |\n", tn);
+  if (profile) {  // one plain launch of each phase at 2^28, for ncu
+    k<T, 2><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 3><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 4><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 7><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 8><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    CK(cudaStreamSynchronize(st));
+    return 0;
+  }
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact | full, no one-by-one path | flush + an untaken call to round | (us, graph of 20, median) |\n", tn);
   for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
                 time_it<T, 1>(d, n, out, parts, fp, ticket, st), time_it<T, 2>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 4>(d, n, out, parts, fp, ticket, st), time_it<T, 5>(d, n, out, parts, fp, ticket, st));
+                time_it<T, 3>(d, n, out, parts, fp, ticket, st), time_it<T, 6>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 4>(d, n, out, parts, fp, ticket, st), time_it<T, 7>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 8>(d, n, out, parts, fp, ticket, st));
   }
   std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | 64 | plain (default grid) |\n", tn);
   for (int lg : {16, 18}) {
@@ -148,11 +186,12 @@ int table(void* buf, long N) {
   return 0;
 }
 
-int main() {
+int main(int argc, char** argv) {
   const long N = 1l << 28;
+  const bool profile = argc > 1 && std::string(argv[1]) == "profile";
   void* buf;
   CK(cudaMalloc(&buf, N * sizeof(double)));
-  if (table<float>(buf, N) != 0) return 1;
-  if (table<double>(buf, N) != 0) return 1;
+  if (table<float>(buf, N, profile) != 0) return 1;
+  if (table<double>(buf, N, profile) != 0) return 1;
   return 0;
 }
