@@ -11,7 +11,7 @@ has() { [[ $P == *" $1 "* ]]; }
 mkdir -p "$O"
 t0=$(date +%s)
 targets="tally_reduce reduce-bench"
-has tests && targets+=" reduce_gpu_test reduce_blocks_gpu_test"
+has tests && targets+=" reduce_gpu_test reduce_blocks_gpu_test matmul_gpu_test"
 has matmul && targets+=" matmul matmul_gpu_test"
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTALLY_MPI=OFF > "$O/cfg.log" 2>&1 || { tail -30 "$O/cfg.log"; exit 1; }
 if has phases; then  # compiled beside the build (one core of sixteen)

@@ -1,6 +1,6 @@
 // Phase timing of the flat exact kernel (not part of the build; scripts/exact-gpu-check.sh compiles and runs it):
-// where the time of an exact sum goes, next to the plain sum, for floats and doubles; a variant that loads
-// the next batch before binning the current one; and small sums on 1 .. 64 blocks.
+// where the time of an exact sum goes, next to the plain sum, for floats and doubles, and small sums on 1 .. 64
+// blocks. `phases profile` launches each phase once at 2^28 (for ncu).
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -15,7 +15,7 @@ namespace ex = tally::reduce::exact;
 
 constexpr int U = 4;
 // P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
-// 5 full, next batch loaded first; 7 full without the one-by-one path (timing only);
+// 7 full without the one-by-one path (timing only);
 // 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
 template <class T, int P>
 __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket) {
@@ -40,31 +40,7 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     __shared__ dev::ExactStorage<T> s;
     dev::ExactThread<T> t(s);
     T x[U * V];
-    if constexpr (P == 5) {
-      bool have = i + (U - 1) * step < n;
-      if (have)
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const auto v = dev::load_vec<V>(in + i + u * step);
-#pragma unroll
-          for (int q = 0; q < V; ++q) x[u * V + q] = v.v[q];
-        }
-      while (have) {
-        T y[U * V];
-#pragma unroll
-        for (int e = 0; e < U * V; ++e) y[e] = x[e];
-        i += U * step;
-        have = i + (U - 1) * step < n;
-        if (have)
-#pragma unroll
-          for (int u = 0; u < U; ++u) {
-            const auto v = dev::load_vec<V>(in + i + u * step);
-#pragma unroll
-            for (int q = 0; q < V; ++q) x[u * V + q] = v.v[q];
-          }
-        t.add_batch(y);
-      }
-    } else {
+    {
       for (; i + (U - 1) * step < n; i += U * step) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -83,19 +59,19 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     if constexpr (P == 1) {
       if (t.bins.s1 == 12345 && t.bins.s2 == 77) *out = T(t.f.lo);
     } else if constexpr (P == 2) {
-      dev::exact_block_flush(t);
+      dev::exact_block_flush(t, s);
       if (threadIdx.x == 0) *out = T(s.acc.w[3]);
     } else if constexpr (P == 8) {  // P2 with the rounding's out-of-line call present but never taken
-      dev::exact_block_flush(t);
+      dev::exact_block_flush(t, s);
       if (threadIdx.x == 0) *out = T(s.acc.w[3]);
       if (threadIdx.x == 0 && s.acc.w[0] == 0x123456789ll) *out = s.acc.template round<T>();
     } else if constexpr (P == 3) {  // + carry, partials, ticket (no merge, no rounding)
-      dev::exact_block_flush(t);
+      dev::exact_block_flush(t, s);
       dev::exact_block_carry(s.acc);
       if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
       if (dev::gang_arrive(ticket, gridDim.x, s.last) && threadIdx.x == 0) *out = T(s.acc.w[3]), *ticket = 0;
     } else if constexpr (P == 6) {  // + the last block's merge (no rounding)
-      dev::exact_block_flush(t);
+      dev::exact_block_flush(t, s);
       dev::exact_block_carry(s.acc);
       if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
       if (dev::gang_arrive(ticket, gridDim.x, s.last)) {

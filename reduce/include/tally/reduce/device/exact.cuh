@@ -48,6 +48,13 @@ struct ExactStorage {
   // the H200 (fewer blocks resident: SMs idle for a quarter of the time, ncu).
   std::int64_t round_a[exact::Accumulator<T>::limbs];
   std::uint32_t round_d[exact::Accumulator<T>::limbs + 1];
+  // Per warp (exact_block_flush): its bins' common window and count sums, and whether it saw an
+  // input or anything but -0. Thread 0 adds them after a barrier with plain adds: the shared 64-bit
+  // atomics are compare-and-swap loops (ATOMS.CAST.SPIN.64) that the warps' lane 0 would contend on.
+  struct WarpPart {
+    std::int64_t lo[2], hi[2];
+    int p, flags;
+  } warp[32];
   bool last;
 };
 
@@ -74,16 +81,6 @@ struct SharedSink {
     for (int k = 0; k < 3; ++k)
       if (c[k] != 0) word_add(i + k, neg ? -static_cast<std::int64_t>(c[k]) : static_cast<std::int64_t>(c[k]));
   }
-  /// Adds v 2^q exactly (q >= 0: a bit index above 2^emin): three limbs, the top one signed.
-  __device__ __forceinline__ void add_bits(std::int64_t v, int q) {
-    if (v == 0) return;
-    const int i = q >> 5, s = q & 31;
-    const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
-    const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
-    if ((lo & 0xffffffffu) != 0) word_add(i, static_cast<std::int64_t>(lo & 0xffffffffu));
-    if ((lo >> 32) != 0) word_add(i + 1, static_cast<std::int64_t>(lo >> 32));
-    if (hi != 0) word_add(i + 2, hi);
-  }
   __device__ __forceinline__ void special(double x) {
     using A = exact::Accumulator<T>;
     if (x != x) word_add(A::nan_word, 1);
@@ -99,6 +96,18 @@ struct SharedSink {
     word_add(exact::Accumulator<T>::nonneg_word, 1);
   }
 };
+
+/// Adds v 2^q exactly to the limbs w (q >= 0: a bit index above 2^emin): three limbs, the top one
+/// signed. Plain adds: one thread at a time.
+__device__ __forceinline__ void exact_add_bits(std::int64_t* w, std::int64_t v, int q) {
+  if (v == 0) return;
+  const int i = q >> 5, s = q & 31;
+  const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
+  const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
+  w[i] += static_cast<std::int64_t>(lo & 0xffffffffu);
+  w[i + 1] += static_cast<std::int64_t>(lo >> 32);
+  w[i + 2] += hi;
+}
 
 /// A superaccumulator in the thread's own (local) memory, cleared on first use: the sink of a
 /// filter that sums a whole output alone (a thread per output).
@@ -165,66 +174,107 @@ __device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<
   f = exact::Filter{};
 }
 
-/// The warp's bins into the shared accumulator when every lane has the same window (the usual
-/// case): the counts summed in 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m
-/// in [0, 2^21), |a| <= 2^20 as |S| <= 2^62: 32 lanes' sums fit), lane 0 adding them as integers.
-/// Otherwise each lane's bins go into its filter. All 32 lanes call; the bins are empty after.
+inline constexpr int kNoWindow = -0x7fffffff - 1;
+
+/// The warp's bins: when every lane has the same window (the usual case) their counts summed in
+/// 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m in [0, 2^21), |a| <= 2^20
+/// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
+/// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
+/// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
 template <class T>
-__device__ __forceinline__ void exact_warp_bins(ExactThread<T>& t) {
+__device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[2], std::int64_t (&hi)[2]) {
   auto& b = t.bins;
-  using F = exact::BinFormat<T>;
-  int same = 0;
+  int same = 0, p = kNoWindow;
   __match_all_sync(0xffffffffu, b.p, &same);
   if (!same) {
     b.flush(t.f, t.sink);
   } else {
-    const bool lane0 = (block_thread_rank() & (warp_size - 1)) == 0;
+    p = b.p;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const std::int64_t v = j == 0 ? b.s1 : b.s2;
       const unsigned l = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(v & 0x1fffff));
       const unsigned m = __reduce_add_sync(0xffffffffu, static_cast<unsigned>((v >> 21) & 0x1fffff));
       const int a = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(static_cast<int>(v >> 42))));
-      // The unit of S is 2^(p-m), of S' 2^(p-shift-m): bit q above 2^emin (q >= 0 as p >= pmin).
-      const int q = (j == 0 ? b.p - F::mant : b.p - b.shift - F::mant) - exact::Accumulator<T>::emin;
-      if (lane0) t.sink.add_bits((static_cast<std::int64_t>(m) << 21) + l, q), t.sink.add_bits(a, q + 42);
+      lo[j] = (static_cast<std::int64_t>(m) << 21) + l, hi[j] = a;
     }
     b.s1 = b.s2 = 0;
   }
   b.settle_zero(t.f);
+  return p;
 }
 
-/// Adds every thread's bins and filter into the block's shared accumulator (all threads call; a
-/// barrier after). The filters of a warp are first combined by a shuffle tree of exact additions,
-/// so that one lane per warp touches the shared limbs; the tree is skipped when every filter of the
-/// warp is zero (binned sums leave them so).
+/// Adds every thread's bins and filter into the block's shared accumulator (all threads call;
+/// barriers inside and after). The filters of a warp are combined by a shuffle tree of exact
+/// additions, skipped when every filter of the warp is zero (binned sums leave them so), and
+/// lane 0 adds what is left by atomics (rare); the warps' bins and flags go through s.warp to
+/// thread 0, which adds them with plain integer adds.
 template <class T>
-__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t) {
-  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) exact_warp_bins(t);
+__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorage<T>& s) {
+  using A = exact::Accumulator<T>;
+  const unsigned lane = block_thread_rank() & (warp_size - 1), warp = block_thread_rank() / warp_size;
+  std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
+  int p = kNoWindow;
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) p = exact_warp_bins(t, lo, hi);
   exact::Filter& f = t.f;
   // A warp's sum is -0 only if every filter is (the tree keeps that: -0 + -0 alone stays -0).
   const bool warp_nonneg = __any_sync(0xffffffffu, !f.all_negative_zero());
+  const bool warp_seen = __any_sync(0xffffffffu, t.seen);
   if (__any_sync(0xffffffffu, f.hi != 0 || f.lo != 0)) {
 #pragma unroll
     for (int off = warp_size / 2; off > 0; off /= 2) {
       const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
       // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
       // lane 0 also receives by another path, counting it twice.
-      if ((block_thread_rank() & (warp_size - 1)) < static_cast<unsigned>(off)) {
+      if (lane < static_cast<unsigned>(off)) {
         f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
         if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
       }
     }
   }
-  const bool warp_seen = __any_sync(0xffffffffu, t.seen);
-  if ((block_thread_rank() & (warp_size - 1)) == 0) {
-    if (warp_seen) t.sink.word_add(exact::Accumulator<T>::seen_word, 1);
-    if (warp_nonneg) t.sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
-    t.sink.add(f.hi);
+  if (lane == 0) {
+    t.sink.add(f.hi);  // nothing for zeros
     t.sink.add(f.lo);
+    auto& w = s.warp[warp];
+    w.lo[0] = lo[0], w.lo[1] = lo[1], w.hi[0] = hi[0], w.hi[1] = hi[1];
+    w.p = p, w.flags = (warp_seen ? 1 : 0) | (warp_nonneg ? 2 : 0);
   }
   f = exact::Filter{};
   t.seen = false;
+  __syncthreads();
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+    if (block_thread_rank() == 0) {
+      // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30); S u
+      // with u = 2^(p-m) is bit p - m - emin of the limbs, S' u' bit p - shift - m - emin.
+      using F = exact::BinFormat<T>;
+      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int bit = (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - A::emin;
+          exact_add_bits(s.acc.w, l[j], bit), exact_add_bits(s.acc.w, h[j], bit + 42);
+        }
+      };
+      const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+      int cur = kNoWindow;
+      std::int64_t sl[2] = {0, 0}, sh[2] = {0, 0};
+      for (int k = 0; k < nw; ++k) {
+        const auto& w = s.warp[k];
+        if (w.p == kNoWindow) continue;
+        if (w.p != cur) {
+          if (cur != kNoWindow) put(cur, sl, sh);
+          cur = w.p, sl[0] = sl[1] = sh[0] = sh[1] = 0;
+        }
+        sl[0] += w.lo[0], sl[1] += w.lo[1], sh[0] += w.hi[0], sh[1] += w.hi[1];
+      }
+      if (cur != kNoWindow) put(cur, sl, sh);
+    }
+  }
+  if (block_thread_rank() == 0) {
+    std::int64_t seen = 0, nonneg = 0;
+    const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+    for (int k = 0; k < nw; ++k) seen += s.warp[k].flags & 1, nonneg += s.warp[k].flags >> 1;
+    s.acc.w[A::seen_word] += seen, s.acc.w[A::nonneg_word] += nonneg;
+  }
   __syncthreads();
 }
 
@@ -305,7 +355,7 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
 /// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
-  exact_block_flush(t);
+  exact_block_flush(t, s);
   Out r{};
   if (block_thread_rank() < warp_size) r = exact_output<Out>(s);
   return r;
@@ -319,7 +369,7 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
                                                Out& result, ExactStorage<T>& s, std::int64_t nblocks = grid_blocks(),
                                                std::int64_t block = block_rank()) {
   constexpr int W = exact::Accumulator<T>::words;
-  exact_block_flush(t);
+  exact_block_flush(t, s);
   const int k = static_cast<int>(block_thread_rank());
   if (nblocks == 1) {
     if (k < warp_size) {
