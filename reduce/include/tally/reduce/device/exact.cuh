@@ -382,23 +382,22 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with four independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with eight independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
-  // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads; a double
-  // accumulator's 72 words leave 3 groups, so 32 blocks are 3 rounds of loads, not 6.)
+  // the groups' sums. (A double accumulator's 72 words leave 3 groups: 396 blocks are 132 loads a
+  // thread, which two or four in flight turned into 8 us of the H200's 2^28 sum, phases.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
   const int g = k / W, kk = k - g * W;
   if (g < groups) {
-    std::int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    std::int64_t b = g;
-    for (; b + 3 * groups < nblocks; b += 4 * groups)
-      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]),
-          s2 += __ldcg(&d_partials[b + 2 * groups].w[kk]), s3 += __ldcg(&d_partials[b + 3 * groups].w[kk]);
-    if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
-    if (b + groups < nblocks) s1 += __ldcg(&d_partials[b + groups].w[kk]);
-    if (b + 2 * groups < nblocks) s2 += __ldcg(&d_partials[b + 2 * groups].w[kk]);
-    if (g > 0) s.part[g - 1][kk] = (s0 + s1) + (s2 + s3);
-    else s.acc.w[kk] = (s0 + s1) + (s2 + s3);
+    constexpr int D = 8;
+    std::int64_t a[D] = {};
+    for (std::int64_t b = g; b < nblocks; b += D * groups)
+#pragma unroll
+      for (int u = 0; u < D; ++u)
+        if (b + u * groups < nblocks) a[u] += __ldcg(&d_partials[b + u * groups].w[kk]);
+    const std::int64_t sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    if (g > 0) s.part[g - 1][kk] = sum;
+    else s.acc.w[kk] = sum;
   }
   __syncthreads();
   if (k < W)
