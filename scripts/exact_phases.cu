@@ -1,8 +1,10 @@
-// Phase timing of the flat exact float kernel (not part of the build; scripts/exact-gpu-check.sh compiles and runs it):
-// where the time of a small exact sum goes, next to the plain sum, each phase added in turn.
+// Phase timing of the flat exact kernel (not part of the build; scripts/exact-gpu-check.sh compiles and runs it):
+// where the time of an exact sum goes, next to the plain sum, for floats and doubles, and small sums on 1 .. 64
+// blocks. `phases profile` launches each phase once at 2^28 (for ncu).
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/gang.cuh"
@@ -11,18 +13,20 @@ namespace dev = tally::reduce::device;
 namespace ex = tally::reduce::exact;
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); return 1; } } while (0)
 
-// P: 0 plain gang_reduce<Sum>; 1 exact loop only; 2 + block flush; 3 + carry/partials/ticket; 4 full exact_gang_sum
-template <int P>
-__global__ void __launch_bounds__(256, 4) k(const float* __restrict__ in, long n, float* out, ex::Accumulator<float>* partials,
-                                          float* fpart, unsigned* ticket) {
-  constexpr int V = 4, U = 4;
+constexpr int U = 4;
+// P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
+// 7 full without the one-by-one path (timing only);
+// 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
+template <class T, int P>
+__global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket) {
+  constexpr int V = 16 / sizeof(T);
   const long step = long(gridDim.x) * 256 * V;
   long i = (long(blockIdx.x) * 256 + threadIdx.x) * V;
   if constexpr (P == 0) {
-    __shared__ dev::GangStorage<float> g;
-    float acc = 0;
+    __shared__ dev::GangStorage<T> g;
+    T acc = 0;
     for (; i + (U - 1) * step < n; i += U * step) {
-      dev::Vec<float, V> v[U];
+      dev::Vec<T, V> v[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
 #pragma unroll
@@ -30,42 +34,67 @@ __global__ void __launch_bounds__(256, 4) k(const float* __restrict__ in, long n
 #pragma unroll
         for (int q = 0; q < V; ++q) acc += v[u].v[q];
     }
-    float r;
+    T r;
     if (dev::gang_reduce<tally::reduce::Sum>(acc, fpart, ticket, r, g) && threadIdx.x == 0) *out = r;
   } else {
-    __shared__ dev::ExactStorage<float> s;
-    dev::ExactThread<float> t(s);
-    for (; i + (U - 1) * step < n; i += U * step) {
-      dev::Vec<float, V> v[U];
+    __shared__ dev::ExactStorage<T> s;
+    dev::ExactThread<T> t(s);
+    T x[U * V];
+    {
+      for (; i + (U - 1) * step < n; i += U * step) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
+        for (int u = 0; u < U; ++u) {
+          const auto v = dev::load_vec<V>(in + i + u * step);
 #pragma unroll
-      for (int u = 0; u < U; ++u) t.add_n(v[u].v);
+          for (int q = 0; q < V; ++q) x[u * V + q] = v.v[q];
+        }
+        if constexpr (P == 7) {  // timing only: no one-by-one path (inexact where a batch needs it)
+          if (!t.bins.try_add(x, t.f, t.sink) && t.bins.widen(x, t.f, t.sink)) t.bins.try_add(x, t.f, t.sink);
+          t.seen = true;
+        } else {
+          t.add_batch(x);
+        }
+      }
     }
     if constexpr (P == 1) {
-      if (t.f.hi == 12345.0) *out = float(t.f.lo);
+      if (t.bins.s1 == 12345 && t.bins.s2 == 77) *out = T(t.f.lo);
     } else if constexpr (P == 2) {
-      dev::exact_block_flush(t);
-      if (threadIdx.x == 0) *out = float(s.acc.w[3]);
-    } else if constexpr (P == 3) {
-      dev::exact_block_flush(t);
+      dev::exact_block_flush(t, s);
+      if (threadIdx.x == 0) *out = T(s.acc.w[3]);
+    } else if constexpr (P == 8) {  // P2 with the rounding's out-of-line call present but never taken
+      dev::exact_block_flush(t, s);
+      if (threadIdx.x == 0) *out = T(s.acc.w[3]);
+      if (threadIdx.x == 0 && s.acc.w[0] == 0x123456789ll) *out = s.acc.template round<T>();
+    } else if constexpr (P == 3) {  // + carry, partials, ticket (no merge, no rounding)
+      dev::exact_block_flush(t, s);
       dev::exact_block_carry(s.acc);
-      if (threadIdx.x < ex::Accumulator<float>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
-      if (dev::gang_arrive(ticket, gridDim.x, s.last) && threadIdx.x == 0) *out = 1.0f;
+      if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
+      if (dev::gang_arrive(ticket, gridDim.x, s.last) && threadIdx.x == 0) *out = T(s.acc.w[3]), *ticket = 0;
+    } else if constexpr (P == 6) {  // + the last block's merge (no rounding)
+      dev::exact_block_flush(t, s);
+      dev::exact_block_carry(s.acc);
+      if (threadIdx.x < ex::Accumulator<T>::words) partials[blockIdx.x].w[threadIdx.x] = s.acc.w[threadIdx.x];
+      if (dev::gang_arrive(ticket, gridDim.x, s.last)) {
+        std::int64_t a = 0;
+        if (threadIdx.x < ex::Accumulator<T>::words)
+          for (unsigned b = 0; b < gridDim.x; ++b) a += __ldcg(&partials[b].w[threadIdx.x]);
+        if (threadIdx.x == 3) *out = T(a), *ticket = 0;
+      }
     } else {
-      float r;
+      T r;
       if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
     }
   }
 }
 
-template <int P>
-float time_it(const float* d, long n, float* out, ex::Accumulator<float>* parts, float* fp, unsigned* ticket, cudaStream_t st) {
-  const int grid = int(std::clamp<long>((n + 256 * 16 - 1) / (256 * 16), 1, 132 * 3));
+template <class T, int P>
+float time_it(const T* d, long n, T* out, ex::Accumulator<T>* parts, T* fp, unsigned* ticket, cudaStream_t st, int grid = 0) {
+  constexpr int V = 16 / sizeof(T);
+  if (grid == 0) grid = int(std::clamp<long>((n + 256 * V * U - 1) / (256 * V * U), 1, 132 * 3));
   cudaGraph_t g;
   cudaGraphExec_t ge;
   cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal);
-  for (int r = 0; r < 20; ++r) k<P><<<grid, 256, 0, st>>>(d, n, out, parts, fp, ticket);
+  for (int r = 0; r < 20; ++r) k<T, P><<<grid, 256, 0, st>>>(d, n, out, parts, fp, ticket);
   cudaStreamEndCapture(st, &g);
   cudaGraphInstantiate(&ge, g, 0);
   cudaEvent_t a, b;
@@ -85,31 +114,60 @@ float time_it(const float* d, long n, float* out, ex::Accumulator<float>* parts,
   return t[t.size() / 2];
 }
 
-int main() {
-  const long N = 1l << 28;
-  float* d;
-  CK(cudaMalloc(&d, N * sizeof(float)));
-  std::vector<float> h(1 << 24);
+template <class T>
+int table(void* buf, long N, bool profile) {
+  T* d = static_cast<T*>(buf);
+  std::vector<T> h(1 << 24);
   unsigned long long x = 88172645463325252ull;
-  for (auto& v : h) x ^= x << 13, x ^= x >> 7, x ^= x << 17, v = float(double(x >> 11) * 0x1.0p-52 - 1.0);
-  for (long o = 0; o < N; o += long(h.size())) CK(cudaMemcpy(d + o, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-  float* out;
-  ex::Accumulator<float>* parts;
-  float* fp;
+  for (auto& v : h) x ^= x << 13, x ^= x >> 7, x ^= x << 17, v = T(double(x >> 11) * 0x1.0p-52 - 1.0);
+  for (long o = 0; o < N; o += long(h.size())) CK(cudaMemcpy(d + o, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  T* out;
+  ex::Accumulator<T>* parts;
+  T* fp;
   unsigned* ticket;
   CK(cudaMalloc(&out, 64));
-  CK(cudaMalloc(&parts, 4096 * sizeof(ex::Accumulator<float>)));
-  CK(cudaMalloc(&fp, 4096 * 4));
+  CK(cudaMalloc(&parts, 4096 * sizeof(ex::Accumulator<T>)));
+  CK(cudaMalloc(&fp, 4096 * sizeof(T)));
   CK(cudaMalloc(&ticket, 64));
   CK(cudaMemset(ticket, 0, 64));
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
-  std::printf("| n | plain | loop only | +block flush | +carry/ticket | full exact | (us, graph of 20, median) |\n");
-  for (int lg : {16, 18, 20, 22, 24, 28}) {
+  const char* tn = sizeof(T) == 4 ? "float" : "double";
+  if (profile) {  // one plain launch of each phase at 2^28, for ncu
+    k<T, 2><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 3><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 4><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 7><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 8><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    CK(cudaStreamSynchronize(st));
+    return 0;
+  }
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact | full, no one-by-one path | flush + an untaken call to round | (us, graph of 20, median) |\n", tn);
+  for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<0>(d, n, out, parts, fp, ticket, st), time_it<1>(d, n, out, parts, fp, ticket, st),
-                time_it<2>(d, n, out, parts, fp, ticket, st), time_it<3>(d, n, out, parts, fp, ticket, st), time_it<4>(d, n, out, parts, fp, ticket, st));
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 1>(d, n, out, parts, fp, ticket, st), time_it<T, 2>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 3>(d, n, out, parts, fp, ticket, st), time_it<T, 6>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 4>(d, n, out, parts, fp, ticket, st), time_it<T, 7>(d, n, out, parts, fp, ticket, st),
+                time_it<T, 8>(d, n, out, parts, fp, ticket, st));
+  }
+  std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | 64 | plain (default grid) |\n", tn);
+  for (int lg : {16, 18}) {
+    const long n = 1l << lg;
+    std::printf("| 2^%d", lg);
+    for (int g : {1, 2, 4, 8, 16, 32, 64}) std::printf(" | %.2f", time_it<T, 4>(d, n, out, parts, fp, ticket, st, g));
+    std::printf(" | %.2f |\n", time_it<T, 0>(d, n, out, parts, fp, ticket, st));
   }
   CK(cudaGetLastError());
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const long N = 1l << 28;
+  const bool profile = argc > 1 && std::string(argv[1]) == "profile";
+  void* buf;
+  CK(cudaMalloc(&buf, N * sizeof(double)));
+  if (table<float>(buf, N, profile) != 0) return 1;
+  if (table<double>(buf, N, profile) != 0) return 1;
   return 0;
 }

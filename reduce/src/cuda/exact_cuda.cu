@@ -2,7 +2,8 @@
 // over the plan (../plan.hpp), all on the device blocks of exact.cuh, so every path gives the exact
 // sum correctly rounded, the same bits as the CPU backend whatever the grid:
 //   * exact_flat_kernel: the full reduction of a contiguous array: a grid-stride loop of 16-byte
-//     loads into each thread's filter, then exact_gang_sum over the blocks (one launch).
+//     loads, each batch of kUnroll vectors into the thread's bins (exact_bins.hpp; the filter takes
+//     what they cannot), then exact_gang_sum over the blocks (one launch).
 //   * exact_segment_kernel: any other plan with long outputs: a block per (output, chunk), the
 //     elements of a chunk addressed through the plan; chunks of one output joined by their ticket.
 //   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
@@ -36,10 +37,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     device::Vec<T, V> v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
+    T x[kUnroll * V];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-      for (int k = 0; k < V; ++k) t.add(v[u].v[k]);
+      for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
+    t.add_batch(x);
   }
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);

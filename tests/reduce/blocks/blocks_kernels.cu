@@ -74,7 +74,14 @@ __global__ void __launch_bounds__(1024) exact_gang_kernel(const T* in, std::int6
                                   Out* out) {
   __shared__ dev::ExactStorage<T> s;
   dev::ExactThread<T> t(s);
-  for (auto i : dev::grid_stride_range(n)) t.add(in[i]);
+  // Batches of four through the bins (add_batch), the rest one by one (add): both paths, any grid.
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const T x[4] = {in[i], in[i + stride], in[i + 2 * stride], in[i + 3 * stride]};
+    t.add_batch(x);
+  }
+  for (; i < n; i += stride) t.add(in[i]);
   Out r;
   if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
 }

@@ -45,6 +45,13 @@
 #else
 #define TALLY_EXACT_COLD
 #endif
+// round_with(): the rounding inline, its scratch given by the caller (exactgpu: device/exact.cuh
+// passes shared memory, so that a kernel keeps no stack frame and makes no call for it).
+#if defined(__CUDACC__)
+#define TALLY_EXACT_INLINE __host__ __device__ __forceinline__
+#else
+#define TALLY_EXACT_INLINE inline
+#endif
 
 namespace tally::reduce {
 
@@ -211,6 +218,9 @@ struct Accumulator {
   /// The exact sum rounded to nearest even in Out (float or double). Leaves *this unchanged.
   template <class Out>
   [[nodiscard]] TALLY_EXACT_COLD Out round() const;
+  /// round() on the caller's scratch: `a` holds `limbs` int64, `dd` limbs + 1 uint32 (exactgpu).
+  template <class Out>
+  [[nodiscard]] TALLY_EXACT_INLINE Out round_with(std::int64_t* a, std::uint32_t* dd) const;
 };
 
 /// The per-thread expansion filter: hi + lo (+ what it flushed) is the exact sum of what it took.
@@ -289,6 +299,14 @@ struct Filter {
 template <class T>
 template <class Out>
 TALLY_EXACT_COLD Out Accumulator<T>::round() const {
+  std::int64_t a[limbs];
+  std::uint32_t dd[limbs + 1];
+  return round_with<Out>(a, dd);
+}
+
+template <class T>
+template <class Out>
+TALLY_EXACT_INLINE Out Accumulator<T>::round_with(std::int64_t* a, std::uint32_t* dd) const {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, double>, "exact: rounds to float or double");
   using lim = detail::numeric_limits<Out>;
   if (w[nan_word] > 0 || (w[pos_inf_word] > 0 && w[neg_inf_word] > 0)) return lim::quiet_NaN();
@@ -302,8 +320,7 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
     if (w[k] != 0) hi = k, lo = lo < 0 ? k : lo;
   if (hi < 0) return w[nonneg_word] == 0 && w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
   const int top = hi + 1 < limbs ? hi + 1 : hi;
-  std::int64_t a[limbs] = {};
-  for (int k = lo; k <= top; ++k) a[k] = w[k];
+  for (int k = lo; k <= top; ++k) a[k] = w[k];  // only a[lo .. top] is read below
   const auto carry_up = [&] {  // limbs lo .. top-1 into [0, 2^32), a[top] signed: the same value
     for (int k = lo; k < top; ++k) {
       const std::int64_t carry = a[k] >> limb_bits;  // arithmetic: floor division
@@ -319,7 +336,6 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
   }
   // The magnitude as 32-bit digits, zero outside [lo, top + 1] (a[top] may hold more than 32 bits:
   // it spills into digit top + 1).
-  std::uint32_t dd[limbs + 1];
   for (int k = lo; k <= top; ++k) dd[k] = static_cast<std::uint32_t>(a[k]);
   dd[top + 1] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a[top]) >> 32);
   const auto d = [&](int k) -> std::uint32_t { return k >= lo && k <= top + 1 ? dd[k] : 0u; };

@@ -10,6 +10,7 @@
 //     __shared__ tally::reduce::device::ExactStorage<float> s;
 //     tally::reduce::device::ExactThread<float> t(s);          // clears s (a barrier)
 //     for (int64_t i = global_thread_id(); i < n; i += grid_stride()) t.add(x[i]);
+//     // or, faster, batches through the bins: float b[16] = {...}; t.add_batch(b);
 //     float r;
 //     if (tally::reduce::device::exact_gang_sum(t, d_partials, d_ticket, r, s) && threadIdx.x == 0) *d_sum = r;
 //   }
@@ -28,6 +29,7 @@
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/exact.hpp"
+#include "tally/reduce/exact_bins.hpp"
 
 namespace tally::reduce::device {
 
@@ -42,6 +44,18 @@ struct ExactStorage {
   static constexpr int groups = kExactMergeThreads / W > 1 ? kExactMergeThreads / W : 1;
   exact::Accumulator<T> acc;
   std::int64_t part[groups > 1 ? groups - 1 : 1][W];
+  // The rounding's scratch (Accumulator::round_with): in shared memory, not a stack frame. A kernel
+  // with the out-of-line round() and its local arrays ran its unrelated main loop 1.6x slower on
+  // the H200 (fewer blocks resident: SMs idle for a quarter of the time, ncu).
+  std::int64_t round_a[exact::Accumulator<T>::limbs];
+  std::uint32_t round_d[exact::Accumulator<T>::limbs + 1];
+  // Per warp (exact_block_flush): its bins' common window and count sums, and whether it saw an
+  // input or anything but -0. Thread 0 adds them after a barrier with plain adds: the shared 64-bit
+  // atomics are compare-and-swap loops (ATOMS.CAST.SPIN.64) that the warps' lane 0 would contend on.
+  struct WarpPart {
+    std::int64_t lo[2], hi[2];
+    int p, flags;
+  } warp[32];
   bool last;
 };
 
@@ -84,6 +98,18 @@ struct SharedSink {
   }
 };
 
+/// Adds v 2^q exactly to the limbs w (q >= 0: a bit index above 2^emin): three limbs, the top one
+/// signed. Plain adds: one thread at a time.
+__device__ __forceinline__ void exact_add_bits(std::int64_t* w, std::int64_t v, int q) {
+  if (v == 0) return;
+  const int i = q >> 5, s = q & 31;
+  const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
+  const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
+  w[i] += static_cast<std::int64_t>(lo & 0xffffffffu);
+  w[i + 1] += static_cast<std::int64_t>(lo >> 32);
+  w[i + 2] += hi;
+}
+
 /// A superaccumulator in the thread's own (local) memory, cleared on first use: the sink of a
 /// filter that sums a whole output alone (a thread per output).
 template <class T>
@@ -98,18 +124,38 @@ struct LocalSink {
   __device__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
 
+/// No bins (dot products: their terms are products, not inputs).
+struct NoBins {};
+template <class T>
+using BinsOf = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, exact::Bins<T>, NoBins>;
+
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
 /// accumulator and synchronises the block: every thread of the block constructs one.
+/// add(x) takes one value into the filter; add_batch(x) takes B values through the bins
+/// (exact_bins.hpp: about eight additions of T a value instead of the filter's FP64 work).
 template <class T>
 struct ExactThread {
   exact::Filter f;
   SharedSink<T> sink;
   bool seen = false;  // took an input: an empty grid sums to +0, a grid of -0s to -0
+  BinsOf<T> bins;
   __device__ explicit ExactThread(ExactStorage<T>& s) : sink{&s.acc} {
     for (int k = block_thread_rank(); k < exact::Accumulator<T>::words; k += block_size()) s.acc.w[k] = 0;
     __syncthreads();
   }
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
+  template <int B>
+  __device__ __forceinline__ void add_batch(const T (&x)[B]) {
+    seen = true;
+    if (bins.try_add(x, f, sink)) return;
+    if (bins.widen(x, f, sink) && bins.try_add(x, f, sink)) return;  // a larger value (the first batch)
+    // Rare (a value beyond the window, a tiny one, NaN or Inf): one at a time, one copy of the code.
+    T y[B];
+#pragma unroll
+    for (int i = 0; i < B; ++i) y[i] = x[i];
+#pragma unroll 1
+    for (int i = 0; i < B; ++i) bins.add(y[i], f, sink);
+  }
   /// The exact dot product's step (T = exact::products_of<U>): a * b exactly (exact::Filter::add_product).
   template <class U>
   __device__ __forceinline__ void add_product(U a, U b) {
@@ -129,31 +175,107 @@ __device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<
   f = exact::Filter{};
 }
 
-/// Adds every thread's filter into the block's shared accumulator (all threads call; a barrier
-/// after). The filters of a warp are first combined by a shuffle tree of exact additions, so that
-/// one lane per warp touches the shared limbs.
+inline constexpr int kNoWindow = -0x7fffffff - 1;
+
+/// The warp's bins: when every lane has the same window (the usual case) their counts summed in
+/// 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m in [0, 2^21), |a| <= 2^20
+/// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
+/// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
+/// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
 template <class T>
-__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t) {
-  exact::Filter& f = t.f;
+__device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[2], std::int64_t (&hi)[2]) {
+  auto& b = t.bins;
+  int same = 0, p = kNoWindow;
+  __match_all_sync(0xffffffffu, b.p, &same);
+  if (!same) {
+    b.flush(t.f, t.sink);
+  } else {
+    p = b.p;
 #pragma unroll
-  for (int off = warp_size / 2; off > 0; off /= 2) {
-    const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
-    // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
-    // lane 0 also receives by another path, counting it twice.
-    if ((block_thread_rank() & (warp_size - 1)) < static_cast<unsigned>(off)) {
-      f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
-      if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
+    for (int j = 0; j < 2; ++j) {
+      const std::int64_t v = j == 0 ? b.s1 : b.s2;
+      const unsigned l = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(v & 0x1fffff));
+      const unsigned m = __reduce_add_sync(0xffffffffu, static_cast<unsigned>((v >> 21) & 0x1fffff));
+      const int a = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(static_cast<int>(v >> 42))));
+      lo[j] = (static_cast<std::int64_t>(m) << 21) + l, hi[j] = a;
+    }
+    b.s1 = b.s2 = 0;
+  }
+  b.settle_zero(t.f);
+  return p;
+}
+
+/// Adds every thread's bins and filter into the block's shared accumulator (all threads call;
+/// barriers inside and after). The filters of a warp are combined by a shuffle tree of exact
+/// additions, skipped when every filter of the warp is zero (binned sums leave them so), and
+/// lane 0 adds what is left by atomics (rare); the warps' bins and flags go through s.warp to
+/// thread 0, which adds them with plain integer adds.
+template <class T>
+__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorage<T>& s) {
+  using A = exact::Accumulator<T>;
+  const unsigned lane = block_thread_rank() & (warp_size - 1), warp = block_thread_rank() / warp_size;
+  std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
+  int p = kNoWindow;
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) p = exact_warp_bins(t, lo, hi);
+  exact::Filter& f = t.f;
+  // A warp's sum is -0 only if every filter is (the tree keeps that: -0 + -0 alone stays -0).
+  const bool warp_nonneg = __any_sync(0xffffffffu, !f.all_negative_zero());
+  const bool warp_seen = __any_sync(0xffffffffu, t.seen);
+  if (__any_sync(0xffffffffu, f.hi != 0 || f.lo != 0)) {
+#pragma unroll
+    for (int off = warp_size / 2; off > 0; off /= 2) {
+      const double oh = __shfl_down_sync(0xffffffffu, f.hi, off), ol = __shfl_down_sync(0xffffffffu, f.lo, off);
+      // Only the tree's receivers add: a lane that added anyway could flush a residual of a sum that
+      // lane 0 also receives by another path, counting it twice.
+      if (lane < static_cast<unsigned>(off)) {
+        f.add(oh, t.sink);               // |oh| < kBig: never special; -0 + -0 stays -0
+        if (ol != 0) f.add(ol, t.sink);  // lo = +0 would turn an all -0 hi into +0
+      }
     }
   }
-  const bool warp_seen = __any_sync(0xffffffffu, t.seen);
-  if ((block_thread_rank() & (warp_size - 1)) == 0) {
-    if (warp_seen) t.sink.word_add(exact::Accumulator<T>::seen_word, 1);
-    if (!f.all_negative_zero()) t.sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
-    t.sink.add(f.hi);
+  if (lane == 0) {
+    t.sink.add(f.hi);  // nothing for zeros
     t.sink.add(f.lo);
+    auto& w = s.warp[warp];
+    w.lo[0] = lo[0], w.lo[1] = lo[1], w.hi[0] = hi[0], w.hi[1] = hi[1];
+    w.p = p, w.flags = (warp_seen ? 1 : 0) | (warp_nonneg ? 2 : 0);
   }
   f = exact::Filter{};
   t.seen = false;
+  __syncthreads();
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+    if (block_thread_rank() == 0) {
+      // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30); S u
+      // with u = 2^(p-m) is bit p - m - emin of the limbs, S' u' bit p - shift - m - emin.
+      using F = exact::BinFormat<T>;
+      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int bit = (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - A::emin;
+          exact_add_bits(s.acc.w, l[j], bit), exact_add_bits(s.acc.w, h[j], bit + 42);
+        }
+      };
+      const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+      int cur = kNoWindow;
+      std::int64_t sl[2] = {0, 0}, sh[2] = {0, 0};
+      for (int k = 0; k < nw; ++k) {
+        const auto& w = s.warp[k];
+        if (w.p == kNoWindow) continue;
+        if (w.p != cur) {
+          if (cur != kNoWindow) put(cur, sl, sh);
+          cur = w.p, sl[0] = sl[1] = sh[0] = sh[1] = 0;
+        }
+        sl[0] += w.lo[0], sl[1] += w.lo[1], sh[0] += w.hi[0], sh[1] += w.hi[1];
+      }
+      if (cur != kNoWindow) put(cur, sl, sh);
+    }
+  }
+  if (block_thread_rank() == 0) {
+    std::int64_t seen = 0, nonneg = 0;
+    const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+    for (int k = 0; k < nw; ++k) seen += s.warp[k].flags & 1, nonneg += s.warp[k].flags >> 1;
+    s.acc.w[A::seen_word] += seen, s.acc.w[A::nonneg_word] += nonneg;
+  }
   __syncthreads();
 }
 
@@ -214,25 +336,29 @@ __device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc
   return r;
 }
 
-/// `acc` as the output Out: rounded by warp 0 (exact_warp_round), or for Out = exact::Accumulator<T>
-/// normalised by thread 0. Warp 0 calls; the result is in thread 0.
+/// `s.acc` as the output Out: rounded by thread 0 with integer operations on s's shared scratch
+/// (Accumulator::round_with, inline: no call, no stack frame; cheaper than exact_warp_round's
+/// floating-point tree, which the bins' wide sums, 100+ bits for doubles, sent to round() anyway),
+/// or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is in thread 0. Warp 0 calls; the result is in thread 0.
 template <class Out, class T>
-__device__ __forceinline__ Out exact_output(exact::Accumulator<T>& acc) {
+__device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
   if constexpr (std::is_same_v<Out, exact::Accumulator<T>>) {
     Out r{};
-    if (block_thread_rank() == 0) r = exact::result_of<Out>(acc);
+    if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
     return r;
   } else {
-    return exact_warp_round<Out>(acc);
+    Out r{};
+    if (block_thread_rank() == 0) r = s.acc.template round_with<Out>(s.round_a, s.round_d);
+    return r;
   }
 }
 
 /// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
-  exact_block_flush(t);
+  exact_block_flush(t, s);
   Out r{};
-  if (block_thread_rank() < warp_size) r = exact_output<Out>(s.acc);
+  if (block_thread_rank() < warp_size) r = exact_output<Out>(s);
   return r;
 }
 
@@ -244,11 +370,11 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
                                                Out& result, ExactStorage<T>& s, std::int64_t nblocks = grid_blocks(),
                                                std::int64_t block = block_rank()) {
   constexpr int W = exact::Accumulator<T>::words;
-  exact_block_flush(t);
+  exact_block_flush(t, s);
   const int k = static_cast<int>(block_thread_rank());
   if (nblocks == 1) {
     if (k < warp_size) {
-      const Out r = exact_output<Out>(s.acc);
+      const Out r = exact_output<Out>(s);
       if (k == 0) result = r;
     }
     return true;
@@ -257,26 +383,29 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with two independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with eight independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
-  // the groups' sums. (A merge of one thread per word waits for nblocks dependent loads.)
+  // the groups' sums. (A double accumulator's 72 words leave 3 groups: 396 blocks are 132 loads a
+  // thread, which two or four in flight turned into 8 us of the H200's 2^28 sum, phases.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
   const int g = k / W, kk = k - g * W;
   if (g < groups) {
-    std::int64_t s0 = 0, s1 = 0;
-    std::int64_t b = g;
-    for (; b + groups < nblocks; b += 2 * groups)
-      s0 += __ldcg(&d_partials[b].w[kk]), s1 += __ldcg(&d_partials[b + groups].w[kk]);
-    if (b < nblocks) s0 += __ldcg(&d_partials[b].w[kk]);
-    if (g > 0) s.part[g - 1][kk] = s0 + s1;
-    else s.acc.w[kk] = s0 + s1;
+    constexpr int D = 8;
+    std::int64_t a[D] = {};
+    for (std::int64_t b = g; b < nblocks; b += D * groups)
+#pragma unroll
+      for (int u = 0; u < D; ++u)
+        if (b + u * groups < nblocks) a[u] += __ldcg(&d_partials[b + u * groups].w[kk]);
+    const std::int64_t sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    if (g > 0) s.part[g - 1][kk] = sum;
+    else s.acc.w[kk] = sum;
   }
   __syncthreads();
   if (k < W)
     for (int h = 1; h < groups; ++h) s.acc.w[k] += s.part[h - 1][k];
   __syncthreads();
   if (k < warp_size) {
-    const Out r = exact_output<Out>(s.acc);
+    const Out r = exact_output<Out>(s);
     if (k == 0) result = r;
   }
   return true;
