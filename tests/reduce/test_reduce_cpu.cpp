@@ -8,6 +8,7 @@
 #define TALLY_TEST_BACKEND "cpu"
 using TestBackend = tally::test::CpuBackend;
 #include "reduce_checks.hpp"
+#include "mean_checks.hpp"
 #include "exact_checks.hpp"
 #include "dot_checks.hpp"
 #include "reducer_checks.hpp"

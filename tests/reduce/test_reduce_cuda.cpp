@@ -50,6 +50,7 @@ struct CudaBackend {
 #define TALLY_TEST_BACKEND "cuda"
 using TestBackend = tally::test::CudaBackend;
 #include "reduce_checks.hpp"
+#include "mean_checks.hpp"
 #include "exact_checks.hpp"
 #include "dot_checks.hpp"
 #include "reducer_checks.hpp"
