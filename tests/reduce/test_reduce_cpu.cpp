@@ -178,7 +178,7 @@ TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancell
 // ---- the CPU's binned chunks (exact_cpu.cpp: 2048 values per chunk, two levels of bins below the
 // chunk's largest |x|, non-zero remainders and chunks it cannot take to the filters) ----------------
 
-enum class BinCase { uniform, huge_per_chunk, subnormal, rewindow, near_top, ties, specials, cancel };
+enum class BinCase { uniform, huge_per_chunk, subnormal, rewindow, near_top, ties, least_remainders, specials, cancel };
 
 const char* bin_case_name(BinCase c) {
   switch (c) {
@@ -188,6 +188,7 @@ const char* bin_case_name(BinCase c) {
     case BinCase::rewindow: return "runs scaled by 2^s, s changing (re-windowing)";
     case BinCase::near_top: return "values just below the binning limit, cancelling, small ones among them";
     case BinCase::ties: return "odd multiples of half a bin's ulp (ties in both levels)";
+    case BinCase::least_remainders: return "chunks of (3/4, -3/4) and odd multiples of half level 2's ulp in [2^(1-p), 2^(2-p))";
     case BinCase::specials: return "uniform with a NaN or an Inf";
     case BinCase::cancel: return "values and their exact negations after -0s (sum +0)";
   }
@@ -254,14 +255,26 @@ std::vector<T> bin_values(BinCase c, std::size_t n, std::uint64_t salt) {
       }
       break;
     case BinCase::ties:
-      // Chunks with largest |x| in [1/2, 1): bin ulps 2^(2-p) and 2^(3-2p); odd multiples of half of each.
+      // Chunks with largest |x| in [1/2, 1): bin ulps 2^(2-p) and 2^(3-2p); odd multiples of half of
+      // each: below 2^(1-p) for level 1, in [2^(1-p), 2^(2-p)) for level 2 (the least values that
+      // can leave a remainder).
       while (v.size() < n) {
         if (v.size() % 512 == 0) v.push_back(T(0.75));
         const bool lvl2 = g() % 4 == 0;
-        const int h = lvl2 ? 2 - 2 * p : 1 - p;                     // exponent of half the ulp
-        const int bits = lvl2 ? (is_float ? 20 : 48) : p - 2;       // odd multiples below 2^(h + bits)
-        const double odd = static_cast<double>((g() >> (64 - bits)) | 1);
-        v.push_back(static_cast<T>((g() & 1) ? std::ldexp(odd, h) : -std::ldexp(odd, h)));
+        const int h = lvl2 ? 2 - 2 * p : 1 - p;  // exponent of half the ulp
+        const std::uint64_t odd = lvl2 ? (g() >> (65 - p)) | (std::uint64_t{1} << (p - 1)) | 1 : (g() >> (66 - p)) | 1;
+        const double a = std::ldexp(static_cast<double>(odd), h);
+        v.push_back(static_cast<T>((g() & 1) ? a : -a));
+      }
+      break;
+    case BinCase::least_remainders:
+      // The values nearest the largest that leave a remainder (each r2 = +-2^(2-2p)), alone: their
+      // sum (about 2^(7-p)) shows r2 in its last bits.
+      while (v.size() < n) {
+        if (v.size() % chunk == 0) v.push_back(T(0.75)), v.push_back(T(-0.75));
+        const std::uint64_t odd = (g() >> (65 - p)) | (std::uint64_t{1} << (p - 1)) | 1;
+        const double a = std::ldexp(static_cast<double>(odd), 2 - 2 * p);
+        v.push_back(static_cast<T>((g() & 1) ? a : -a));
       }
       break;
     case BinCase::specials:
@@ -285,7 +298,7 @@ TEST_CASE("cpu: the exact sum's binned chunks: remainders, re-windowing, huge an
   Workspace ws(Backend::cpu);
   std::uint64_t salt = 9500;
   for (BinCase c : {BinCase::uniform, BinCase::huge_per_chunk, BinCase::subnormal, BinCase::rewindow, BinCase::near_top,
-                    BinCase::ties, BinCase::specials, BinCase::cancel}) {
+                    BinCase::ties, BinCase::least_remainders, BinCase::specials, BinCase::cancel}) {
     for_each_pair([&]<class T, class Out>() {
       // A multiple of the task and chunk sizes for the zero signs (every non-zero value binned, none
       // seen by a filter), a ragged length (tails to the filters) otherwise.

@@ -101,7 +101,8 @@ inline void fold_block(const T* __restrict x, int w, double* __restrict hi, doub
 //
 // Why: the filters above cost two TwoSums in doubles per element, about 10x the ordinary sum's work;
 // on all threads a memory-bound ordinary sum leaves no room for that. Binning works in T's own lanes
-// (16 floats or 8 doubles per 64-byte vector) with ~9 vector operations per vector of values.
+// (16 floats or 8 doubles per 64-byte vector): per vector of values, four floating-point and two
+// integer operations, and four integer ones for the chunk's largest and least |x|.
 //
 // Lemma (p = T's significand bits, 24 or 53; RN: IEEE round to nearest even). Let M = 1.5 2^(E+1)
 // be a normal T and u = ulp(M) = 2^(E+2-p). For every T x with |x| <= 2^E:
@@ -115,8 +116,10 @@ inline void fold_block(const T* __restrict x, int w, double* __restrict hi, doub
 // Applied twice: level 1 with E from the chunk's largest |x|, level 2 on r (|r| <= 2^(E+1-p)) with
 // E2 = E + 1 - p, raised to T's least normal exponent where needed (a larger E2 keeps |r| <= 2^E2; it
 // makes ulp(M2) = 2^-149 or 2^-1074, so that level 2 then leaves nothing). x = k1 u1 + k2 u2 + r2
-// exactly; r2 is non-zero only where x has bits below u2 = 2^(E+3-2p), i.e. |x| < about 2^(E+1-p):
-// then r2 (exact, a T) goes to the filters. Integer lanes sum bits(y) with wrap-around; subtracting
+// exactly, and r2 = 0 wherever x is a multiple of u2 = ulp(M2): where |x| >= 2^(E+2-p) (ulp(x) >= u2),
+// and everywhere when E2 was raised (u2 is T's least subnormal). So a chunk whose least non-zero |x|
+// is that large needs no r2; otherwise (rare) r2 is computed, and where non-zero (exact, a T) goes to
+// the filters. Integer lanes sum bits(y) with wrap-around; subtracting
 // count * bits(M) at the chunk's end leaves the exact sum of the k: |sum| <= count 2^(p-2) < 2^(31 or
 // 63) for count <= 128 floats or 256 doubles per lane (the chunk below), so the wrapped value is it.
 // Needs: IEEE binary32/64 arithmetic in the default rounding mode (round to nearest) and no value-
@@ -182,51 +185,58 @@ struct Binned {
   /// n values (a multiple of W, at most B::chunk): binned exactly, or through filters(x, n).
   template <class Filters>
   void chunk(const T* __restrict x, int n, Sink<T>& sink, Filters&& filters) {
+    // The largest |x| as bits (NaN and Inf above every finite value) and the least non-zero one
+    // (|x| bits - 1 unsigned: zeros wrap to the top).
     VS m = {};
-    for (int i = 0; i < n; i += W) {  // the largest |x| as bits (NaN and Inf above every finite value)
+    VU z = ~VU{};
+    for (int i = 0; i < n; i += W) {
       VS b;
       std::memcpy(&b, x + i, sizeof b);
       b &= std::numeric_limits<S>::max();
       m = b > m ? b : m;
+      const VU c = (VU)b - 1;
+      z = c < z ? c : z;
     }
     S mb = 0;
-    for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]);
+    U zb = ~U{0};
+    for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]), zb = std::min(zb, z[l]);
     if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift)) return filters(x, n);  // zeros (signs), huge, Inf, NaN
     const int E = std::max(static_cast<int>(mb >> shift), 1) - bias + 1;  // max |x| < 2^E
     const int x1 = E + 1, x2 = std::max(E + 2 - B::p, B::emin);        // exponents of M1 and M2
     const U b1 = bits_of_m(x1), b2 = bits_of_m(x2);
     const T m1 = from_bits(b1), m2 = from_bits(b2);
     const VT vm1 = VT{} + m1, vm2 = VT{} + m2;
-    VU s1 = {}, s2 = {}, f = {};
+    VU s1 = {}, s2 = {};
     for (int i = 0; i < n; i += W) {
       VT v;
       std::memcpy(&v, x + i, sizeof v);
+      // The next chunk towards L1 while this one is binned (an address past the end is harmless).
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(x + i) + sizeof(T) * B::chunk));
       const VT y1 = v + vm1;
-      const VT r1 = v - (y1 - vm1);
-      const VT y2 = r1 + vm2;
-      const VT r2 = r1 - (y2 - vm2);
+      const VT y2 = (v - (y1 - vm1)) + vm2;
       s1 += (VU)y1;
       s2 += (VU)y2;
-      f |= (VU)r2;
     }
     const U cnt = static_cast<U>(n / W);
     std::int64_t k1 = 0, k2 = 0;
-    U any = 0;
     for (int l = 0; l < W; ++l) {
       k1 += static_cast<S>(static_cast<U>(s1[l] - cnt * b1));  // modular: the exact lane sum of k
       k2 += static_cast<S>(static_cast<U>(s2[l] - cnt * b2));
-      any |= f[l];
     }
     add(level[0], k1, x1 + 1 - B::p, sink);
     add(level[1], k2, x2 + 1 - B::p, sink);
     nonzero = true;
-    if (static_cast<U>(any << 1) == 0) return;  // every r2 is +-0
-    int r = 0;  // rare: the same arithmetic once more, element by element, keeping the non-zero r2
-    for (int i = 0; i < n; ++i) {
-      const T v = x[i];
-      const T r1 = v - ((v + m1) - m1);
-      const T r2 = r1 - ((r1 + m2) - m2);
-      if (r2 != 0) rem[r++] = r2;
+    // r2 = 0 wherever x is a multiple of u2 = 2^(x2 + 1 - p): every |x| >= 2^x2, and every x when
+    // x2 = emin (u2 is then T's least subnormal). Otherwise (rare) r2, for the filters.
+    if (x2 == B::emin || zb >= (static_cast<U>(x2 + bias) << shift) - 1) return;
+    int r = 0;
+    for (int i = 0; i < n; i += W) {
+      VT v;
+      std::memcpy(&v, x + i, sizeof v);
+      const VT r1 = v - ((v + vm1) - vm1);
+      const VT r2 = r1 - ((r1 + vm2) - vm2);
+      for (int l = 0; l < W; ++l)
+        if (r2[l] != 0) rem[r++] = r2[l];
     }
     filters(rem, r);
   }
