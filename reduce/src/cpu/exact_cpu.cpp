@@ -101,7 +101,7 @@ inline void fold_block(const T* __restrict x, int w, double* __restrict hi, doub
 //
 // Why: the filters above cost two TwoSums in doubles per element, about 10x the ordinary sum's work;
 // on all threads a memory-bound ordinary sum leaves no room for that. Binning works in T's own lanes
-// (16 floats or 8 doubles per 64-byte vector): per vector of values, four floating-point and two
+// (16 floats or 8 doubles per AVX-512 vector): per vector of values, four floating-point and two
 // integer operations, and four integer ones for the chunk's largest and least |x|.
 //
 // Lemma (p = T's significand bits, 24 or 53; RN: IEEE round to nearest even). Let M = 1.5 2^(E+1)
@@ -121,13 +121,22 @@ inline void fold_block(const T* __restrict x, int w, double* __restrict hi, doub
 // is that large needs no r2; otherwise (rare) r2 is computed, and where non-zero (exact, a T) goes to
 // the filters. Integer lanes sum bits(y) with wrap-around; subtracting
 // count * bits(M) at the chunk's end leaves the exact sum of the k: |sum| <= count 2^(p-2) < 2^(31 or
-// 63) for count <= 128 floats or 256 doubles per lane (the chunk below), so the wrapped value is it.
+// 63) for count <= 128 floats or 256 doubles per lane (the chunks below), so the wrapped value is it.
 // Needs: IEEE binary32/64 arithmetic in the default rounding mode (round to nearest) and no value-
 // changing optimisation (-ffast-math would fold (x + M) - M into x; no multiplies here, so FMA
 // contraction cannot apply). A chunk whose largest |x| is 0 or >= 2^top (Inf, NaN, huge: M must stay
 // finite, and each level's sum inside the accumulator's range) goes to the filters whole.
 #if defined(__FAST_MATH__)
 #error "exact_cpu.cpp: the exact sum's binning needs IEEE arithmetic: build without -ffast-math"
+#endif
+
+// The instruction set's own vector width (wider GCC vectors are lowered through memory).
+#if defined(__AVX512F__)
+constexpr int bin_bytes = 64;
+#elif defined(__AVX2__)
+constexpr int bin_bytes = 32;
+#else
+constexpr int bin_bytes = 16;
 #endif
 
 template <class T>
@@ -137,16 +146,16 @@ struct BinTraits<float> {
   using U = std::uint32_t;
   static constexpr int p = 24, emin = -126;  // significand bits, least normal exponent
   static constexpr int top = 125;            // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
-  static constexpr int W = 16;               // lanes of a 64-byte vector
-  static constexpr int chunk = 2048;         // elements (8 KB, in L1): 128 per lane
+  static constexpr int W = bin_bytes / 4;    // lanes
+  static constexpr int chunk = 128 * W;      // elements (at most 8 KB, in L1): 128 per lane, |lane sum| <= 2^29
 };
 template <>
 struct BinTraits<double> {
   using U = std::uint64_t;
   static constexpr int p = 53, emin = -1022;
-  static constexpr int top = 900;     // well below overflow: sums of k u stay doubles (< 2^945) when added
-  static constexpr int W = 8;
-  static constexpr int chunk = 2048;  // 16 KB: 256 per lane, |lane sum| <= 2^59, |chunk sum| <= 2^62
+  static constexpr int top = 900;  // well below overflow: sums of k u stay doubles (< 2^945) when added
+  static constexpr int W = bin_bytes / 8;
+  static constexpr int chunk = 256 * W;  // at most 16 KB: 256 per lane, |lane sum| <= 2^59, |chunk sum| <= 2^62
 };
 constexpr std::int64_t bin_min = 256;  // runs shorter than this: the filters alone
 
@@ -162,9 +171,9 @@ struct Binned {
   using U = typename B::U;
   using S = std::make_signed_t<U>;
   static constexpr int W = B::W, shift = B::p - 1, bias = 1 - B::emin;
-  typedef T VT __attribute__((vector_size(64)));
-  typedef U VU __attribute__((vector_size(64)));
-  typedef S VS __attribute__((vector_size(64)));
+  typedef T VT __attribute__((vector_size(bin_bytes)));
+  typedef U VU __attribute__((vector_size(bin_bytes)));
+  typedef S VS __attribute__((vector_size(bin_bytes)));
   struct Level {
     int128 s = 0;  // exact sum of k (units of 2^e) over `chunks` chunks
     int e = 0;
@@ -185,21 +194,23 @@ struct Binned {
   /// n values (a multiple of W, at most B::chunk): binned exactly, or through filters(x, n).
   template <class Filters>
   void chunk(const T* __restrict x, int n, Sink<T>& sink, Filters&& filters) {
-    // The largest |x| as bits (NaN and Inf above every finite value) and the least non-zero one
-    // (|x| bits - 1 unsigned: zeros wrap to the top).
+    // The largest |x| as bits (NaN and Inf above every finite value) and the least non-zero one:
+    // |x| bits + (2^(w-1) - 1) wraps every non-zero value below zero and keeps 0 at the top, so a
+    // signed minimum finds it (min + 1 - 2^(w-1) = its bits; 0 when all are zero).
+    constexpr S smax = std::numeric_limits<S>::max();
     VS m = {};
-    VU z = ~VU{};
+    VS z = VS{} + smax;
     for (int i = 0; i < n; i += W) {
       VS b;
       std::memcpy(&b, x + i, sizeof b);
-      b &= std::numeric_limits<S>::max();
+      b &= smax;
       m = b > m ? b : m;
-      const VU c = (VU)b - 1;
+      const VS c = (VS)((VU)b + static_cast<U>(smax));
       z = c < z ? c : z;
     }
-    S mb = 0;
-    U zb = ~U{0};
-    for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]), zb = std::min(zb, z[l]);
+    S mb = 0, zs = smax;
+    for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]), zs = std::min(zs, z[l]);
+    const U zb = static_cast<U>(zs) - static_cast<U>(smax);  // the least non-zero |x| bits
     if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift)) return filters(x, n);  // zeros (signs), huge, Inf, NaN
     const int E = std::max(static_cast<int>(mb >> shift), 1) - bias + 1;  // max |x| < 2^E
     const int x1 = E + 1, x2 = std::max(E + 2 - B::p, B::emin);        // exponents of M1 and M2
@@ -228,7 +239,7 @@ struct Binned {
     nonzero = true;
     // r2 = 0 wherever x is a multiple of u2 = 2^(x2 + 1 - p): every |x| >= 2^x2, and every x when
     // x2 = emin (u2 is then T's least subnormal). Otherwise (rare) r2, for the filters.
-    if (x2 == B::emin || zb >= (static_cast<U>(x2 + bias) << shift) - 1) return;
+    if (x2 == B::emin || zb >= static_cast<U>(x2 + bias) << shift) return;
     int r = 0;
     for (int i = 0; i < n; i += W) {
       VT v;
