@@ -179,6 +179,173 @@ TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancell
   CHECK(f == static_cast<float>(e.round()));  // not a float midpoint here
 }
 
+// ---- the CPU's binned chunks (exact_cpu.cpp: 2048 values per chunk, two levels of bins below the
+// chunk's largest |x|, non-zero remainders and chunks it cannot take to the filters) ----------------
+
+enum class BinCase { uniform, huge_per_chunk, subnormal, rewindow, near_top, ties, least_remainders, specials, cancel };
+
+const char* bin_case_name(BinCase c) {
+  switch (c) {
+    case BinCase::uniform: return "uniform in (-1, 1), full precision";
+    case BinCase::huge_per_chunk: return "one huge value in every chunk (remainders everywhere)";
+    case BinCase::subnormal: return "all-subnormal chunks beside least normals";
+    case BinCase::rewindow: return "runs scaled by 2^s, s changing (re-windowing)";
+    case BinCase::near_top: return "values just below the binning limit, cancelling, small ones among them";
+    case BinCase::ties: return "odd multiples of half a bin's ulp (ties in both levels)";
+    case BinCase::least_remainders: return "chunks of (3/4, -3/4) and odd multiples of half level 2's ulp in [2^(1-p), 2^(2-p))";
+    case BinCase::specials: return "uniform with a NaN or an Inf";
+    case BinCase::cancel: return "values and their exact negations after -0s (sum +0)";
+  }
+  return "?";
+}
+
+/// Inputs aimed at one path of the binning, n of them (n about 2^17).
+template <class T>
+std::vector<T> bin_values(BinCase c, std::size_t n, std::uint64_t salt) {
+  auto g = tally::test::rng(salt);
+  constexpr bool is_float = std::is_same_v<T, float>;
+  constexpr int p = std::numeric_limits<T>::digits, emin = std::numeric_limits<T>::min_exponent - 1;  // 24 / -126
+  constexpr int top = is_float ? 125 : 900;  // exact_cpu.cpp's BinTraits<T>::top
+  constexpr std::size_t chunk = 2048;
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const auto unit = [&] { return static_cast<T>(u(g)); };  // doubles: 53 random bits; floats: rounded
+  std::vector<T> v;
+  v.reserve(n + 8);
+  switch (c) {
+    case BinCase::uniform:
+      while (v.size() < n) v.push_back(unit());
+      break;
+    case BinCase::huge_per_chunk:
+      while (v.size() < n) v.push_back(unit());
+      for (std::size_t b = 0; b < n; b += chunk) v[b + g() % std::min(chunk, n - b)] = static_cast<T>(std::ldexp((g() & 1) ? 1.5 : -1.25, is_float ? 40 : 80));
+      break;
+    case BinCase::subnormal:
+      for (int run = 0; v.size() < n; ++run) {
+        const std::size_t len = 100 + g() % 6000;
+        for (std::size_t i = 0; i < len && v.size() < n; ++i) {
+          double x = std::ldexp(static_cast<double>(g() >> (64 - (p - 1))), emin - (p - 1));  // a subnormal (or 0)
+          if (run % 3 == 1 && g() % 4 == 0) x = std::ldexp(1.0 + std::fabs(u(g)), emin);  // a least normal
+          if (run % 3 == 2) x = std::ldexp(u(g), emin + 10);
+          v.push_back(static_cast<T>((g() & 1) ? x : -x));
+        }
+      }
+      break;
+    case BinCase::rewindow:
+      while (v.size() < n) {
+        const std::size_t len = 1 + g() % 5000;
+        // Scales down to the subnormals; often one where level 2's exponent meets T's least normal one
+        // (clamped below it: largest |x| under 2^(emin + p - 2)).
+        int s = is_float ? static_cast<int>(g() % 251) - 150 : static_cast<int>(g() % 1951) - 1100;
+        if (g() % 3 == 0) s = emin + p - 2 - static_cast<int>(g() % 4);
+        for (std::size_t i = 0; i < len && v.size() < n; ++i) v.push_back(static_cast<T>(std::ldexp(u(g), s)));
+      }
+      break;
+    case BinCase::near_top:
+      // Chunks of pairs (a, -a) and small values: |a| < 2^top (binned), or some |a| in [2^top, 2^(top+1))
+      // (the filters).
+      for (int k = 0; v.size() < n; ++k) {
+        const std::size_t b = v.size();
+        const int s = top + k % 2;
+        while (v.size() + 3 <= std::min(n, b + chunk)) {
+          const T a = static_cast<T>(std::ldexp(u(g), s));
+          v.push_back(a), v.push_back(-a), v.push_back(unit());
+        }
+        if (k < 2 && v.size() >= b + 2) {  // the largest binned value; the largest below 2^(top+1) (not binned)
+          v[b] = std::nextafter(static_cast<T>(std::ldexp(1.0, top + k)), T(0));
+          v[b + 1] = -v[b];
+        }
+        std::shuffle(v.begin() + static_cast<std::ptrdiff_t>(b), v.end(), g);
+        while (v.size() < std::min(n, b + chunk)) v.push_back(unit());
+      }
+      break;
+    case BinCase::ties:
+      // Chunks with largest |x| in [1/2, 1): bin ulps 2^(2-p) and 2^(3-2p); odd multiples of half of
+      // each: below 2^(1-p) for level 1, in [2^(1-p), 2^(2-p)) for level 2 (the least values that
+      // can leave a remainder).
+      while (v.size() < n) {
+        if (v.size() % 512 == 0) v.push_back(T(0.75));
+        const bool lvl2 = g() % 4 == 0;
+        const int h = lvl2 ? 2 - 2 * p : 1 - p;  // exponent of half the ulp
+        const std::uint64_t odd = lvl2 ? (g() >> (65 - p)) | (std::uint64_t{1} << (p - 1)) | 1 : (g() >> (66 - p)) | 1;
+        const double a = std::ldexp(static_cast<double>(odd), h);
+        v.push_back(static_cast<T>((g() & 1) ? a : -a));
+      }
+      break;
+    case BinCase::least_remainders:
+      // The values nearest the largest that leave a remainder (each r2 = +-2^(2-2p)), alone: their
+      // sum (about 2^(7-p)) shows r2 in its last bits.
+      while (v.size() < n) {
+        if (v.size() % chunk == 0) v.push_back(T(0.75)), v.push_back(T(-0.75));
+        const std::uint64_t odd = (g() >> (65 - p)) | (std::uint64_t{1} << (p - 1)) | 1;
+        const double a = std::ldexp(static_cast<double>(odd), 2 - 2 * p);
+        v.push_back(static_cast<T>((g() & 1) ? a : -a));
+      }
+      break;
+    case BinCase::specials:
+      while (v.size() < n) v.push_back(unit());
+      v[g() % n] = (salt & 1) ? std::numeric_limits<T>::quiet_NaN() : std::numeric_limits<T>::infinity();
+      break;
+    case BinCase::cancel:
+      v.assign(4096, T(-0.0));
+      for (std::size_t i = 0; v.size() + 2 <= n; ++i) {
+        const T a = unit();
+        v.push_back(a), v.push_back(-a);
+      }
+      std::shuffle(v.begin() + 4096, v.end(), g);
+      break;
+  }
+  v.resize(n);
+  return v;
+}
+
+TEST_CASE("cpu: the exact sum's binned chunks: remainders, re-windowing, huge and subnormal chunks, ties", "[reduce][exact][bins]") {
+  Workspace ws(Backend::cpu);
+  std::uint64_t salt = 9500;
+  for (BinCase c : {BinCase::uniform, BinCase::huge_per_chunk, BinCase::subnormal, BinCase::rewindow, BinCase::near_top,
+                    BinCase::ties, BinCase::least_remainders, BinCase::specials, BinCase::cancel}) {
+    for_each_pair([&]<class T, class Out>() {
+      // A multiple of the task and chunk sizes for the zero signs (every non-zero value binned, none
+      // seen by a filter), a ragged length (tails to the filters) otherwise.
+      const std::size_t n = (std::size_t{1} << 17) + (c == BinCase::cancel ? 0 : 37);
+      const auto x = bin_values<T>(c, n, ++salt);
+      const Out want = exact_reference<Out>(x);
+      INFO(bin_case_name(c) << ", exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << ">");
+      const auto same = [&](Out got) { return compare_bits(std::vector<Out>{got}, std::vector<Out>{want}).empty(); };
+      for (int threads : {1, 3}) {
+        reduce_checks::Threads t(threads);
+        INFO(threads << " threads: got " << reduce_checks::show(full<CpuBackend, T, Out>(ws, x)) << ", exact " << reduce_checks::show(want));
+        CHECK(same(full<CpuBackend, T, Out>(ws, x)));
+      }
+      // Every instruction-set build, straight (one call: the library picks one).
+      const Extents e{1, 1, static_cast<int64_t>(n)};
+      const reduce::detail::Problem pr{x.data(), e, e.nv, e.nv, Levels::all(), 1};
+      Out o = Out(1234);
+      reduce::detail::base::exact_cpu_isa<T, Out>(pr, &o);
+      CHECK(same(o));
+#if defined(TALLY_HAVE_CPU_AVX2)
+      if (__builtin_cpu_supports("avx2")) {
+        reduce::detail::avx2::exact_cpu_isa<T, Out>(pr, &o);
+        CHECK(same(o));
+      }
+#endif
+#if defined(TALLY_HAVE_CPU_AVX512)
+      if (__builtin_cpu_supports("avx512f")) {
+        reduce::detail::avx512::exact_cpu_isa<T, Out>(pr, &o);
+        CHECK(same(o));
+      }
+#endif
+    });
+  }
+  // Rows of every length around the chunk and vector sizes (tails to the filters), every level set.
+  for_each_pair([&]<class T, class Out>() {
+    for (const Extents& e : {Extents{3, 5, 9000}, Extents{2, 3, 2048 + 17}, Extents{1, 7, 255}, Extents{4, 2, 4096}})
+      for (bool strided : {false, true}) {
+        auto x = bin_values<T>(BinCase::rewindow, static_cast<std::size_t>(e.size()), ++salt);
+        check_levels<CpuBackend, T, Out>(ws, e, strided, x);
+      }
+  });
+}
+
 }  // namespace tally::test::exact_checks
 
 namespace tally::test::exact_checks {

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -95,15 +97,205 @@ inline void fold_block(const T* __restrict x, int w, double* __restrict hi, doub
   }
 }
 
+// ---- error-free binning (Demmel & Nguyen's "binned" sums, ReproBLAS) ----------------------------
+//
+// Why: the filters above cost two TwoSums in doubles per element, about 10x the ordinary sum's work;
+// on all threads a memory-bound ordinary sum leaves no room for that. Binning works in T's own lanes
+// (16 floats or 8 doubles per AVX-512 vector): per vector of values, four floating-point and two
+// integer operations, and four integer ones for the chunk's largest and least |x|.
+//
+// Lemma (p = T's significand bits, 24 or 53; RN: IEEE round to nearest even). Let M = 1.5 2^(E+1)
+// be a normal T and u = ulp(M) = 2^(E+2-p). For every T x with |x| <= 2^E:
+//  (a) x + M lies in [2^(E+1), 2^(E+2)] (1.5 2^(E+1) -+ 2^E are the ends, both T values), so
+//      y = RN(x + M) does too; the T values there are the multiples of u (2^(E+2) included), and
+//      consecutive ones differ by 1 in their bit patterns, so k = bits(y) - bits(M) is exactly
+//      (y - M) / u, with |k| <= 2^(p-2); q = y - M is computed exactly (a multiple of u, |q| <= 2^E).
+//  (b) q is the multiple of u nearest x, so |x - q| <= u / 2 and |x - q| <= |x| (0 is a multiple of
+//      u). u >= ulp(x) (|x| <= 2^E), so x - q is a multiple of ulp(x) no larger than |x|: it has at
+//      most p significant bits and r = x - q is computed exactly. x = k u + r exactly.
+// Applied twice: level 1 with E from the chunk's largest |x|, level 2 on r (|r| <= 2^(E+1-p)) with
+// E2 = E + 1 - p, raised to T's least normal exponent where needed (a larger E2 keeps |r| <= 2^E2; it
+// makes ulp(M2) = 2^-149 or 2^-1074, so that level 2 then leaves nothing). x = k1 u1 + k2 u2 + r2
+// exactly, and r2 = 0 wherever x is a multiple of u2 = ulp(M2): where |x| >= 2^(E+2-p) (ulp(x) >= u2),
+// and everywhere when E2 was raised (u2 is T's least subnormal). So a chunk whose least non-zero |x|
+// is that large needs no r2; otherwise (rare) r2 is computed, and where non-zero (exact, a T) goes to
+// the filters. Integer lanes sum bits(y) with wrap-around; subtracting
+// count * bits(M) at the chunk's end leaves the exact sum of the k: |sum| <= count 2^(p-2) < 2^(31 or
+// 63) for count <= 128 floats or 256 doubles per lane (the chunks below), so the wrapped value is it.
+// Needs: IEEE binary32/64 arithmetic in the default rounding mode (round to nearest) and no value-
+// changing optimisation (-ffast-math would fold (x + M) - M into x; no multiplies here, so FMA
+// contraction cannot apply). A chunk whose largest |x| is 0 or >= 2^top (Inf, NaN, huge: M must stay
+// finite, and each level's sum inside the accumulator's range) goes to the filters whole.
+#if defined(__FAST_MATH__)
+#error "exact_cpu.cpp: the exact sum's binning needs IEEE arithmetic: build without -ffast-math"
+#endif
+
+// The instruction set's own vector width (wider GCC vectors are lowered through memory).
+#if defined(__AVX512F__)
+constexpr int bin_bytes = 64;
+#elif defined(__AVX2__)
+constexpr int bin_bytes = 32;
+#else
+constexpr int bin_bytes = 16;
+#endif
+
+template <class T>
+struct BinTraits;
+template <>
+struct BinTraits<float> {
+  using U = std::uint32_t;
+  static constexpr int p = 24, emin = -126;  // significand bits, least normal exponent
+  static constexpr int top = 125;            // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
+  static constexpr int W = bin_bytes / 4;    // lanes
+  static constexpr int chunk = 128 * W;      // elements (at most 8 KB, in L1): 128 per lane, |lane sum| <= 2^29
+};
+template <>
+struct BinTraits<double> {
+  using U = std::uint64_t;
+  static constexpr int p = 53, emin = -1022;
+  static constexpr int top = 900;  // well below overflow: sums of k u stay doubles (< 2^945) when added
+  static constexpr int W = bin_bytes / 8;
+  static constexpr int chunk = 256 * W;  // at most 16 KB: 256 per lane, |lane sum| <= 2^59, |chunk sum| <= 2^62
+};
+constexpr std::int64_t bin_min = 256;  // runs shorter than this: the filters alone
+
+__extension__ typedef __int128 int128;  // (__extension__: GCC's own types, under -Wpedantic)
+__extension__ typedef unsigned __int128 uint128;
+
+/// A task's binned chunks: per level, the exact sum of k over the chunks seen with the same ulp u
+/// (mostly all: the chunks' largest |x| mostly share their exponent), added to the accumulator when
+/// u changes and at the end.
+template <class T>
+struct Binned {
+  using B = BinTraits<T>;
+  using U = typename B::U;
+  using S = std::make_signed_t<U>;
+  static constexpr int W = B::W, shift = B::p - 1, bias = 1 - B::emin;
+  typedef T VT __attribute__((vector_size(bin_bytes)));
+  typedef U VU __attribute__((vector_size(bin_bytes)));
+  typedef S VS __attribute__((vector_size(bin_bytes)));
+  struct Level {
+    int128 s = 0;  // exact sum of k (units of 2^e) over `chunks` chunks
+    int e = 0;
+    std::int64_t chunks = 0;
+  };
+  Level level[2];
+  bool nonzero = false;  // took a chunk with a non-zero value: the sum is not a sum of -0s
+  T rem[B::chunk];       // a chunk's non-zero remainders r2, for the filters
+
+  /// 1.5 2^e (e a normal exponent), as bits.
+  static U bits_of_m(int e) { return (static_cast<U>(e + bias) << shift) | (U{1} << (shift - 1)); }
+  static T from_bits(U b) {
+    T t;
+    std::memcpy(&t, &b, sizeof t);
+    return t;
+  }
+
+  /// n values (a multiple of W, at most B::chunk): binned exactly, or through filters(x, n).
+  template <class Filters>
+  void chunk(const T* __restrict x, int n, Sink<T>& sink, Filters&& filters) {
+    // The largest |x| as bits (NaN and Inf above every finite value) and the least non-zero one:
+    // |x| bits + (2^(w-1) - 1) wraps every non-zero value below zero and keeps 0 at the top, so a
+    // signed minimum finds it (min + 1 - 2^(w-1) = its bits; 0 when all are zero).
+    constexpr S smax = std::numeric_limits<S>::max();
+    VS m = {};
+    VS z = VS{} + smax;
+    for (int i = 0; i < n; i += W) {
+      VS b;
+      std::memcpy(&b, x + i, sizeof b);
+      b &= smax;
+      m = b > m ? b : m;
+      const VS c = (VS)((VU)b + static_cast<U>(smax));
+      z = c < z ? c : z;
+    }
+    S mb = 0, zs = smax;
+    for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]), zs = std::min(zs, z[l]);
+    const U zb = static_cast<U>(zs) - static_cast<U>(smax);  // the least non-zero |x| bits
+    if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift)) return filters(x, n);  // zeros (signs), huge, Inf, NaN
+    const int E = std::max(static_cast<int>(mb >> shift), 1) - bias + 1;  // max |x| < 2^E
+    const int x1 = E + 1, x2 = std::max(E + 2 - B::p, B::emin);        // exponents of M1 and M2
+    const U b1 = bits_of_m(x1), b2 = bits_of_m(x2);
+    const T m1 = from_bits(b1), m2 = from_bits(b2);
+    const VT vm1 = VT{} + m1, vm2 = VT{} + m2;
+    VU s1 = {}, s2 = {};
+    for (int i = 0; i < n; i += W) {
+      VT v;
+      std::memcpy(&v, x + i, sizeof v);
+      // The next chunk towards L1 while this one is binned (an address past the end is harmless).
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(x + i) + sizeof(T) * B::chunk));
+      const VT y1 = v + vm1;
+      const VT y2 = (v - (y1 - vm1)) + vm2;
+      s1 += (VU)y1;
+      s2 += (VU)y2;
+    }
+    const U cnt = static_cast<U>(n / W);
+    std::int64_t k1 = 0, k2 = 0;
+    for (int l = 0; l < W; ++l) {
+      k1 += static_cast<S>(static_cast<U>(s1[l] - cnt * b1));  // modular: the exact lane sum of k
+      k2 += static_cast<S>(static_cast<U>(s2[l] - cnt * b2));
+    }
+    add(level[0], k1, x1 + 1 - B::p, sink);
+    add(level[1], k2, x2 + 1 - B::p, sink);
+    nonzero = true;
+    // r2 = 0 wherever x is a multiple of u2 = 2^(x2 + 1 - p): every |x| >= 2^x2, and every x when
+    // x2 = emin (u2 is then T's least subnormal). Otherwise (rare) r2, for the filters.
+    if (x2 == B::emin || zb >= static_cast<U>(x2 + bias) << shift) return;
+    int r = 0;
+    for (int i = 0; i < n; i += W) {
+      VT v;
+      std::memcpy(&v, x + i, sizeof v);
+      const VT r1 = v - ((v + vm1) - vm1);
+      const VT r2 = r1 - ((r1 + vm2) - vm2);
+      for (int l = 0; l < W; ++l)
+        if (r2[l] != 0) rem[r++] = r2[l];
+    }
+    filters(rem, r);
+  }
+  void add(Level& L, std::int64_t k, int e, Sink<T>& sink) {
+    if (L.e != e || L.chunks == (std::int64_t{1} << 20)) flush(L, sink), L.e = e;  // |s| < 2^82
+    L.s += k, ++L.chunks;
+  }
+  /// s 2^e into the accumulator, as 32-bit digits (each exact in a double; e >= T's least subnormal
+  /// exponent, digits below 2^(e + 96) < 2^199 (float) or 2^945 (double): inside the accumulator).
+  static void flush(Level& L, Sink<T>& sink) {
+    const bool neg = L.s < 0;
+    auto a = static_cast<uint128>(neg ? -L.s : L.s);
+    for (int j = 0; a != 0; ++j, a >>= 32) {
+      const auto d = static_cast<std::uint32_t>(a);
+      if (d != 0) sink.add(std::ldexp(neg ? -static_cast<double>(d) : static_cast<double>(d), L.e + 32 * j));
+    }
+    L.s = 0, L.chunks = 0;
+  }
+  /// The levels into the accumulator (which the caller has cleared or used).
+  void drain(Sink<T>& sink) {
+    for (Level& L : level) flush(L, sink);
+    if (nonzero) ++sink.acc->w[Accumulator<T>::nonneg_word];
+  }
+};
+
 /// A task's filters over one run of contiguous values, all into one accumulator.
 template <class T>
 struct LaneFilters {
   double hi[lanes], lo[lanes];
   LaneFilters() { std::fill(hi, hi + lanes, -0.0), std::fill(lo, lo + lanes, 0.0); }
-  /// The hot loop: the filters stay in registers (local copies), the first TwoSum of 16 values at
+  Binned<T> bins;  // the runs long enough to bin (fold below); the filters take the rest
+  /// n contiguous values: binned chunk by chunk where that is exact and cheaper, the rest (the tail,
+  /// chunks binning cannot take, the binning's rare non-zero remainders) through the filters.
+  void fold(const T* __restrict x, std::int64_t n, Sink<T>& sink) {
+    if (n < bin_min) return fold_filters(x, n, sink);
+    const auto filters = [this, &sink](const T* v, std::int64_t m) { fold_filters(v, m, sink); };
+    std::int64_t i = 0;
+    for (; i + BinTraits<T>::W <= n;) {
+      const std::int64_t c = std::min<std::int64_t>(BinTraits<T>::chunk, (n - i) / BinTraits<T>::W * BinTraits<T>::W);
+      bins.chunk(x + i, static_cast<int>(c), sink, filters);
+      i += c;
+    }
+    if (i < n) fold_filters(x + i, n - i, sink);
+  }
+  /// The filters' hot loop: they stay in registers (local copies), the first TwoSum of 16 values at
   /// once, the second only when one of their errors is non-zero (for float inputs mostly none is),
   /// anything rarer (a residual, a special value) through fold_block's general path.
-  void fold(const T* __restrict x, std::int64_t n, Sink<T>& sink) {
+  void fold_filters(const T* __restrict x, std::int64_t n, Sink<T>& sink) {
     const auto one = [&sink](int) -> Sink<T>& { return sink; };
     // GCC vector types: the 16 filters as R registers of vw doubles each for hi and lo (AVX-512:
     // two of eight; AVX2: four of four; SSE2 pairs in the baseline build). Float inputs take the
@@ -166,6 +358,7 @@ struct LaneFilters {
   /// Everything into the accumulator (cleared first if the sink never used it).
   void drain(Sink<T>& sink) {
     if (!sink.used) sink.acc->clear(), sink.used = true;
+    bins.drain(sink);
     for (int l = 0; l < lanes; ++l) {
       Filter f{hi[l], lo[l]};
       f.flush_into(*sink.acc);
