@@ -420,7 +420,7 @@ class CudaEngine final : public Engine<T> {
 #if TALLY_MATMUL_WGMMA
     if constexpr (sizeof(T) == 4) {
       if (!wg_maps_)
-        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK)};
+        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, true), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, true)};
       k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
     }
 #endif
