@@ -9,6 +9,7 @@
 #include <bit>
 #include <cfloat>
 
+#include "exact_inputs.hpp"
 #include "tally/reduce/exact.hpp"
 
 namespace tally::test::exact_checks {
@@ -89,28 +90,7 @@ Out exact_reference(const std::vector<T>& x) {
 
 // ---- inputs -------------------------------------------------------------------------------------
 
-/// Values of every sign and of exponents across T's whole range, subnormals and zeros of both signs
-/// included, and some exact negations of earlier values (cancellation). Doubles stay below 2^1000 so
-/// that the reference's partials cannot overflow.
-template <class T>
-std::vector<T> wide_values(std::size_t n, std::uint64_t salt) {
-  auto g = tally::test::rng(salt);
-  constexpr int emin = std::is_same_v<T, float> ? -149 : -1074, emax = std::is_same_v<T, float> ? 127 : 1000;
-  std::uniform_int_distribution<int> kind(0, 15), ex(emin, emax), narrow(-30, 30);
-  std::uniform_real_distribution<double> m(1.0, 2.0);
-  std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int k = kind(g);
-    double x;
-    if (k == 0) x = (g() & 1) ? 0.0 : -0.0;
-    else if (k <= 2 && i > 0) x = -static_cast<double>(v[g() % i]);  // cancels an earlier value
-    else if (k <= 8) x = std::ldexp(m(g), narrow(g));                 // a cluster near 1
-    else x = std::ldexp(m(g), ex(g));                                 // anywhere, subnormals included
-    if (g() & 1) x = -x;
-    v[i] = static_cast<T>(x);
-  }
-  return v;
-}
+using exact_inputs::wide_values;
 
 // ---- checks -------------------------------------------------------------------------------------
 

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "exact_inputs.hpp"
 #include "tally/reduce/exact_bins.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 namespace ex = tally::reduce::exact;
+using tally::test::exact_inputs::wide_values;
 
 template <class T>
 struct HostSink {
@@ -95,27 +97,6 @@ std::vector<T> uniform(std::size_t n, std::uint64_t salt, double lo = -1, double
   return v;
 }
 
-/// Every sign, exponents across T's range (subnormals too), zeros of both signs, exact negations.
-template <class T>
-std::vector<T> wide(std::size_t n, std::uint64_t salt, int emax) {
-  auto g = tally::test::rng(salt);
-  constexpr int emin = std::is_same_v<T, float> ? -149 : -1074;
-  std::uniform_int_distribution<int> kind(0, 15), ex(emin, emax), narrow(-30, 30);
-  std::uniform_real_distribution<double> m(1.0, 2.0);
-  std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int k = kind(g);
-    double x;
-    if (k == 0) x = (g() & 1) ? 0.0 : -0.0;
-    else if (k <= 2 && i > 0) x = -static_cast<double>(v[g() % i]);
-    else if (k <= 8) x = std::ldexp(m(g), narrow(g));
-    else x = std::ldexp(m(g), ex(g));
-    if (g() & 1) x = -x;
-    v[i] = static_cast<T>(x);
-  }
-  return v;
-}
-
 template <class T, class Out, int B>
 void check_all() {
   using L = std::numeric_limits<T>;
@@ -126,8 +107,8 @@ void check_all() {
     CHECK(r.fast * 1000 >= r.batches * 999);
   }
   check<T, Out, B>(uniform<T>(50000, ++salt, 0, 1e6), "uniform [0, 1e6]");
-  check<T, Out, B>(wide<T>(60000, ++salt, std::is_same_v<T, float> ? 127 : 1023), "values across the exponent range");
-  check<T, Out, B>(wide<T>(60000, ++salt, 40), "values up to 2^40 with subnormals");
+  check<T, Out, B>(wide_values<T>(60000, ++salt, std::is_same_v<T, float> ? 127 : 1023), "values across the exponent range");
+  check<T, Out, B>(wide_values<T>(60000, ++salt, 40), "values up to 2^40 with subnormals");
   {  // growing magnitudes: a rewindow every few values
     auto g = tally::test::rng(++salt);
     std::vector<T> v;
