@@ -52,7 +52,7 @@ class ExactDotReference {
     if (top < 0) return all_negative_zero_ ? Out(-0.0) : Out(0.0);
     const int msb = 32 * top + 31 - std::countl_zero(d[static_cast<std::size_t>(top)]);  // value in [2^(msb-bias), 2^(msb-bias+1))
     constexpr int prec = L::digits;
-    constexpr int qmin = L::min_exponent - L::digits - 1;  // float -149, double -1074 (exponent of the smallest subnormal)
+    constexpr int qmin = L::min_exponent - L::digits;  // float -149, double -1074 (exponent of the smallest subnormal)
     const int lsb_exp = std::max(msb - bias - prec + 1, qmin);
     const int k0 = lsb_exp + bias;  // lowest kept bit index
     const auto bit = [&](int i) -> unsigned { return i < 0 ? 0u : (d[static_cast<std::size_t>(i / 32)] >> (i % 32)) & 1u; };
