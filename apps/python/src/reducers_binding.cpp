@@ -41,20 +41,9 @@ void check_arg_order(const Desc& x, const Mapped& m, int reducer) {
 
 /// Checks, then launches into out (the buffer of value_type structs).
 void run(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream) {
-  check_input(x, mask, stream);
-  std::int64_t want[max_ndim + 1];
-  const int rank = kept_shape(x, mask, want);
-  check_struct_out(x, out, want, rank, reducer);
-  const std::int64_t out_size = out.size() / want[rank];
-  if (out_size == 0) return;
-  if (x.size() == 0 && (reducer == argmax || reducer == argmin))
-    throw nb::value_error(("x: " + std::string(reducer_names[reducer]) + " of an empty set (x of shape " +
-                           shape_str(x.shape, x.ndim) + " has no element to reduce); it has no identity")
-                              .c_str());
   Desc xx;
-  const Mapped m = view_of(x, mask, out_size, xx);
-  check_arg_order(x, m, reducer);
-  with_reducer(reducer, x.dtype, [&]<class R, class T>() { launch<R, T>(xx, m, out.data, out_size, stream); });
+  Mapped m;
+  if (prepare_reducer(x, out, reducer, mask, stream, xx, m)) dispatch_reducer(xx, m, out, stream, reducer);
 }
 
 /// (field name, dtype code, byte offset) of each field of the value_type, for the Python views.
@@ -77,6 +66,28 @@ nb::tuple fields_of(int reducer, int dtype) {
 }
 
 }  // namespace
+
+bool prepare_reducer(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
+                     Mapped& m) {
+  check_input(x, mask, stream);
+  std::int64_t want[max_ndim + 1];
+  const int rank = kept_shape(x, mask, want);
+  check_struct_out(x, out, want, rank, reducer);
+  const std::int64_t out_size = out.size() / want[rank];
+  if (out_size == 0) return false;
+  if (x.size() == 0 && (reducer == argmax || reducer == argmin))
+    throw nb::value_error(("x: " + std::string(reducer_names[reducer]) + " of an empty set (x of shape " +
+                           shape_str(x.shape, x.ndim) + " has no element to reduce); it has no identity")
+                              .c_str());
+  m = view_of(x, mask, out_size, xx);
+  check_arg_order(x, m, reducer);
+  return true;
+}
+
+void dispatch_reducer(const Desc& xx, const Mapped& m, const Desc& out, std::uintptr_t stream, int reducer) {
+  const std::int64_t out_size = out.size() / out.shape[out.ndim - 1];
+  with_reducer(reducer, xx.dtype, [&]<class R, class T>() { launch<R, T>(xx, m, out.data, out_size, stream); });
+}
 
 void bind_reducers(nb::module_& m) {
   m.def(

@@ -14,6 +14,7 @@ from . import _tally
 
 _DTYPES = tuple(_tally.DTYPES)  # code -> name: int32, int64, float32, float64
 _CODE = {name: i for i, name in enumerate(_DTYPES)}
+_ITEMSIZE = (4, 8, 4, 8)
 
 
 def _dtype_name(dt):
@@ -100,6 +101,30 @@ class _ScalarSlab:
         block = self.torch.empty(self.N, dtype=self.types[code], device=like.device)
         return block.unbind(), block.data_ptr()
 
+    def struct_block(self, reducer, code, like):
+        """A block of N of a reducer's value_type structs (int64 words) on like's device, allocated on its
+        current stream: per struct the 0-d views of its fields (_tally.REDUCER_FIELDS' order), its pointer."""
+        words, fields = _tally.REDUCER_FIELDS[_tally.REDUCERS[reducer], _DTYPES[code]]
+        block = self.torch.empty((self.N, words), dtype=self.types[1], device=like.device)
+        cols = [block.view(self.types[fc])[:, off // _ITEMSIZE[fc]].unbind() for _, fc, off in fields]
+        return tuple(zip(*cols)), block.data_ptr()
+
+    def pair_block(self, code, like):
+        """A block of N pairs of dtype `code`: per pair its (2,) view and the 0-d views of its elements."""
+        block = self.torch.empty((self.N, 2), dtype=self.types[code], device=like.device)
+        return tuple(zip(block.unbind(), block[:, 0].unbind(), block[:, 1].unbind())), block.data_ptr()
+
+    def scratch(self, like):
+        """One float64 Moments struct (count, mean, m2) on like's device: its (mean, m2) view, its pointer."""
+        t = self.torch.empty(3, dtype=self.types[3], device=like.device)
+        return t[1:], t.data_ptr()
+
+    def divisors(self, b, like):
+        return self.torch.tensor([1.0, b], dtype=self.types[3], device=like.device)
+
+    def finish(self, moments, divisors, out):
+        self.torch.div(moments, divisors, out=out)
+
     def take(self, dev, code, stream, like):
         """(a fresh 0-d tensor, its raw description)."""
         v, p = _tally._torch_scalar(dev, code, stream, like)
@@ -120,6 +145,8 @@ class _Torch:
         # tally.reduce's fast path (torch_binding.cpp) for torch.Tensor on CUDA; none without the raw getter.
         _tally._torch_setup(torch.Tensor, tuple(self.types[c] for c in range(4)), self._raw_stream, self.empty,
                             self.scalars.block)
+        _tally._torch_reducers_setup(self.scalars.struct_block, self.scalars.pair_block, self.scalars.scratch,
+                                     self.scalars.divisors, self.scalars.finish)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)

@@ -17,7 +17,7 @@ the fact can repair ties: the reduction then runs in stages (_values_indices).
 import contextlib
 
 from . import _tally
-from ._arrays import _DTYPES, _axis_mask, _dtype_name, _explicit_stream, _family
+from ._arrays import _DTYPES, _ITEMSIZE, _axis_mask, _dtype_name, _explicit_stream, _family
 from ._reduce import reduce
 
 LayoutError = _tally.LayoutError
@@ -25,7 +25,9 @@ _CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUC
 assert tuple(_CODE_OF) == tuple(_tally.REDUCERS)
 _FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
            for key, (words, fields) in _tally.REDUCER_FIELDS.items()}
-_ITEMSIZE = (4, 8, 4, 8)
+# Full reductions of CUDA tensors on the current stream, in one compiled call (torch_binding.cpp):
+# None where the general path below must take the call (it then reports any error).
+_fast = _tally.reducer_torch
 
 
 class _Structs:
@@ -121,6 +123,10 @@ def _correction(correction):
 
 
 def _arg(reducer, x, axis, return_values, stream, copy):
+    if stream is None:
+        r = _fast(x, _CODE_OF[reducer], axis)
+        if r is not None:
+            return r if return_values else r[1]
     ad, x, back = _family(x)
     try:
         values, index = _values_indices(reducer, ad, x, _axis_mask(axis, len(x.shape)), stream)
@@ -201,12 +207,20 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
     library's identities (+inf, -inf) (integers: (max, lowest) of the dtype), as tally.reduce's max
     and min do. Both results are views of one buffer of (min, max) pairs, of x's dtype.
     """
+    if stream is None:
+        r = _fast(x, 2, axis)
+        if r is not None:
+            return r
     call = _Call(x, "minmax", axis, stream, copy)
     return call.result(call.field("min")), call.result(call.field("max"))
 
 
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     corr = _correction(correction)
+    if stream is None and corr < 1 << 62:
+        r = _fast(x, 3, axis, corr)
+        if r is not None:
+            return r if want_var and want_mean else r[0] if want_var else r[1]
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
