@@ -111,16 +111,21 @@ class _ScalarSlab:
 
     def pair_block(self, code, like):
         """A block of N pairs of dtype `code`: per pair its (2,) view and the 0-d views of its elements."""
-        block = self.torch.empty((self.N, 2), dtype=self.types[code], device=like.device)
+        # Never an inference tensor (made under torch.inference_mode): finish() writes into it with
+        # out=, which PyTorch refuses for inference tensors outside inference mode.
+        with self.torch.inference_mode(False):
+            block = self.torch.empty((self.N, 2), dtype=self.types[code], device=like.device)
         return tuple(zip(block.unbind(), block[:, 0].unbind(), block[:, 1].unbind())), block.data_ptr()
 
     def scratch(self, like):
         """One float64 Moments struct (count, mean, m2) on like's device: its (mean, m2) view, its pointer."""
-        t = self.torch.empty(3, dtype=self.types[3], device=like.device)
-        return t[1:], t.data_ptr()
+        with self.torch.inference_mode(False):  # as pair_block's, though only read by finish()
+            t = self.torch.empty(3, dtype=self.types[3], device=like.device)
+            return t[1:], t.data_ptr()
 
     def divisors(self, b, like):
-        return self.torch.tensor([1.0, b], dtype=self.types[3], device=like.device)
+        with self.torch.inference_mode(False):
+            return self.torch.tensor([1.0, b], dtype=self.types[3], device=like.device)
 
     def finish(self, moments, divisors, out):
         self.torch.div(moments, divisors, out=out)
