@@ -253,3 +253,31 @@ def test_torch_full_reductions_fast_path(tally, torch, dtype):
         var_o, m_o = tally.var_mean(xs[1])
     s2.synchronize()
     assert torch.equal(var_i, var_o) and torch.equal(m_i, m_o)
+
+
+def test_torch_kept_axes_fast_path(tally, torch):
+    """Reductions that keep axes of CUDA tensors take the compiled call as well: the general path's
+    results (forced by naming the stream), bit for bit, in its dtypes, shapes and device."""
+    cur = torch.cuda.current_stream()
+    for dt in (torch.float32, torch.float64, torch.int32, torch.int64):
+        x = torch.randint(-4, 4, (6, 33, 257), device="cuda").to(dt)  # ties: the first index wins
+        for axis in (0, 1, 2, (0, 1), (1, 2), (0, 2), -1, ()):
+            dims = dims_of(axis)
+            for r in range(4):
+                assert tally._tally.reducer_torch(x, r, axis, 1) is not None, (dt, axis, r)
+            fast = [tally.argmax(x, axis, return_values=True), tally.argmin(x, axis, return_values=True),
+                    tally.aminmax(x, axis), tally.var_mean(x, axis, correction=1)]
+            slow = [tally.argmax(x, axis, return_values=True, stream=cur), tally.argmin(x, axis, return_values=True, stream=cur),
+                    tally.aminmax(x, axis, stream=cur), tally.var_mean(x, axis, correction=1, stream=cur)]
+            for f, s in zip(fast, slow):
+                for a, b in zip(f, s):
+                    assert a.dtype == b.dtype and a.shape == b.shape and a.device == x.device, (dt, axis)
+                    assert a.cpu().numpy().tobytes() == b.cpu().numpy().tobytes(), (dt, axis)
+            if isinstance(axis, int):
+                assert torch.equal(fast[0][1], torch.argmax(x, dim=axis)) and torch.equal(fast[1][1], torch.argmin(x, dim=axis))
+            if axis != ():
+                lo, hi = fast[2]
+                assert torch.equal(lo, torch.amin(x, dim=dims)) and torch.equal(hi, torch.amax(x, dim=dims))
+    y = torch.randn(3, 4, device="cuda")
+    v, m = tally.var_mean(y[:, :1], axis=1, correction=1)  # one element per result: NaN variances
+    assert torch.isnan(v).all() and torch.equal(m, y[:, 0])

@@ -130,6 +130,21 @@ class _ScalarSlab:
     def finish(self, moments, divisors, out):
         self.torch.div(moments, divisors, out=out)
 
+    def struct_views(self, kept, reducer, code, like):
+        """Reductions that keep axes: a new buffer of structs (kept + (words,)) on like's device, its
+        fields' views, its pointer (the general path's results, made in one call)."""
+        words, fields = _tally.REDUCER_FIELDS[_tally.REDUCERS[reducer], _DTYPES[code]]
+        buf = self.torch.empty(kept + (words,), dtype=self.types[1], device=like.device)
+        return tuple(buf.view(self.types[fc])[..., off // _ITEMSIZE[fc]] for _, fc, off in fields), buf.data_ptr()
+
+    def moments_views(self, kept, code, like):
+        """Variances and means that keep axes: the Moments structs' pointer and (mean, m2) view, the
+        (mean, variance) pairs of dtype `code` that finish() fills, and their (variance, mean) views."""
+        dev = like.device
+        buf = self.torch.empty(kept + (3,), dtype=self.types[3], device=dev)
+        pairs = self.torch.empty(kept + (2,), dtype=self.types[code], device=dev)
+        return buf.data_ptr(), buf[..., 1:], pairs, pairs[..., 1], pairs[..., 0]
+
     def take(self, dev, code, stream, like):
         """(a fresh 0-d tensor, its raw description)."""
         v, p = _tally._torch_scalar(dev, code, stream, like)
@@ -151,7 +166,8 @@ class _Torch:
         _tally._torch_setup(torch.Tensor, tuple(self.types[c] for c in range(4)), self._raw_stream, self.empty,
                             self.scalars.block)
         _tally._torch_reducers_setup(self.scalars.struct_block, self.scalars.pair_block, self.scalars.scratch,
-                                     self.scalars.divisors, self.scalars.finish)
+                                     self.scalars.divisors, self.scalars.finish, self.scalars.struct_views,
+                                     self.scalars.moments_views)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)

@@ -25,7 +25,7 @@ _CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUC
 assert tuple(_CODE_OF) == tuple(_tally.REDUCERS)
 _FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
            for key, (words, fields) in _tally.REDUCER_FIELDS.items()}
-# Full reductions of CUDA tensors on the current stream, in one compiled call (torch_binding.cpp):
+# CUDA tensors on the current stream, in one compiled call (torch_binding.cpp):
 # None where the general path below must take the call (it then reports any error).
 _fast = _tally.reducer_torch
 
