@@ -8,6 +8,14 @@ views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, wher
 finishing (a variance divided by its count, a cast to float32), new arrays made by the family's own
 elementwise operations on the results only, on the call's stream.
 
+PyTorch CUDA tensors on the current stream take all of that in one compiled call (reducer_torch in
+torch_binding.cpp; a call's host time is otherwise most of a small reduction's cost): full
+reductions' results are 0-d views of structs carved from shared blocks whose views are made once per
+block (as tally.reduce's scalars), and var_mean's finishing is one torch.div of (mean, m2) by
+(1, count - correction) into the result dtype (float64 division, rounded once on the store: the
+bits of the general path's m2 / d and cast). Anything else (an explicit stream, an empty x, a layout
+or an arg-order the view refuses, a bad argument) runs the general path below, which reports errors.
+
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
 would sort them into memory order (e.g. a full reduction of a transposed array), the library's
