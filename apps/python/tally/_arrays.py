@@ -74,6 +74,9 @@ class _NumPy:
     def nan_unless(self, cond, a):
         return self.np.where(cond, a, self.np.nan)
 
+    def divide(self, a, d):
+        return a / d
+
     def take_last(self, a, i):
         """a[..., i[...]]: one element of each row of a's last axis."""
         return self.np.take_along_axis(a, self.np.asarray(i)[..., None], axis=-1)[..., 0]
@@ -207,6 +210,11 @@ class _Torch:
     def nan_unless(self, cond, a):
         return a.masked_fill(~cond, float("nan"))
 
+    def divide(self, a, d):
+        """a / d correctly rounded (the CPU's and the fast path's bits): PyTorch turns division of a
+        CUDA tensor by a Python number into a product with its reciprocal, not by a tensor."""
+        return a / self.torch.full_like(a, d)
+
     def take_last(self, a, i):
         return a.gather(-1, i.unsqueeze(-1)).squeeze(-1)
 
@@ -269,6 +277,9 @@ class _CuPy:
 
     def nan_unless(self, cond, a):
         return self.cupy.where(cond, a, self.cupy.nan)
+
+    def divide(self, a, d):
+        return a / d
 
     def take_last(self, a, i):
         return self.cupy.take_along_axis(a, i[..., None], axis=-1)[..., 0]

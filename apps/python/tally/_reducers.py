@@ -242,7 +242,7 @@ def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     with call.stream_context():
         if want_var:
             m2, d = call.field("m2"), n - corr
-            res.append(ad.cast(m2 / d if d > 0 else m2 * float("nan"), out))
+            res.append(ad.cast(ad.divide(m2, d) if d > 0 else m2 * float("nan"), out))
         if want_mean:
             m = call.field("mean")
             res.append(ad.cast(m if n > 0 else m * float("nan"), out))
