@@ -284,3 +284,27 @@ def test_torch_kept_axes_fast_path(tally, torch):
     y = torch.randn(3, 4, device="cuda")
     v, m = tally.var_mean(y[:, :1], axis=1, correction=1)  # one element per result: NaN variances
     assert torch.isnan(v).all() and torch.equal(m, y[:, 0])
+
+
+def test_torch_explicit_default_stream_orders_the_finishing(tally, torch):
+    """stream= the default stream (handle 0) sends the call through the general path: its results'
+    buffers and finishing (var_mean's division and cast) run on that stream, after the kernel and
+    after earlier work on it (torch.cuda.ExternalStream(0) would be a new pool stream instead)."""
+    x = torch.zeros(4096, 4096, device="cuda")
+    default = torch.cuda.default_stream()
+    assert default.cuda_stream == 0
+    torch.cuda.synchronize()
+    with torch.cuda.stream(default):
+        torch.cuda._sleep(100_000_000)
+        x.fill_(2.0)
+        x[:, 7] = 4.0
+    v, m = tally.var_mean(x, axis=1, correction=0, stream=default)
+    lo, hi = tally.aminmax(x, axis=1, stream=default)
+    i = tally.argmax(x, axis=1, stream=default)
+    torch.cuda.synchronize()
+    n = x.shape[1]
+    mean = (2.0 * (n - 1) + 4.0) / n
+    assert torch.equal(i, torch.full_like(i, 7)) and bool((lo == 2).all()) and bool((hi == 4).all())
+    assert torch.allclose(m, torch.full_like(m, mean), rtol=1e-6)
+    var = ((n - 1) * (2.0 - mean) ** 2 + (4.0 - mean) ** 2) / n
+    assert torch.allclose(v, torch.full_like(v, var), rtol=1e-5)

@@ -219,6 +219,11 @@ class _Torch:
         return a.gather(-1, i.unsqueeze(-1)).squeeze(-1)
 
     def on_stream(self, s, dev):
+        # Handle 0 is the default stream: torch.cuda.ExternalStream(0) would hand out a new stream of
+        # PyTorch's pool instead (a null stream_ptr means "none given"), one that is not ordered
+        # after our kernels on the legacy stream (seen on an H200: results read before written).
+        if s == 0:
+            return self.torch.cuda.stream(self.torch.cuda.default_stream(dev))
         return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s, device=dev))
 
     def describe(self, a):
