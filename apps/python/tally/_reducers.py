@@ -36,6 +36,17 @@ _FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
 # CUDA tensors on the current stream, in one compiled call (torch_binding.cpp):
 # None where the general path below must take the call (it then reports any error).
 _fast = _tally.reducer_torch
+try:  # NumPy arrays, the same way (reducer_host in reducers_binding.cpp: new arrays, no views)
+    from numpy import ndarray as _ndarray
+except ImportError:
+    _ndarray = None
+
+
+def _compiled(x, code, axis, corr=0):
+    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise."""
+    if type(x) is _ndarray:
+        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr)
+    return _fast(x, code, axis, corr)
 
 
 class _Structs:
@@ -132,7 +143,7 @@ def _correction(correction):
 
 def _arg(reducer, x, axis, return_values, stream, copy):
     if stream is None:
-        r = _fast(x, _CODE_OF[reducer], axis)
+        r = _compiled(x, _CODE_OF[reducer], axis)
         if r is not None:
             return r if return_values else r[1]
     ad, x, back = _family(x)
@@ -216,7 +227,7 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
     and min do. Both results are views of one buffer of (min, max) pairs, of x's dtype.
     """
     if stream is None:
-        r = _fast(x, 2, axis)
+        r = _compiled(x, 2, axis)
         if r is not None:
             return r
     call = _Call(x, "minmax", axis, stream, copy)
@@ -226,7 +237,7 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     corr = _correction(correction)
     if stream is None and corr < 1 << 62:
-        r = _fast(x, 3, axis, corr)
+        r = _compiled(x, 3, axis, corr)
         if r is not None:
             return r if want_var and want_mean else r[0] if want_var else r[1]
     call = _Call(x, "meanvar", axis, stream, copy)
