@@ -8,13 +8,15 @@ views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, wher
 finishing (a variance divided by its count, a cast to float32), new arrays made by the family's own
 elementwise operations on the results only, on the call's stream.
 
-PyTorch CUDA tensors on the current stream take all of that in one compiled call (reducer_torch in
-torch_binding.cpp; a call's host time is otherwise most of a small reduction's cost): full
-reductions' results are 0-d views of structs carved from shared blocks whose views are made once per
-block (as tally.reduce's scalars), and var_mean's finishing is one torch.div of (mean, m2) by
-(1, count - correction) into the result dtype (float64 division, rounded once on the store: the
-bits of the general path's m2 / d and cast). Anything else (an explicit stream, an empty x, a layout
-or an arg-order the view refuses, a bad argument) runs the general path below, which reports errors.
+The commonest calls take all of that in one compiled call (a call's host time is otherwise most of
+a small reduction's cost): NumPy arrays (reducer_host in reducers_binding.cpp: the structs in host
+memory, each field copied into its own new array, var_mean's m2 / d and cast in C++), and PyTorch
+CUDA tensors on the current stream (reducer_torch in torch_binding.cpp: full reductions' results
+are 0-d views of structs carved from shared blocks whose views are made once per block, as
+tally.reduce's scalars; var_mean's finishing is one torch.div of (mean, m2) by (1, count -
+correction) into the result dtype, float64 division rounded once on the store). Both give the
+general path's bits. Anything else (an explicit stream, an empty x, a layout or an arg-order the
+view refuses, a bad argument) runs the general path below, which reports errors.
 
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
@@ -208,8 +210,9 @@ def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
     with return_values=True the pair (values, indices), as torch.max(x, dim) (values of x's dtype).
     Ties: the first index wins. NaN: the first NaN wins (NumPy's and PyTorch's rule). The same
     (value, index) on every backend, layout and launch shape. An empty reduced set raises
-    ValueError (there is no identity). Values and indices are strided views of one buffer of
-    (value, index) structs (the indices a new array where the reduction ran in stages).
+    ValueError (there is no identity). On the GPU values and indices are strided views of one
+    buffer of (value, index) structs (the indices a new array where the reduction ran in stages);
+    NumPy results are arrays of their own.
     """
     return _arg("argmax", x, axis, return_values, stream, copy)
 
@@ -224,7 +227,7 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 
     NaN anywhere in a reduced set gives NaN in both; -0.0 < +0.0. An empty reduced set gives the
     library's identities (+inf, -inf) (integers: (max, lowest) of the dtype), as tally.reduce's max
-    and min do. Both results are views of one buffer of (min, max) pairs, of x's dtype.
+    and min do. Both results are of x's dtype (on the GPU views of one buffer of (min, max) pairs).
     """
     if stream is None:
         r = _compiled(x, 2, axis)
