@@ -403,3 +403,56 @@ def test_bad_arguments(tally):
     with pytest.raises(tally.LayoutError, match=r"^x: .*copy=True"):
         tally.argmax(np.broadcast_to(x[:1], x.shape), axis=0)
     np.testing.assert_array_equal(tally.argmax(np.broadcast_to(x[:1], x.shape), axis=0, copy=True), np.zeros(5))
+
+
+class _Foreign:
+    """A host array offered through DLPack only: tally imports it into NumPy and takes the general
+    (Python) path, which the compiled call for NumPy arrays (reducer_host) must match."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kwargs):
+        return self.a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compiled_call_matches_the_general_path(tally, rng, dtype):
+    """NumPy arrays take one compiled call (new arrays, no views of a struct buffer; var_mean's
+    division in C++): the general path's results bit for bit, with its dtypes and shapes, x unchanged."""
+    for shape in SHAPES:
+        x = data(rng, shape, dtype, ties=True)
+        if np.issubdtype(dtype, np.floating):
+            x.flat[rng.integers(0, x.size, 2)] = np.nan
+            x.flat[rng.integers(0, x.size)] = -0.0
+        before = x.tobytes()
+        for axis in axis_sets(x.ndim):
+            for f, kw in ((tally.argmax, dict(return_values=True)), (tally.argmin, dict(return_values=True)),
+                          (tally.aminmax, {}), (tally.var_mean, dict(correction=0)), (tally.var_mean, dict(correction=1)),
+                          (tally.var, dict(correction=3)), (tally.mean, {})):
+                if f is tally.mean and np.issubdtype(dtype, np.floating):
+                    continue  # floats: tally.reduce's Mean, not a reducer
+                try:
+                    want = f(_Foreign(x), axis, **kw)
+                except ValueError:  # arg-reductions whose order the view refuses: both paths raise
+                    with pytest.raises(ValueError):
+                        f(x, axis, **kw)
+                    continue
+                got = f(x, axis, **kw)
+                got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+                for g, w in zip(got, want):
+                    assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape, (f, shape, axis)
+                    assert g.tobytes() == np.ascontiguousarray(w).tobytes(), (f.__name__, shape, axis, kw)
+        assert x.tobytes() == before
+    # The compiled call declines what the general path must report or stage, writing nothing.
+    assert tally._tally.reducer_host(np.zeros(0, dtype), 0, 1) is None
+    assert tally._tally.reducer_host(np.zeros((3, 4), dtype).T, 0, 3) is None  # ties need stages
+    assert tally._tally.reducer_host(np.zeros(3, np.float16), 0, 1) is None
+    assert tally._tally.reducer_host(np.zeros(3, dtype), 0, 2) is None  # an axis out of range
+    assert tally._tally.reducer_host(np.arange(5, dtype=dtype)[::-1], 0, 1) is None  # a negative stride
+    with pytest.raises(ValueError, match="x: negative stride"):
+        tally.argmax(np.arange(5, dtype=dtype)[::-1])
+    assert tally.argmax(np.arange(5, dtype=dtype)[::-1], copy=True) == 0

@@ -180,3 +180,131 @@ def test_cupy_reducers(tally, cupy):
     f = xh.ravel()
     want = np.array([f[0:100].max(), -np.inf, f[100:5000].max(), f[5000:].max()], np.float32)
     np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_torch_full_reductions_fast_path(tally, torch, dtype):
+    """Full reductions on the current stream take one compiled call (_tally.reducer_torch): the same
+    results, dtypes, device and bits as the general path (forced by naming the stream), each result
+    its own tensor (more calls than a block holds), ordered after the current stream's work."""
+    rng = np.random.default_rng(SEED)
+    print("seed", SEED)
+    dt = getattr(torch, dtype)
+    cur = torch.cuda.current_stream()
+    xs = [torch.from_numpy(rng.integers(-50, 50, size=int(rng.integers(2, 5000)))).to("cuda", dt) for _ in range(300)]
+    if dt.is_floating_point:
+        xs = [x / 7 for x in xs]
+    assert tally._tally.reducer_torch(xs[0], 0, None) is not None  # the fast path takes these calls
+    results = [(tally.argmax(x, return_values=True), tally.argmin(x), tally.aminmax(x), tally.var_mean(x, correction=1),
+                tally.mean(x) if not dt.is_floating_point else None) for x in xs]
+    out_dt = torch.float32 if dt == torch.float32 else torch.float64
+    for x, ((v, i), j, (lo, hi), (var, m), im) in zip(xs, results):
+        assert i.shape == () and i.dtype == torch.int64 and i.device == x.device and v.dtype == dt
+        assert torch.equal(i, torch.argmax(x)) and torch.equal(v, x.max()) and torch.equal(j, torch.argmin(x))
+        assert torch.equal(lo, x.min()) and torch.equal(hi, x.max()) and lo.dtype == dt
+        assert var.dtype == out_dt and m.dtype == out_dt and var.shape == () and var.device == x.device
+        gv, gm = tally.var_mean(x, correction=1, stream=cur)  # the general path: the same bits
+        assert gv.cpu().numpy().tobytes() == var.cpu().numpy().tobytes()
+        assert gm.cpu().numpy().tobytes() == m.cpu().numpy().tobytes()
+        ga = tally.argmax(x, return_values=True, stream=cur)
+        assert torch.equal(ga[0], v) and torch.equal(ga[1], i)
+        if im is not None:
+            assert im.dtype == torch.float64 and torch.equal(im, tally.mean(x, stream=cur))
+        wv, wm = torch.var_mean(x.double(), correction=1)
+        assert abs(float(m) - float(wm)) <= 1e-6 * (1 + abs(float(wm))) and abs(float(var) - float(wv)) <= 1e-5 * float(wv) + 1e-12
+    # The undefined cases: a divisor <= 0 gives a NaN variance (the mean is the element).
+    one = torch.full((1,), 3, device="cuda", dtype=dt)
+    v1, m1 = tally.var_mean(one, correction=1)
+    assert torch.isnan(v1) and float(m1) == 3.0 and not torch.isnan(tally.var(one))
+    assert torch.isnan(tally.var(torch.ones(3, device="cuda", dtype=dt), correction=5))
+    # Zero copy through a strided view; the current stream (not the legacy default) orders the call.
+    base = torch.zeros(4, 1 << 18, device="cuda", dtype=dt)
+    y = base[1, ::2]
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        y.fill_(2)
+        y[4321] = 9
+        i = tally.argmax(y)
+        lo, hi = tally.aminmax(y)
+        var, m = tally.var_mean(y)
+    assert tally._tally._last_input_pointer() == y.data_ptr()
+    side.synchronize()
+    n = y.numel()
+    assert i.item() == 4321 and float(hi) == 9 and float(lo) == 2
+    assert abs(float(m) - (2 * (n - 1) + 9) / n) <= 1e-6 * 3
+    # Not taken: an empty x (argmax raises ValueError, aminmax gives the identities), a transposed
+    # view whose ties need stages, and bad arguments (the general path names them, writes nothing).
+    e = torch.empty(0, device="cuda", dtype=dt)
+    assert tally._tally.reducer_torch(e, 0, None) is None
+    with pytest.raises(ValueError, match="x: argmax of an empty set"):
+        tally.argmax(e)
+    t = torch.zeros(30, 40, device="cuda", dtype=dt).T
+    assert tally._tally.reducer_torch(t, 0, None) is None and tally.argmax(t).item() == 0
+    with pytest.raises(ValueError, match="axis"):
+        tally.argmin(xs[0], axis=1)
+    with pytest.raises(ValueError, match="correction"):
+        tally.var_mean(xs[0], correction=-1)
+    s2 = torch.cuda.Stream()  # a new stream: new blocks, made under inference mode, used outside it too
+    with torch.cuda.stream(s2):
+        with torch.inference_mode():
+            var_i, m_i = tally.var_mean(xs[1] + 0)
+        var_o, m_o = tally.var_mean(xs[1])
+    s2.synchronize()
+    assert torch.equal(var_i, var_o) and torch.equal(m_i, m_o)
+
+
+def test_torch_kept_axes_fast_path(tally, torch):
+    """Reductions that keep axes of CUDA tensors take the compiled call as well: the general path's
+    results (forced by naming the stream), bit for bit, in its dtypes, shapes and device."""
+    cur = torch.cuda.current_stream()
+    for dt in (torch.float32, torch.float64, torch.int32, torch.int64):
+        x = torch.randint(-4, 4, (6, 33, 257), device="cuda").to(dt)  # ties: the first index wins
+        for axis in (0, 1, 2, (0, 1), (1, 2), (0, 2), -1, ()):
+            dims = dims_of(axis)
+            for r in range(4):
+                assert tally._tally.reducer_torch(x, r, axis, 1) is not None, (dt, axis, r)
+            fast = [tally.argmax(x, axis, return_values=True), tally.argmin(x, axis, return_values=True),
+                    tally.aminmax(x, axis), tally.var_mean(x, axis, correction=1)]
+            slow = [tally.argmax(x, axis, return_values=True, stream=cur), tally.argmin(x, axis, return_values=True, stream=cur),
+                    tally.aminmax(x, axis, stream=cur), tally.var_mean(x, axis, correction=1, stream=cur)]
+            for f, s in zip(fast, slow):
+                for a, b in zip(f, s):
+                    assert a.dtype == b.dtype and a.shape == b.shape and a.device == x.device, (dt, axis)
+                    na, nb = a.cpu().numpy(), b.cpu().numpy()  # NaN where undefined: their payloads aside
+                    nan = np.isnan(na) if na.dtype.kind == "f" else np.zeros(na.shape, bool)
+                    assert np.array_equal(nan, np.isnan(nb) if nb.dtype.kind == "f" else nan), (dt, axis)
+                    assert na[~nan].tobytes() == nb[~nan].tobytes(), (dt, axis)
+            if isinstance(axis, int):
+                assert torch.equal(fast[0][1], torch.argmax(x, dim=axis)) and torch.equal(fast[1][1], torch.argmin(x, dim=axis))
+            if axis != ():
+                lo, hi = fast[2]
+                assert torch.equal(lo, torch.amin(x, dim=dims)) and torch.equal(hi, torch.amax(x, dim=dims))
+    y = torch.randn(3, 4, device="cuda")
+    v, m = tally.var_mean(y[:, :1], axis=1, correction=1)  # one element per result: NaN variances
+    assert torch.isnan(v).all() and torch.equal(m, y[:, 0])
+
+
+def test_torch_explicit_default_stream_orders_the_finishing(tally, torch):
+    """stream= the default stream (handle 0) sends the call through the general path: its results'
+    buffers and finishing (var_mean's division and cast) run on that stream, after the kernel and
+    after earlier work on it (torch.cuda.ExternalStream(0) would be a new pool stream instead)."""
+    x = torch.zeros(4096, 4096, device="cuda")
+    default = torch.cuda.default_stream()
+    assert default.cuda_stream == 0
+    torch.cuda.synchronize()
+    with torch.cuda.stream(default):
+        torch.cuda._sleep(100_000_000)
+        x.fill_(2.0)
+        x[:, 7] = 4.0
+    v, m = tally.var_mean(x, axis=1, correction=0, stream=default)
+    lo, hi = tally.aminmax(x, axis=1, stream=default)
+    i = tally.argmax(x, axis=1, stream=default)
+    torch.cuda.synchronize()
+    n = x.shape[1]
+    mean = (2.0 * (n - 1) + 4.0) / n
+    assert torch.equal(i, torch.full_like(i, 7)) and bool((lo == 2).all()) and bool((hi == 4).all())
+    assert torch.allclose(m, torch.full_like(m, mean), rtol=1e-6)
+    var = ((n - 1) * (2.0 - mean) ** 2 + (4.0 - mean) ** 2) / n
+    assert torch.allclose(v, torch.full_like(v, var), rtol=1e-5)

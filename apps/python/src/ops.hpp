@@ -86,6 +86,14 @@ decltype(auto) with_reducer(int reducer, int dtype, F&& f) {
   }
 }
 
+/// A reducer's checks of out (the struct buffer, check_struct_out) against x and the axis set, and
+/// x's view to launch on; nothing is launched. False: nothing to write. ArgOrderError where an
+/// arg-reduction's reduced axes lie in another order than x's. `stream`: as prepare_reduce's.
+bool prepare_reducer(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
+                     Mapped& m);
+/// Launches the reducer on a prepared view into out (the struct buffer, shape (*kept, words)).
+void dispatch_reducer(const Desc& xx, const Mapped& m, const Desc& out, std::uintptr_t stream, int reducer);
+
 /// 8-byte words per value_type (the buffer's last axis).
 inline std::int64_t words_of(int reducer, int dtype) {
   return with_reducer(reducer, dtype, []<class R, class T>() -> std::int64_t {

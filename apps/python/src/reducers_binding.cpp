@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <limits>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "tally/reduce/reduce.hpp"
 
@@ -41,20 +44,79 @@ void check_arg_order(const Desc& x, const Mapped& m, int reducer) {
 
 /// Checks, then launches into out (the buffer of value_type structs).
 void run(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream) {
-  check_input(x, mask, stream);
-  std::int64_t want[max_ndim + 1];
-  const int rank = kept_shape(x, mask, want);
-  check_struct_out(x, out, want, rank, reducer);
-  const std::int64_t out_size = out.size() / want[rank];
-  if (out_size == 0) return;
-  if (x.size() == 0 && (reducer == argmax || reducer == argmin))
-    throw nb::value_error(("x: " + std::string(reducer_names[reducer]) + " of an empty set (x of shape " +
-                           shape_str(x.shape, x.ndim) + " has no element to reduce); it has no identity")
-                              .c_str());
   Desc xx;
-  const Mapped m = view_of(x, mask, out_size, xx);
-  check_arg_order(x, m, reducer);
-  with_reducer(reducer, x.dtype, [&]<class R, class T>() { launch<R, T>(xx, m, out.data, out_size, stream); });
+  Mapped m;
+  if (prepare_reducer(x, out, reducer, mask, stream, xx, m)) dispatch_reducer(xx, m, out, stream, reducer);
+}
+
+/// A new NumPy array of n elements of the kept shape, filled by fill(T* data).
+template <class T, class F>
+nb::object host_array(const Desc& out, int rank, std::int64_t n, F&& fill) {
+  T* data = new T[static_cast<std::size_t>(std::max<std::int64_t>(n, 1))];
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  fill(data);
+  std::size_t shape[max_ndim];
+  for (int a = 0; a < rank; ++a) shape[a] = static_cast<std::size_t>(out.shape[a]);
+  return nb::ndarray<nb::numpy, T>(data, static_cast<std::size_t>(rank), shape, owner).cast();
+}
+
+/// The reducers on a host array in one compiled call: the structs in a vector, then each field
+/// into its own new NumPy array (var_mean's division and cast here: m2 / d in float64, rounded once
+/// to the result dtype, the general path's bits). None where the general path must take the call
+/// (a dtype, layout or arg-order it refuses, an empty x or kept axis): nothing is written then.
+nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int64_t correction) {
+  nb::ndarray<nb::ro> xa;
+  if (!nb::try_cast(x, xa)) return nb::none();  // e.g. a byte order nanobind does not import
+  if (reducer < 0 || reducer >= n_reducers || correction < 0 || xa.device_type() != nb::device::cpu::value ||
+      xa.ndim() >= max_ndim)
+    return nb::none();
+  Desc dx;
+  dx.data = const_cast<void*>(xa.data());  // only read
+  dx.dtype = dtype_code(xa.dtype());
+  dx.ndim = static_cast<int>(xa.ndim());
+  if (dx.dtype < 0 || (mask >> dx.ndim) != 0) return nb::none();
+  for (int a = 0; a < dx.ndim; ++a)
+    dx.shape[a] = static_cast<std::int64_t>(xa.shape(static_cast<std::size_t>(a))), dx.strides[a] = xa.stride(static_cast<std::size_t>(a));
+  if (dx.size() == 0) return nb::none();
+  Desc out;  // the value_type structs (*kept, words), as int64 words
+  out.dtype = i64;
+  const int rank = kept_shape(dx, mask, out.shape);
+  out.ndim = rank + 1, out.shape[rank] = words_of(reducer, dx.dtype);
+  for (std::int64_t a = rank, st = 1; a >= 0; --a) out.strides[a] = st, st *= out.shape[a];
+  Desc xx;
+  Mapped m;
+  try {
+    if (!prepare_reducer(dx, out, reducer, mask, 0, xx, m)) return nb::none();
+  } catch (const std::exception&) {
+    return nb::none();
+  }
+  std::vector<std::int64_t> words(static_cast<std::size_t>(out.size()));
+  out.data = words.data();
+  dispatch_reducer(xx, m, out, 0, reducer);
+  const std::int64_t n_out = out.size() / out.shape[rank], n = dx.size() / n_out;
+  return with_reducer(reducer, dx.dtype, [&]<class R, class T>() -> nb::object {
+    using V = typename R::value_type;
+    const V* v = reinterpret_cast<const V*>(words.data());
+    if constexpr (std::is_same_v<V, tr::ValueIndex<T>>) {
+      nb::object values = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].value; });
+      nb::object index = host_array<std::int64_t>(out, rank, n_out, [&](std::int64_t* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].index; });
+      return nb::make_tuple(values, index);
+    } else if constexpr (std::is_same_v<V, tr::MinMaxPair<T>>) {
+      nb::object lo = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].min; });
+      nb::object hi = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].max; });
+      return nb::make_tuple(lo, hi);
+    } else {
+      // Every result has n > 0 elements: the mean is defined; the variance is NaN where its divisor is <= 0.
+      using Out = std::conditional_t<std::is_same_v<T, float>, float, double>;
+      const std::int64_t dv = n - correction;
+      const auto var = [&](Out* d) {
+        for (std::int64_t i = 0; i < n_out; ++i)
+          d[i] = static_cast<Out>(dv > 0 ? v[i].m2 / static_cast<double>(dv) : std::numeric_limits<double>::quiet_NaN());
+      };
+      const auto mean = [&](Out* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = static_cast<Out>(v[i].mean); };
+      return nb::make_tuple(host_array<Out>(out, rank, n_out, var), host_array<Out>(out, rank, n_out, mean));
+    }
+  });
 }
 
 /// (field name, dtype code, byte offset) of each field of the value_type, for the Python views.
@@ -78,6 +140,28 @@ nb::tuple fields_of(int reducer, int dtype) {
 
 }  // namespace
 
+bool prepare_reducer(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
+                     Mapped& m) {
+  check_input(x, mask, stream);
+  std::int64_t want[max_ndim + 1];
+  const int rank = kept_shape(x, mask, want);
+  check_struct_out(x, out, want, rank, reducer);
+  const std::int64_t out_size = out.size() / want[rank];
+  if (out_size == 0) return false;
+  if (x.size() == 0 && (reducer == argmax || reducer == argmin))
+    throw nb::value_error(("x: " + std::string(reducer_names[reducer]) + " of an empty set (x of shape " +
+                           shape_str(x.shape, x.ndim) + " has no element to reduce); it has no identity")
+                              .c_str());
+  m = view_of(x, mask, out_size, xx);
+  check_arg_order(x, m, reducer);
+  return true;
+}
+
+void dispatch_reducer(const Desc& xx, const Mapped& m, const Desc& out, std::uintptr_t stream, int reducer) {
+  const std::int64_t out_size = out.size() / out.shape[out.ndim - 1];
+  with_reducer(reducer, xx.dtype, [&]<class R, class T>() { launch<R, T>(xx, m, out.data, out_size, stream); });
+}
+
 void bind_reducers(nb::module_& m) {
   m.def(
       "reducer_nd",
@@ -97,6 +181,10 @@ void bind_reducers(nb::module_& m) {
                    mask, stream);
       },
       "Like reducer_nd, for arrays described by pointer, dtype code, device (-1: host), shape and strides.");
+  m.def("reducer_host", &reducer_host, nb::arg("x"), nb::arg("reducer"), nb::arg("mask"), nb::arg("correction") = 0,
+        "A reducer (_tally.REDUCERS' code) over the axes in the bit mask of a host array, in one call: argmax/argmin "
+        "(values, indices), minmax (min, max), meanvar (variance, mean) as new NumPy arrays; None where the general path "
+        "must take the call.");
   nb::dict fields;
   for (int r = 0; r < n_reducers; ++r)
     for (int d = 0; d < 4; ++d)

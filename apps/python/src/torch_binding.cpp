@@ -13,6 +13,7 @@
 
 #include <nanobind/stl/pair.h>
 
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -36,6 +37,23 @@ struct Torch {
   // gone, is ordered after our kernels on that stream), handed out once. A torch.empty per call costs
   // more host time than a small reduction's launch.
   std::map<std::tuple<int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> free;
+
+  // The reducers' full reductions (tally.argmax, argmin, aminmax, var_mean, mean of ints, var), the
+  // same way: each result a 0-d view of a field of one struct of a shared block, the views made once
+  // per block (a torch view costs about as much host time as a launch).
+  PyObject* struct_block = nullptr;  // (reducer, code, like) -> (per struct: its fields' 0-d views, block pointer)
+  PyObject* pair_block = nullptr;    // (code, like) -> (per pair: (its (2,) view, 0-d [0], 0-d [1]), block pointer)
+  PyObject* scratch = nullptr;       // like -> (the (mean, m2) view of a new float64 Moments struct, its pointer)
+  PyObject* divisors = nullptr;      // (b, like) -> a float64 tensor [1, b] on like's device
+  PyObject* finish = nullptr;        // (moments, divisors, out) -> torch.div(moments, divisors, out=out)
+  // Reductions that keep axes: new arrays per call, as the general path's, in one Python call.
+  PyObject* struct_views = nullptr;   // (kept, reducer, code, like) -> (its fields' views, buffer pointer)
+  PyObject* moments_views = nullptr;  // (kept, code, like) -> (structs' pointer, (mean, m2) view, pairs, var, mean)
+  std::map<std::tuple<int, int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> structs;
+  std::map<std::tuple<int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> pairs;
+  // MeanVar's struct is scratch, one per (device, stream): written and read on that stream only.
+  std::map<std::tuple<int, std::uintptr_t>, std::pair<PyObject*, std::uintptr_t>> moments;
+  std::map<std::pair<int, double>, PyObject*> divisor_cache;  // (device, b); NaN as one key
 };
 
 struct Tables {
@@ -135,22 +153,37 @@ bool axis_mask(PyObject* axis, int ndim, std::uint64_t& mask) {
   return true;
 }
 
-/// A fresh 0-d tensor of dtype `code` on (device, stream) and its data pointer.
-nb::object take_scalar(Torch& T, int device, int code, std::uintptr_t stream, PyObject* like, void*& data) {
-  auto& list = T.free[{device, code, stream}];
+/// The next element of a free list (its object, handed over, and its data pointer), refilled from
+/// make() -> (the elements' objects, the block's pointer), element i at pointer + i * stride.
+template <class Make>
+nb::object take(std::vector<std::pair<PyObject*, std::uintptr_t>>& list, std::uintptr_t stride, Make&& make, void*& data) {
   if (list.empty()) {
-    nb::object r = nb::steal(PyObject_CallFunction(T.block, "iO", code, like));
+    nb::object r = make();
     if (!r.is_valid()) throw nb::python_error();
     const auto got = nb::cast<std::pair<nb::tuple, std::uintptr_t>>(r);
     const std::size_t n = got.first.size();
     list.reserve(n);
-    for (std::size_t i = n; i-- > 0;)
-      list.emplace_back(got.first[i].inc_ref().ptr(), got.second + i * static_cast<std::uintptr_t>(dtype_sizes[code]));
+    for (std::size_t i = n; i-- > 0;) list.emplace_back(got.first[i].inc_ref().ptr(), got.second + i * stride);
   }
-  const auto [view, ptr] = list.back();
+  const auto [obj, ptr] = list.back();
   list.pop_back();
   data = reinterpret_cast<void*>(ptr);
-  return nb::steal(view);
+  return nb::steal(obj);
+}
+
+/// A fresh 0-d tensor of dtype `code` on (device, stream) and its data pointer.
+nb::object take_scalar(Torch& T, int device, int code, std::uintptr_t stream, PyObject* like, void*& data) {
+  return take(T.free[{device, code, stream}], static_cast<std::uintptr_t>(dtype_sizes[code]),
+              [&] { return nb::steal(PyObject_CallFunction(T.block, "iO", code, like)); }, data);
+}
+
+/// PyTorch's current stream of `device`; false where it cannot be had (the general path then runs).
+bool current_stream(const Torch& T, int device, std::uintptr_t& stream) {
+  nb::object dev = nb::steal(PyLong_FromLong(device));
+  nb::object handle = nb::steal(PyObject_CallOneArg(T.raw_stream, dev.ptr()));
+  if (!handle.is_valid() || !PyLong_Check(handle.ptr())) return declined();
+  stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle.ptr()));
+  return !PyErr_Occurred() || declined();
 }
 
 nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle out) {
@@ -171,17 +204,8 @@ nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle
     dout.ndim = kept_shape(dx, mask, dout.shape);
     for (std::int64_t a = dout.ndim - 1, s = 1; a >= 0; --a) dout.strides[a] = s, s *= dout.shape[a];
   }
-  nb::object dev = nb::steal(PyLong_FromLong(dx.device));
-  nb::object handle = nb::steal(PyObject_CallOneArg(T.raw_stream, dev.ptr()));
-  if (!handle.is_valid() || !PyLong_Check(handle.ptr())) {
-    PyErr_Clear();
-    return nb::none();
-  }
-  const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle.ptr()));
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return nb::none();
-  }
+  std::uintptr_t stream = 0;
+  if (!current_stream(T, dx.device, stream)) return nb::none();
 
   Desc xx;
   Mapped m;
@@ -208,6 +232,105 @@ nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle
   }
   if (launch) dispatch_op(xx, m, dout, stream, opc);
   return result;
+}
+
+/// The float64 tensor [1, d] on `device` (NaN for d <= 0: Moments::variance's rule) that divides a
+/// Moments struct's (mean, m2) into (mean, variance); borrowed from a small cache.
+PyObject* divisor(Torch& T, int device, std::int64_t d, PyObject* like) {
+  const double b = d > 0 ? static_cast<double>(d) : std::numeric_limits<double>::quiet_NaN();
+  const std::pair<int, double> key{device, d > 0 ? b : -1.0};
+  auto it = T.divisor_cache.find(key);
+  if (it == T.divisor_cache.end()) {
+    if (T.divisor_cache.size() >= 256) {  // bounded: one entry per (device, count - correction) seen
+      for (auto& [k, v] : T.divisor_cache) Py_DECREF(v);
+      T.divisor_cache.clear();
+    }
+    nb::object t = nb::steal(PyObject_CallFunction(T.divisors, "dO", b, like));
+    if (!t.is_valid()) throw nb::python_error();
+    it = T.divisor_cache.emplace(key, t.inc_ref().ptr()).first;
+  }
+  return it->second;
+}
+
+/// A reducer over axes of a torch.Tensor on CUDA, on PyTorch's current stream: argmax and argmin ->
+/// (values, indices), minmax -> (min, max), meanvar -> (variance, mean) with `correction` (float32
+/// for float32 x, float64 otherwise). None where the general path must take the call (another type,
+/// dtype or device, an empty x or kept axis, a layout or an arg-order the view refuses, a bad
+/// argument): nothing has been allocated or launched then.
+nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_t correction) {
+  if (torch_state == nullptr || torch_state->raw_stream == nullptr || torch_state->struct_block == nullptr) return nb::none();
+  if (reducer < 0 || reducer >= n_reducers || correction < 0) return nb::none();
+  Torch& T = *torch_state;
+  Desc dx;
+  if (!describe(T, x.ptr(), dx) || dx.size() == 0) return nb::none();
+  std::uint64_t mask = 0;
+  if (!axis_mask(axis.ptr(), dx.ndim, mask)) return nb::none();
+  const bool full = mask == (std::uint64_t{1} << dx.ndim) - 1;
+  std::uintptr_t stream = 0;
+  if (!current_stream(T, dx.device, stream)) return nb::none();
+  Desc out;  // the value_type structs (*kept, words), as int64 words
+  out.dtype = i64, out.device = dx.device;
+  const int rank = kept_shape(dx, mask, out.shape);
+  out.ndim = rank + 1, out.shape[rank] = words_of(reducer, dx.dtype);
+  for (std::int64_t a = rank, st = 1; a >= 0; --a) out.strides[a] = st, st *= out.shape[a];
+  Desc xx;
+  Mapped m;
+  try {
+    if (!prepare_reducer(dx, out, reducer, mask, 0, xx, m)) return nb::none();
+  } catch (const std::exception&) {
+    return nb::none();
+  }
+  const std::int64_t n = dx.size() / (out.size() / out.shape[rank]);  // elements per result (> 0)
+  const int code = dx.dtype == f32 ? f32 : f64;  // meanvar's results
+  if (!full) {
+    nb::tuple kept = nb::steal<nb::tuple>(PyTuple_New(rank));
+    for (int a = 0; a < rank; ++a) PyTuple_SET_ITEM(kept.ptr(), a, PyLong_FromLongLong(out.shape[a]));
+    if (reducer != meanvar) {
+      nb::object r = nb::steal(PyObject_CallFunction(T.struct_views, "OiiO", kept.ptr(), reducer, dx.dtype, x.ptr()));
+      if (!r.is_valid()) throw nb::python_error();
+      const auto got = nb::cast<std::pair<nb::object, std::uintptr_t>>(r);
+      out.data = reinterpret_cast<void*>(got.second);
+      dispatch_reducer(xx, m, out, stream, reducer);
+      return got.first;
+    }
+    nb::object r = nb::steal(PyObject_CallFunction(T.moments_views, "OiO", kept.ptr(), code, x.ptr()));
+    if (!r.is_valid()) throw nb::python_error();
+    nb::tuple v = nb::cast<nb::tuple>(r);
+    out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(v[0]));
+    dispatch_reducer(xx, m, out, stream, reducer);
+    nb::object done = nb::steal(PyObject_CallFunctionObjArgs(T.finish, v[1].ptr(), divisor(T, dx.device, n - correction, x.ptr()),
+                                                             v[2].ptr(), nullptr));
+    if (!done.is_valid()) throw nb::python_error();
+    return nb::make_tuple(v[3], v[4]);  // (variance, mean)
+  }
+  if (reducer != meanvar) {
+    nb::object fields = take(T.structs[{dx.device, reducer, dx.dtype, stream}], static_cast<std::uintptr_t>(out.shape[0] * 8),
+                             [&] { return nb::steal(PyObject_CallFunction(T.struct_block, "iiO", reducer, dx.dtype, x.ptr())); },
+                             out.data);
+    dispatch_reducer(xx, m, out, stream, reducer);
+    return fields;
+  }
+  // Moments into this stream's scratch struct, then one torch.div on the same stream turns its
+  // (mean, m2) into (mean / 1, m2 / (n - correction)) in the result dtype: PyTorch divides in
+  // float64 and rounds once on the store, the bits of m2 / d then a cast. NaN where undefined
+  // (Moments::variance's rule: a divisor <= 0); n > 0 here, so the mean is always defined.
+  auto& sc = T.moments[{dx.device, stream}];
+  if (sc.first == nullptr) {
+    nb::object r = nb::steal(PyObject_CallFunction(T.scratch, "O", x.ptr()));
+    if (!r.is_valid()) throw nb::python_error();
+    const auto got = nb::cast<std::pair<nb::object, std::uintptr_t>>(r);
+    sc = {got.first.inc_ref().ptr(), got.second};
+  }
+  PyObject* div = divisor(T, dx.device, n - correction, x.ptr());
+  void* unused = nullptr;
+  nb::object pair = take(T.pairs[{dx.device, code, stream}], static_cast<std::uintptr_t>(2 * dtype_sizes[code]),
+                         [&] { return nb::steal(PyObject_CallFunction(T.pair_block, "iO", code, x.ptr())); }, unused);
+  out.data = reinterpret_cast<void*>(sc.second);
+  dispatch_reducer(xx, m, out, stream, reducer);
+  nb::tuple p = nb::borrow<nb::tuple>(pair);
+  nb::object done = nb::steal(PyObject_CallFunctionObjArgs(T.finish, sc.first, div, p[0].ptr(), nullptr));
+  if (!done.is_valid()) throw nb::python_error();
+  return nb::make_tuple(p[2], p[1]);  // (variance, mean)
 }
 
 }  // namespace
@@ -246,6 +369,27 @@ void bind_torch(nb::module_& m) {
   m.def("reduce_torch", &reduce_torch, nb::arg("x").none(), nb::arg("op").none(), nb::arg("axis").none(), nb::arg("out").none(),
         "tally.reduce(x, op, axis, out) for a torch.Tensor on a CUDA device, or None where the general path must "
         "take the call (it then reports any error).");
+  m.def(
+      "_torch_reducers_setup",
+      [](nb::handle struct_block, nb::handle pair_block, nb::handle scratch, nb::handle divisors, nb::handle finish,
+         nb::handle struct_views, nb::handle moments_views) {
+        if (torch_state == nullptr || torch_state->struct_block != nullptr) return;
+        torch_state->struct_block = struct_block.inc_ref().ptr();
+        torch_state->pair_block = pair_block.inc_ref().ptr();
+        torch_state->scratch = scratch.inc_ref().ptr();
+        torch_state->divisors = divisors.inc_ref().ptr();
+        torch_state->finish = finish.inc_ref().ptr();
+        torch_state->struct_views = struct_views.inc_ref().ptr();
+        torch_state->moments_views = moments_views.inc_ref().ptr();
+      },
+      "The PyTorch pieces of the reducers' fast path: struct_block(reducer, code, like), pair_block(code, like), "
+      "scratch(like), divisors(b, like), finish(moments, divisors, out), struct_views(kept, reducer, code, like), "
+      "moments_views(kept, code, like).");
+  m.def("reducer_torch", &reducer_torch, nb::arg("x").none(), nb::arg("reducer"), nb::arg("axis").none(),
+        nb::arg("correction") = 0,
+        "A reducer (_tally.REDUCERS' code) over axes of a torch.Tensor on CUDA, on the current stream: "
+        "argmax/argmin (values, indices), minmax (min, max), meanvar (variance, mean); None where the general "
+        "path must take the call.");
   m.def(
       "_torch_scalar",
       [](int device, int code, std::uintptr_t stream, nb::handle like) {

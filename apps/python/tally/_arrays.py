@@ -14,6 +14,7 @@ from . import _tally
 
 _DTYPES = tuple(_tally.DTYPES)  # code -> name: int32, int64, float32, float64
 _CODE = {name: i for i, name in enumerate(_DTYPES)}
+_ITEMSIZE = (4, 8, 4, 8)
 
 
 def _dtype_name(dt):
@@ -73,6 +74,9 @@ class _NumPy:
     def nan_unless(self, cond, a):
         return self.np.where(cond, a, self.np.nan)
 
+    def divide(self, a, d):
+        return a / d
+
     def take_last(self, a, i):
         """a[..., i[...]]: one element of each row of a's last axis."""
         return self.np.take_along_axis(a, self.np.asarray(i)[..., None], axis=-1)[..., 0]
@@ -100,6 +104,50 @@ class _ScalarSlab:
         block = self.torch.empty(self.N, dtype=self.types[code], device=like.device)
         return block.unbind(), block.data_ptr()
 
+    def struct_block(self, reducer, code, like):
+        """A block of N of a reducer's value_type structs (int64 words) on like's device, allocated on its
+        current stream: per struct the 0-d views of its fields (_tally.REDUCER_FIELDS' order), its pointer."""
+        words, fields = _tally.REDUCER_FIELDS[_tally.REDUCERS[reducer], _DTYPES[code]]
+        block = self.torch.empty((self.N, words), dtype=self.types[1], device=like.device)
+        cols = [block.view(self.types[fc])[:, off // _ITEMSIZE[fc]].unbind() for _, fc, off in fields]
+        return tuple(zip(*cols)), block.data_ptr()
+
+    def pair_block(self, code, like):
+        """A block of N pairs of dtype `code`: per pair its (2,) view and the 0-d views of its elements."""
+        # Never an inference tensor (made under torch.inference_mode): finish() writes into it with
+        # out=, which PyTorch refuses for inference tensors outside inference mode.
+        with self.torch.inference_mode(False):
+            block = self.torch.empty((self.N, 2), dtype=self.types[code], device=like.device)
+        return tuple(zip(block.unbind(), block[:, 0].unbind(), block[:, 1].unbind())), block.data_ptr()
+
+    def scratch(self, like):
+        """One float64 Moments struct (count, mean, m2) on like's device: its (mean, m2) view, its pointer."""
+        with self.torch.inference_mode(False):  # as pair_block's, though only read by finish()
+            t = self.torch.empty(3, dtype=self.types[3], device=like.device)
+            return t[1:], t.data_ptr()
+
+    def divisors(self, b, like):
+        with self.torch.inference_mode(False):
+            return self.torch.tensor([1.0, b], dtype=self.types[3], device=like.device)
+
+    def finish(self, moments, divisors, out):
+        self.torch.div(moments, divisors, out=out)
+
+    def struct_views(self, kept, reducer, code, like):
+        """Reductions that keep axes: a new buffer of structs (kept + (words,)) on like's device, its
+        fields' views, its pointer (the general path's results, made in one call)."""
+        words, fields = _tally.REDUCER_FIELDS[_tally.REDUCERS[reducer], _DTYPES[code]]
+        buf = self.torch.empty(kept + (words,), dtype=self.types[1], device=like.device)
+        return tuple(buf.view(self.types[fc])[..., off // _ITEMSIZE[fc]] for _, fc, off in fields), buf.data_ptr()
+
+    def moments_views(self, kept, code, like):
+        """Variances and means that keep axes: the Moments structs' pointer and (mean, m2) view, the
+        (mean, variance) pairs of dtype `code` that finish() fills, and their (variance, mean) views."""
+        dev = like.device
+        buf = self.torch.empty(kept + (3,), dtype=self.types[3], device=dev)
+        pairs = self.torch.empty(kept + (2,), dtype=self.types[code], device=dev)
+        return buf.data_ptr(), buf[..., 1:], pairs, pairs[..., 1], pairs[..., 0]
+
     def take(self, dev, code, stream, like):
         """(a fresh 0-d tensor, its raw description)."""
         v, p = _tally._torch_scalar(dev, code, stream, like)
@@ -120,6 +168,9 @@ class _Torch:
         # tally.reduce's fast path (torch_binding.cpp) for torch.Tensor on CUDA; none without the raw getter.
         _tally._torch_setup(torch.Tensor, tuple(self.types[c] for c in range(4)), self._raw_stream, self.empty,
                             self.scalars.block)
+        _tally._torch_reducers_setup(self.scalars.struct_block, self.scalars.pair_block, self.scalars.scratch,
+                                     self.scalars.divisors, self.scalars.finish, self.scalars.struct_views,
+                                     self.scalars.moments_views)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)
@@ -159,10 +210,20 @@ class _Torch:
     def nan_unless(self, cond, a):
         return a.masked_fill(~cond, float("nan"))
 
+    def divide(self, a, d):
+        """a / d correctly rounded (the CPU's and the fast path's bits): PyTorch turns division of a
+        CUDA tensor by a Python number into a product with its reciprocal, not by a tensor."""
+        return a / self.torch.full_like(a, d)
+
     def take_last(self, a, i):
         return a.gather(-1, i.unsqueeze(-1)).squeeze(-1)
 
     def on_stream(self, s, dev):
+        # Handle 0 is the default stream: torch.cuda.ExternalStream(0) would hand out a new stream of
+        # PyTorch's pool instead (a null stream_ptr means "none given"), one that is not ordered
+        # after our kernels on the legacy stream (seen on an H200: results read before written).
+        if s == 0:
+            return self.torch.cuda.stream(self.torch.cuda.default_stream(dev))
         return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s, device=dev))
 
     def describe(self, a):
@@ -221,6 +282,9 @@ class _CuPy:
 
     def nan_unless(self, cond, a):
         return self.cupy.where(cond, a, self.cupy.nan)
+
+    def divide(self, a, d):
+        return a / d
 
     def take_last(self, a, i):
         return self.cupy.take_along_axis(a, i[..., None], axis=-1)[..., 0]

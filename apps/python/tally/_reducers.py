@@ -8,6 +8,16 @@ views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, wher
 finishing (a variance divided by its count, a cast to float32), new arrays made by the family's own
 elementwise operations on the results only, on the call's stream.
 
+The commonest calls take all of that in one compiled call (a call's host time is otherwise most of
+a small reduction's cost): NumPy arrays (reducer_host in reducers_binding.cpp: the structs in host
+memory, each field copied into its own new array, var_mean's m2 / d and cast in C++), and PyTorch
+CUDA tensors on the current stream (reducer_torch in torch_binding.cpp: full reductions' results
+are 0-d views of structs carved from shared blocks whose views are made once per block, as
+tally.reduce's scalars; var_mean's finishing is one torch.div of (mean, m2) by (1, count -
+correction) into the result dtype, float64 division rounded once on the store). Both give the
+general path's bits. Anything else (an explicit stream, an empty x, a layout or an arg-order the
+view refuses, a bad argument) runs the general path below, which reports errors.
+
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
 would sort them into memory order (e.g. a full reduction of a transposed array), the library's
@@ -17,7 +27,7 @@ the fact can repair ties: the reduction then runs in stages (_values_indices).
 import contextlib
 
 from . import _tally
-from ._arrays import _DTYPES, _axis_mask, _dtype_name, _explicit_stream, _family
+from ._arrays import _DTYPES, _ITEMSIZE, _axis_mask, _dtype_name, _explicit_stream, _family
 from ._reduce import reduce
 
 LayoutError = _tally.LayoutError
@@ -25,7 +35,20 @@ _CODE_OF = {"argmax": 0, "argmin": 1, "minmax": 2, "meanvar": 3}  # _tally.REDUC
 assert tuple(_CODE_OF) == tuple(_tally.REDUCERS)
 _FIELDS = {key: (words, {name: (code, offset) for name, code, offset in fields})
            for key, (words, fields) in _tally.REDUCER_FIELDS.items()}
-_ITEMSIZE = (4, 8, 4, 8)
+# CUDA tensors on the current stream, in one compiled call (torch_binding.cpp):
+# None where the general path below must take the call (it then reports any error).
+_fast = _tally.reducer_torch
+try:  # NumPy arrays, the same way (reducer_host in reducers_binding.cpp: new arrays, no views)
+    from numpy import ndarray as _ndarray
+except ImportError:
+    _ndarray = None
+
+
+def _compiled(x, code, axis, corr=0):
+    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise."""
+    if type(x) is _ndarray:
+        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr)
+    return _fast(x, code, axis, corr)
 
 
 class _Structs:
@@ -121,6 +144,10 @@ def _correction(correction):
 
 
 def _arg(reducer, x, axis, return_values, stream, copy):
+    if stream is None:
+        r = _compiled(x, _CODE_OF[reducer], axis)
+        if r is not None:
+            return r if return_values else r[1]
     ad, x, back = _family(x)
     try:
         values, index = _values_indices(reducer, ad, x, _axis_mask(axis, len(x.shape)), stream)
@@ -183,8 +210,9 @@ def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
     with return_values=True the pair (values, indices), as torch.max(x, dim) (values of x's dtype).
     Ties: the first index wins. NaN: the first NaN wins (NumPy's and PyTorch's rule). The same
     (value, index) on every backend, layout and launch shape. An empty reduced set raises
-    ValueError (there is no identity). Values and indices are strided views of one buffer of
-    (value, index) structs (the indices a new array where the reduction ran in stages).
+    ValueError (there is no identity). On the GPU values and indices are strided views of one
+    buffer of (value, index) structs (the indices a new array where the reduction ran in stages);
+    NumPy results are arrays of their own.
     """
     return _arg("argmax", x, axis, return_values, stream, copy)
 
@@ -199,14 +227,22 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 
     NaN anywhere in a reduced set gives NaN in both; -0.0 < +0.0. An empty reduced set gives the
     library's identities (+inf, -inf) (integers: (max, lowest) of the dtype), as tally.reduce's max
-    and min do. Both results are views of one buffer of (min, max) pairs, of x's dtype.
+    and min do. Both results are of x's dtype (on the GPU views of one buffer of (min, max) pairs).
     """
+    if stream is None:
+        r = _compiled(x, 2, axis)
+        if r is not None:
+            return r
     call = _Call(x, "minmax", axis, stream, copy)
     return call.result(call.field("min")), call.result(call.field("max"))
 
 
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     corr = _correction(correction)
+    if stream is None and corr < 1 << 62:
+        r = _compiled(x, 3, axis, corr)
+        if r is not None:
+            return r if want_var and want_mean else r[0] if want_var else r[1]
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
@@ -220,7 +256,7 @@ def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     with call.stream_context():
         if want_var:
             m2, d = call.field("m2"), n - corr
-            res.append(ad.cast(m2 / d if d > 0 else m2 * float("nan"), out))
+            res.append(ad.cast(ad.divide(m2, d) if d > 0 else m2 * float("nan"), out))
         if want_mean:
             m = call.field("mean")
             res.append(ad.cast(m if n > 0 else m * float("nan"), out))
