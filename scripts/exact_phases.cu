@@ -15,6 +15,9 @@ namespace ex = tally::reduce::exact;
 
 constexpr int U = 4;
 // P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
+// 9 full exact_gang_total (the production flat kernel's);
+// (G blocks table: G below n / (256 V U) leaves threads without a whole batch: this loop then skips
+// their elements, so only the rows where every thread has a batch time a real sum)
 // 7 full without the one-by-one path (timing only);
 // 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
 template <class T, int P>
@@ -80,6 +83,9 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
           for (unsigned b = 0; b < gridDim.x; ++b) a += __ldcg(&partials[b].w[threadIdx.x]);
         if (threadIdx.x == 3) *out = T(a), *ticket = 0;
       }
+    } else if constexpr (P == 9) {  // the production flat kernel's form: one accumulator by atomics
+      T r;
+      if (dev::exact_gang_total(t, reinterpret_cast<std::int64_t*>(fpart), ticket, r, s) && threadIdx.x == 0) *out = r;
     } else {
       T r;
       if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
@@ -127,7 +133,8 @@ int table(void* buf, long N, bool profile) {
   unsigned* ticket;
   CK(cudaMalloc(&out, 64));
   CK(cudaMalloc(&parts, 4096 * sizeof(ex::Accumulator<T>)));
-  CK(cudaMalloc(&fp, 4096 * sizeof(T)));
+  CK(cudaMalloc(&fp, std::max<std::size_t>(4096 * sizeof(T), dev::exact_total_bytes<T>())));
+  CK(cudaMemset(fp, 0, std::max<std::size_t>(4096 * sizeof(T), dev::exact_total_bytes<T>())));  // P9's total: zero-kept
   CK(cudaMalloc(&ticket, 64));
   CK(cudaMemset(ticket, 0, 64));
   cudaStream_t st;
@@ -142,14 +149,14 @@ int table(void* buf, long N, bool profile) {
     CK(cudaStreamSynchronize(st));
     return 0;
   }
-  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact | full, no one-by-one path | flush + an untaken call to round | (us, graph of 20, median) |\n", tn);
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact | full, no one-by-one path | flush + an untaken call to round | full, exact_gang_total (production) | (us, graph of 20, median) |\n", tn);
   for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
                 time_it<T, 1>(d, n, out, parts, fp, ticket, st), time_it<T, 2>(d, n, out, parts, fp, ticket, st),
                 time_it<T, 3>(d, n, out, parts, fp, ticket, st), time_it<T, 6>(d, n, out, parts, fp, ticket, st),
                 time_it<T, 4>(d, n, out, parts, fp, ticket, st), time_it<T, 7>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 8>(d, n, out, parts, fp, ticket, st));
+                time_it<T, 8>(d, n, out, parts, fp, ticket, st), time_it<T, 9>(d, n, out, parts, fp, ticket, st));
   }
   std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | 64 | plain (default grid) |\n", tn);
   for (int lg : {16, 18}) {

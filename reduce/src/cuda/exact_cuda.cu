@@ -3,7 +3,7 @@
 // sum correctly rounded, the same bits as the CPU backend whatever the grid:
 //   * exact_flat_kernel: the full reduction of a contiguous array: a grid-stride loop of 16-byte
 //     loads, each batch of kUnroll vectors into the thread's bins (exact_bins.hpp; the filter takes
-//     what they cannot), then exact_gang_sum over the blocks (one launch).
+//     what they cannot), then exact_gang_total over the blocks (one launch).
 //   * exact_segment_kernel: any other plan with long outputs: a block per (output, chunk), the
 //     elements of a chunk addressed through the plan; chunks of one output joined by their ticket.
 //   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
@@ -25,7 +25,7 @@ inline constexpr std::int64_t kExactMaxPerBlock = std::int64_t{1} << 29;
 
 template <class T, class Out, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
-    exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, ExactAcc<T>* __restrict__ partials,
+    exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, std::int64_t* __restrict__ total,
                       unsigned int* __restrict__ ticket) {
   enter_after_predecessor();
   __shared__ device::ExactStorage<T> s;
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   }
   if (blockIdx.x == 0 && nv + threadIdx.x < n) t.add(in[nv + threadIdx.x]);
   Out r;
-  if (device::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
+  if (device::exact_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
 }
 
 template <class T, class Out>
@@ -134,15 +134,17 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
     const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
     std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{kBlock} * V * kUnroll), 1, wave);
     grid = std::max(grid, ceil_div(p.n, kExactMaxPerBlock));
-    ExactAcc<T>* partials = nullptr;
+    // The blocks' accumulators meet in one (exact_gang_total), zero-kept like the tickets and after
+    // ticket 0 (8-byte aligned: two tickets in). H200: 2^28 floats 258 -> 256 us, 2^20 doubles 21 -> 12 us.
+    std::int64_t* total = nullptr;
     if (grid > 1) {
-      ws.reserve(device::exact_partials_bytes<T>(grid), 1, stream);
-      partials = static_cast<ExactAcc<T>*>(ws.scratch());
+      ws.reserve(0, 2 + device::exact_total_bytes<T>() / sizeof(unsigned int), stream);
+      total = reinterpret_cast<std::int64_t*>(ws.ticket_array() + 2);
     }
     if (aligned_to(in, sizeof(T) * V))
-      launch(exact_flat_kernel<T, Out, V>, grid, kBlock, tune, stream, in, p.n, d_out, partials, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, V>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     else
-      launch(exact_flat_kernel<T, Out, 1>, grid, kBlock, tune, stream, in, p.n, d_out, partials, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, 1>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     return;
   }
   if (per <= 64 || p.n_out >= resident * kBlock / 4) {

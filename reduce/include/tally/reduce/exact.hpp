@@ -221,6 +221,17 @@ struct Accumulator {
   /// round() on the caller's scratch: `a` holds `limbs` int64, `dd` limbs + 1 uint32 (exactgpu).
   template <class Out>
   [[nodiscard]] TALLY_EXACT_INLINE Out round_with(std::int64_t* a, std::uint32_t* dd) const;
+  /// round_with() given the window: lo and hi the lowest and the highest non-zero limb (both -1 if
+  /// none), found by the caller (device/exact.cuh: by a warp's ballots).
+  template <class Out>
+  [[nodiscard]] TALLY_EXACT_INLINE Out round_window(int lo, int hi, std::int64_t* a, std::uint32_t* dd) const;
+
+ private:
+  /// round_window() for a window of at most kNarrow - 1 limbs (the usual one: binned sums span 3-5),
+  /// on limbs in registers with static indices only: no scratch, no dependent memory round trips.
+  static constexpr int kNarrow = 8;
+  template <class Out>
+  [[nodiscard]] TALLY_EXACT_INLINE Out round_narrow(int lo, int hi) const;
 };
 
 /// The per-thread expansion filter: hi + lo (+ what it flushed) is the exact sum of what it took.
@@ -307,6 +318,15 @@ TALLY_EXACT_COLD Out Accumulator<T>::round() const {
 template <class T>
 template <class Out>
 TALLY_EXACT_INLINE Out Accumulator<T>::round_with(std::int64_t* a, std::uint32_t* dd) const {
+  int lo = -1, hi = -1;
+  for (int k = 0; k < limbs; ++k)
+    if (w[k] != 0) hi = k, lo = lo < 0 ? k : lo;
+  return round_window<Out>(lo, hi, a, dd);
+}
+
+template <class T>
+template <class Out>
+TALLY_EXACT_INLINE Out Accumulator<T>::round_window(int lo, int hi, std::int64_t* a, std::uint32_t* dd) const {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, double>, "exact: rounds to float or double");
   using lim = detail::numeric_limits<Out>;
   if (w[nan_word] > 0 || (w[pos_inf_word] > 0 && w[neg_inf_word] > 0)) return lim::quiet_NaN();
@@ -315,10 +335,8 @@ TALLY_EXACT_INLINE Out Accumulator<T>::round_with(std::int64_t* a, std::uint32_t
   // Only the window [lo, top] of limbs can be non-zero (top: one limb above the highest non-zero
   // one, which takes its carries): normalising and reading it instead of every limb is the same
   // value and digits at a fraction of the cost (a double accumulator's 67 limbs are mostly zero).
-  int lo = -1, hi = -1;
-  for (int k = 0; k < limbs; ++k)
-    if (w[k] != 0) hi = k, lo = lo < 0 ? k : lo;
   if (hi < 0) return w[nonneg_word] == 0 && w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  if (hi - lo + 2 <= kNarrow) return round_narrow<Out>(lo, hi);
   const int top = hi + 1 < limbs ? hi + 1 : hi;
   for (int k = lo; k <= top; ++k) a[k] = w[k];  // only a[lo .. top] is read below
   const auto carry_up = [&] {  // limbs lo .. top-1 into [0, 2^32), a[top] signed: the same value
@@ -368,6 +386,95 @@ TALLY_EXACT_INLINE Out Accumulator<T>::round_with(std::int64_t* a, std::uint32_t
   // kept 2^(k0 + emin) has at most prec + 1 bits at exponents >= qmin: exact in double (float
   // exponents fit too), and representable in Out unless it is beyond Out's range, where the
   // conversion gives Inf as IEEE rounding of the exact sum would.
+#if defined(__CUDACC__)
+  const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
+#else
+  const double r = std::ldexp(static_cast<double>(kept), k0 + emin);
+#endif
+  const Out o = static_cast<Out>(r);
+  return neg ? -o : o;
+}
+
+template <class T>
+template <class Out>
+TALLY_EXACT_INLINE Out Accumulator<T>::round_narrow(int lo, int hi) const {
+  // round_window's steps on limbs lo .. lo + N - 1 (zero above hi): the magnitude |sum| < 2^63
+  // 2^(32 hi) (1 + 2^-32 + ...) < 2^(32 (hi + 2)) needs digits up to hi + 1 <= lo + N - 1, and the
+  // carries run through them all. Every index below is a compile-time one (loops unrolled, a
+  // dynamic digit read is a select over all of them), so the arrays live in registers.
+  constexpr int N = kNarrow;
+  std::int64_t a[N];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < N; ++j) a[j] = j <= hi - lo ? w[lo + j] : 0;
+  const auto carry_up = [&] {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j + 1 < N; ++j) {
+      const std::int64_t carry = a[j] >> limb_bits;  // arithmetic: floor division
+      a[j] -= carry * (std::int64_t{1} << limb_bits);
+      a[j + 1] += carry;
+    }
+  };
+  carry_up();
+  const bool neg = a[N - 1] < 0;
+  if (neg) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < N; ++j) a[j] = -a[j];
+    carry_up();
+  }
+  std::uint32_t dd[N + 1];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < N; ++j) dd[j] = static_cast<std::uint32_t>(a[j]);
+  dd[N] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(a[N - 1]) >> 32);
+  const auto d = [&](int k) {  // absolute digit k, zero outside the window
+    std::uint32_t v = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j <= N; ++j) v = j == k - lo ? dd[j] : v;
+    return v;
+  };
+  int h = -1;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j <= N; ++j) h = dd[j] != 0 ? j : h;
+  if (h < 0) return w[nonneg_word] == 0 && w[seen_word] > 0 ? Out(-0.0) : Out(0.0);
+  const std::uint32_t top_digit = d(lo + h);
+#if defined(__CUDA_ARCH__)
+  const int msb = 31 - __clz(static_cast<int>(top_digit));
+#else
+  const int msb = 31 - __builtin_clz(top_digit);
+#endif
+  const int b = 32 * (lo + h) + msb;  // the highest set bit (as round_window)
+  constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
+  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;
+  const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;
+  const int k0 = lsb - emin > 0 ? lsb - emin : 0;
+  const int i0 = k0 >> 5, s0 = k0 & 31;
+  const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
+  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
+  const int width = b - k0 + 1;
+  kept = width > 0 ? kept & ((std::uint64_t{1} << width) - 1) : 0;
+  if (k0 > 0) {
+    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
+    const std::uint32_t dr = d(ir);
+    if (((dr >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
+      bool sticky = (dr & ((std::uint32_t{1} << sr) - 1)) != 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int j = 0; j <= N; ++j) sticky = sticky || (lo + j < ir && dd[j] != 0);
+      if (sticky || (kept & 1u) != 0) ++kept;
+    }
+  }
 #if defined(__CUDACC__)
   const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
 #else

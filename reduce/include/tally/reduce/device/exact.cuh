@@ -17,7 +17,8 @@
 //
 // d_partials holds one Accumulator<T> per block (exact_partials_bytes), d_ticket starts at zero
 // (the last block re-arms it). One block may take at most 2^29 inputs between two exact_* calls:
-// its shared limbs have 31 bits of carry headroom. exact_block_sum() is the block-only form.
+// its shared limbs have 31 bits of carry headroom. exact_block_sum() is the block-only form;
+// exact_gang_total() takes one zero-kept accumulator (exact_total_bytes) instead of d_partials.
 //
 // Exact dot products: ExactThread<exact::products_of<U>> (U = float or double) and
 // t.add_product(a[i], b[i]) (exact: a double holds a float product; a double product is p + e by
@@ -33,8 +34,10 @@
 
 namespace tally::reduce::device {
 
-/// Threads of the last block that merge the blocks' accumulators (groups of `words` threads).
+/// Threads of the last block that merge the blocks' accumulators (groups of `words` threads), and
+/// the independent loads each keeps in flight (a power of two).
 inline constexpr int kExactMergeThreads = 256;
+inline constexpr int kExactMergeLoads = 8;
 
 /// Shared memory of the exact blocks: the block's superaccumulator, the last block's merge groups'
 /// sums and the ticket's flag.
@@ -44,14 +47,15 @@ struct ExactStorage {
   static constexpr int groups = kExactMergeThreads / W > 1 ? kExactMergeThreads / W : 1;
   exact::Accumulator<T> acc;
   std::int64_t part[groups > 1 ? groups - 1 : 1][W];
-  // The rounding's scratch (Accumulator::round_with): in shared memory, not a stack frame. A kernel
+  // The rounding's scratch for wide windows (Accumulator::round_window): in shared memory, not a stack frame. A kernel
   // with the out-of-line round() and its local arrays ran its unrelated main loop 1.6x slower on
   // the H200 (fewer blocks resident: SMs idle for a quarter of the time, ncu).
   std::int64_t round_a[exact::Accumulator<T>::limbs];
   std::uint32_t round_d[exact::Accumulator<T>::limbs + 1];
   // Per warp (exact_block_flush): its bins' common window and count sums, and whether it saw an
-  // input or anything but -0. Thread 0 adds them after a barrier with plain adds: the shared 64-bit
-  // atomics are compare-and-swap loops (ATOMS.CAST.SPIN.64) that the warps' lane 0 would contend on.
+  // input or anything but -0. Warp 0 combines them after a barrier and lane 0 adds them with plain
+  // adds: the shared 64-bit atomics are compare-and-swap loops (ATOMS.CAST.SPIN.64) that the warps'
+  // lane 0 would contend on.
   struct WarpPart {
     std::int64_t lo[2], hi[2];
     int p, flags;
@@ -205,11 +209,29 @@ __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (
   return p;
 }
 
+template <class T>
+using WarpPartOf = typename ExactStorage<T>::WarpPart;
+
+/// A window's summed counts into the limbs w (one thread): S u + S' u' with S = hi 2^42 + lo per
+/// level; u = 2^(q-m) is bit q - m - emin of the limbs, u' bit q - shift - m - emin.
+template <class T>
+__device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[2], const std::int64_t (&h)[2]) {
+  using F = exact::BinFormat<T>;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int bit = (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - exact::Accumulator<T>::emin;
+    exact_add_bits(w, l[j], bit), exact_add_bits(w, h[j], bit + 42);
+  }
+}
+
+template <class T>
+__device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw);
+
 /// Adds every thread's bins and filter into the block's shared accumulator (all threads call;
 /// barriers inside and after). The filters of a warp are combined by a shuffle tree of exact
 /// additions, skipped when every filter of the warp is zero (binned sums leave them so), and
 /// lane 0 adds what is left by atomics (rare); the warps' bins and flags go through s.warp to
-/// thread 0, which adds them with plain integer adds.
+/// warp 0, which combines them and adds them with plain integer adds in lane 0.
 template <class T>
 __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorage<T>& s) {
   using A = exact::Accumulator<T>;
@@ -243,19 +265,43 @@ __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorag
   f = exact::Filter{};
   t.seen = false;
   __syncthreads();
-  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
-    if (block_thread_rank() == 0) {
-      // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30); S u
-      // with u = 2^(p-m) is bit p - m - emin of the limbs, S' u' bit p - shift - m - emin.
-      using F = exact::BinFormat<T>;
-      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) {
+  const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+  if (warp == 0) {
+    // Warp 0 reads the warps' parts in parallel: their flags by ballots and, when every warp that
+    // binned has one window (the usual case), their counts by a shuffle tree (32 warps' sums fit:
+    // lo < 2^53, |hi| < 2^30); lane 0 adds them to the limbs. Other windows: lane 0, serially.
+    const WarpPartOf<T> w = lane < static_cast<unsigned>(nw) ? s.warp[lane] : WarpPartOf<T>{{0, 0}, {0, 0}, kNoWindow, 0};
+    const int seen = __popc(__ballot_sync(0xffffffffu, (w.flags & 1) != 0));
+    const int nonneg = __popc(__ballot_sync(0xffffffffu, (w.flags & 2) != 0));
+    if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+      const unsigned binned = __ballot_sync(0xffffffffu, w.p != kNoWindow);
+      if (binned != 0) {
+        const int p0 = __shfl_sync(0xffffffffu, w.p, __ffs(binned) - 1);
+        if (__all_sync(0xffffffffu, w.p == kNoWindow || w.p == p0)) {
+          std::int64_t l[2] = {w.lo[0], w.lo[1]}, h[2] = {w.hi[0], w.hi[1]};  // zero where no window
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int bit = (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - A::emin;
-          exact_add_bits(s.acc.w, l[j], bit), exact_add_bits(s.acc.w, h[j], bit + 42);
+          for (int off = warp_size / 2; off > 0; off /= 2)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
+          if (lane == 0) exact_put_bins<T>(s.acc.w, p0, l, h);
+        } else if (lane == 0) {
+          exact_put_warps_serial(s, nw);
         }
-      };
-      const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
+      }
+    }
+    if (lane == 0) s.acc.w[A::seen_word] += seen, s.acc.w[A::nonneg_word] += nonneg;
+  }
+  __syncthreads();
+}
+
+/// Thread 0's form of exact_block_flush's bins step for warps of several windows: warps of one
+/// window in a row summed first, each sum added to the limbs.
+template <class T>
+__device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw) {
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+    {
+      // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30).
+      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) { exact_put_bins<T>(s.acc.w, q, l, h); };
       int cur = kNoWindow;
       std::int64_t sl[2] = {0, 0}, sh[2] = {0, 0};
       for (int k = 0; k < nw; ++k) {
@@ -270,13 +316,6 @@ __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorag
       if (cur != kNoWindow) put(cur, sl, sh);
     }
   }
-  if (block_thread_rank() == 0) {
-    std::int64_t seen = 0, nonneg = 0;
-    const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
-    for (int k = 0; k < nw; ++k) seen += s.warp[k].flags & 1, nonneg += s.warp[k].flags >> 1;
-    s.acc.w[A::seen_word] += seen, s.acc.w[A::nonneg_word] += nonneg;
-  }
-  __syncthreads();
 }
 
 /// One carry step on every limb at once (limb k keeps its low 32 bits and takes limb k-1's carry):
@@ -336,10 +375,12 @@ __device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc
   return r;
 }
 
-/// `s.acc` as the output Out: rounded by thread 0 with integer operations on s's shared scratch
-/// (Accumulator::round_with, inline: no call, no stack frame; cheaper than exact_warp_round's
+/// `s.acc` as the output Out: the window of non-zero limbs found by the warp's ballots (one per 32
+/// limbs, not a serial scan of a double accumulator's 67), then rounded by thread 0 with integer
+/// operations (Accumulator::round_window, inline: no call, no stack frame; a narrow window, the
+/// usual one, in registers, else on s's shared scratch; cheaper than exact_warp_round's
 /// floating-point tree, which the bins' wide sums, 100+ bits for doubles, sent to round() anyway),
-/// or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is in thread 0. Warp 0 calls; the result is in thread 0.
+/// or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is in thread 0.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
   if constexpr (std::is_same_v<Out, exact::Accumulator<T>>) {
@@ -347,8 +388,19 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
     if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
     return r;
   } else {
+    constexpr int L = exact::Accumulator<T>::limbs;
+    const int lane = static_cast<int>(block_thread_rank() & (warp_size - 1));
+    int lo = -1, hi = -1;
+#pragma unroll
+    for (int base = 0; base < L; base += warp_size) {
+      const unsigned m = __ballot_sync(0xffffffffu, base + lane < L && s.acc.w[base + lane] != 0);
+      if (m != 0) {
+        if (lo < 0) lo = base + __ffs(m) - 1;
+        hi = base + 31 - __clz(m);
+      }
+    }
     Out r{};
-    if (block_thread_rank() == 0) r = s.acc.template round_with<Out>(s.round_a, s.round_d);
+    if (lane == 0) r = s.acc.template round_window<Out>(lo, hi, s.round_a, s.round_d);
     return r;
   }
 }
@@ -383,20 +435,25 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W) d_partials[block].w[k] = s.acc.w[k];
   if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
-  // of W threads, group g adding blocks g, g + groups, ... with eight independent L2 loads in flight
+  // of W threads, group g adding blocks g, g + groups, ... with kExactMergeLoads independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
   // the groups' sums. (A double accumulator's 72 words leave 3 groups: 396 blocks are 132 loads a
-  // thread, which two or four in flight turned into 8 us of the H200's 2^28 sum, phases.)
+  // thread, which two or four in flight turned into 8 us of the H200's 2^28 sum, phases; sixteen
+  // made the kernels spill, ptxas.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
   const int g = k / W, kk = k - g * W;
   if (g < groups) {
-    constexpr int D = 8;
+    constexpr int D = kExactMergeLoads;
     std::int64_t a[D] = {};
     for (std::int64_t b = g; b < nblocks; b += D * groups)
 #pragma unroll
       for (int u = 0; u < D; ++u)
         if (b + u * groups < nblocks) a[u] += __ldcg(&d_partials[b + u * groups].w[kk]);
-    const std::int64_t sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+#pragma unroll
+    for (int h = D / 2; h > 0; h /= 2)
+#pragma unroll
+      for (int u = 0; u < h; ++u) a[u] += a[u + h];
+    const std::int64_t sum = a[0];
     if (g > 0) s.part[g - 1][kk] = sum;
     else s.acc.w[kk] = sum;
   }
@@ -404,6 +461,47 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   if (k < W)
     for (int h = 1; h < groups; ++h) s.acc.w[k] += s.part[h - 1][k];
   __syncthreads();
+  if (k < warp_size) {
+    const Out r = exact_output<Out>(s);
+    if (k == 0) result = r;
+  }
+  return true;
+}
+
+/// Words of exact_gang_total's d_total lie this many int64 apart (256 bytes): the blocks' atomics on
+/// one word are serialised at its L2 slice, so the words should not share one.
+inline constexpr int kExactTotalStride = 32;
+
+/// Bytes of exact_gang_total's d_total for accumulators of T.
+template <class T>
+constexpr std::size_t exact_total_bytes() {
+  return static_cast<std::size_t>(exact::Accumulator<T>::words) * kExactTotalStride * sizeof(std::int64_t);
+}
+
+/// exact_gang_sum with the blocks' accumulators added by 64-bit integer atomics into one accumulator
+/// d_total (word k at d_total[k * kExactTotalStride]; zero before the launch, left zero by the last
+/// block) instead of published per block: the last block reads W words, not W per block (a float
+/// grid of 396 blocks: 27 loads a merge thread, four L2 round trips; a double's: 132, seventeen).
+/// Integer additions in any order: the same sum, the same bits. Whole grid only; returns true in
+/// every thread of the last block, whose thread 0 holds the result. Needs block_size() >= words.
+template <class Out, class T>
+__device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket, Out& result,
+                                                 ExactStorage<T>& s) {
+  constexpr int W = exact::Accumulator<T>::words;
+  exact_block_flush(t, s);
+  const int k = static_cast<int>(block_thread_rank());
+  const std::int64_t nblocks = grid_blocks();
+  if (nblocks > 1) {
+    exact_block_carry(s.acc);  // every limb below 2^33: 2^30 blocks' sums fit
+    if (k < W && s.acc.w[k] != 0)
+      atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(s.acc.w[k]));
+    if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
+    if (k < W) {
+      s.acc.w[k] = __ldcg(d_total + k * kExactTotalStride);
+      d_total[k * kExactTotalStride] = 0;  // ready for the next launch
+    }
+    __syncthreads();
+  }
   if (k < warp_size) {
     const Out r = exact_output<Out>(s);
     if (k == 0) result = r;
