@@ -307,6 +307,43 @@ struct Filter {
   }
 };
 
+/// The last step of a rounding: the magnitude whose highest set bit is b (bit k weighs 2^(k + emin)),
+/// read through d(k) (its 32-bit digit k), rounded to nearest even to Out; sticky_below(i): whether
+/// any digit below i is non-zero. Shared by round_window() and round_narrow().
+template <class Out, int emin, class Digit, class StickyBelow>
+TALLY_EXACT_INLINE Out round_magnitude(int b, bool neg, const Digit& d, const StickyBelow& sticky_below) {
+  constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
+  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
+  const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;  // exponent of the last kept bit
+  const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
+  // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
+  const int i0 = k0 >> 5, s0 = k0 & 31;
+  const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
+  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
+  // The kept bits [k0, b]; none when the whole magnitude lies below Out's last bit (b < k0: a sum
+  // under half of Out's smallest subnormal, which rounds to zero).
+  const int width = b - k0 + 1;
+  kept = width > 0 ? kept & ((std::uint64_t{1} << width) - 1) : 0;
+  if (k0 > 0) {
+    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
+    const std::uint32_t dr = d(ir);
+    if (((dr >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
+      const bool sticky = (dr & ((std::uint32_t{1} << sr) - 1)) != 0 || sticky_below(ir);
+      if (sticky || (kept & 1u) != 0) ++kept;
+    }
+  }
+  // kept 2^(k0 + emin) has at most prec + 1 bits at exponents >= qmin: exact in double (float
+  // exponents fit too), and representable in Out unless it is beyond Out's range, where the
+  // conversion gives Inf as IEEE rounding of the exact sum would.
+#if defined(__CUDACC__)
+  const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
+#else
+  const double r = std::ldexp(static_cast<double>(kept), k0 + emin);
+#endif
+  const Out o = static_cast<Out>(r);
+  return neg ? -o : o;
+}
+
 template <class T>
 template <class Out>
 TALLY_EXACT_COLD Out Accumulator<T>::round() const {
@@ -363,36 +400,11 @@ TALLY_EXACT_INLINE Out Accumulator<T>::round_window(int lo, int hi, std::int64_t
   int msb = 31;
   while (((d(h) >> msb) & 1u) == 0) --msb;
   const int b = 32 * h + msb;  // the highest set bit: the sum is in [2^(b + emin), 2^(b + emin + 1))
-  constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
-  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
-  const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;  // exponent of the last kept bit
-  const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
-  // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
-  const int i0 = k0 >> 5, s0 = k0 & 31;
-  const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
-  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
-  // The kept bits [k0, b]; none when the whole magnitude lies below Out's last bit (b < k0: a sum
-  // under half of Out's smallest subnormal, which rounds to zero).
-  const int width = b - k0 + 1;
-  kept = width > 0 ? kept & ((std::uint64_t{1} << width) - 1) : 0;
-  if (k0 > 0) {
-    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
-    if (((d(ir) >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
-      bool sticky = (d(ir) & ((std::uint32_t{1} << sr) - 1)) != 0;
-      for (int k = lo; k < ir && !sticky; ++k) sticky = d(k) != 0;
-      if (sticky || (kept & 1u) != 0) ++kept;
-    }
-  }
-  // kept 2^(k0 + emin) has at most prec + 1 bits at exponents >= qmin: exact in double (float
-  // exponents fit too), and representable in Out unless it is beyond Out's range, where the
-  // conversion gives Inf as IEEE rounding of the exact sum would.
-#if defined(__CUDACC__)
-  const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
-#else
-  const double r = std::ldexp(static_cast<double>(kept), k0 + emin);
-#endif
-  const Out o = static_cast<Out>(r);
-  return neg ? -o : o;
+  return round_magnitude<Out, emin>(b, neg, d, [&](int ir) {
+    for (int k = lo; k < ir; ++k)
+      if (d(k) != 0) return true;
+    return false;
+  });
 }
 
 template <class T>
@@ -454,34 +466,14 @@ TALLY_EXACT_INLINE Out Accumulator<T>::round_narrow(int lo, int hi) const {
   const int msb = 31 - __builtin_clz(top_digit);
 #endif
   const int b = 32 * (lo + h) + msb;  // the highest set bit (as round_window)
-  constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
-  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;
-  const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;
-  const int k0 = lsb - emin > 0 ? lsb - emin : 0;
-  const int i0 = k0 >> 5, s0 = k0 & 31;
-  const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
-  std::uint64_t kept = (lo64 >> s0) | (s0 > 0 ? static_cast<std::uint64_t>(d(i0 + 2)) << (64 - s0) : 0);
-  const int width = b - k0 + 1;
-  kept = width > 0 ? kept & ((std::uint64_t{1} << width) - 1) : 0;
-  if (k0 > 0) {
-    const int r = k0 - 1, ir = r >> 5, sr = r & 31;
-    const std::uint32_t dr = d(ir);
-    if (((dr >> sr) & 1u) != 0) {  // the round bit: to nearest, ties to even
-      bool sticky = (dr & ((std::uint32_t{1} << sr) - 1)) != 0;
+  return round_magnitude<Out, emin>(b, neg, d, [&](int ir) {
+    bool any = false;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-      for (int j = 0; j <= N; ++j) sticky = sticky || (lo + j < ir && dd[j] != 0);
-      if (sticky || (kept & 1u) != 0) ++kept;
-    }
-  }
-#if defined(__CUDACC__)
-  const double r = ::ldexp(static_cast<double>(kept), k0 + emin);
-#else
-  const double r = std::ldexp(static_cast<double>(kept), k0 + emin);
-#endif
-  const Out o = static_cast<Out>(r);
-  return neg ? -o : o;
+    for (int j = 0; j <= N; ++j) any = any || (lo + j < ir && dd[j] != 0);
+    return any;
+  });
 }
 
 /// One rounding of the exact value hi + lo (not both zero) to Out, into `out`; false where that
