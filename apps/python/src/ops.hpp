@@ -91,6 +91,10 @@ decltype(auto) with_reducer(int reducer, int dtype, F&& f) {
 /// arg-reduction's reduced axes lie in another order than x's. `stream`: as prepare_reduce's.
 bool prepare_reducer(const Desc& x, const Desc& out, int reducer, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
                      Mapped& m);
+/// The compiled paths' form (NumPy, PyTorch): out described as the C-contiguous struct buffer of
+/// shape (*kept, words) on x's device (its data still to be set), and prepare_reducer's view; false
+/// where the call must go the general path (nothing to write, or a refusal: that path raises it).
+bool prepare_reducer_fast(const Desc& x, int reducer, std::uint64_t mask, Desc& out, Desc& xx, Mapped& m);
 /// Launches the reducer on a prepared view into out (the struct buffer, shape (*kept, words)).
 void dispatch_reducer(const Desc& xx, const Mapped& m, const Desc& out, std::uintptr_t stream, int reducer);
 

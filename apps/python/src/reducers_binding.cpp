@@ -78,18 +78,10 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
   for (int a = 0; a < dx.ndim; ++a)
     dx.shape[a] = static_cast<std::int64_t>(xa.shape(static_cast<std::size_t>(a))), dx.strides[a] = xa.stride(static_cast<std::size_t>(a));
   if (dx.size() == 0) return nb::none();
-  Desc out;  // the value_type structs (*kept, words), as int64 words
-  out.dtype = i64;
-  const int rank = kept_shape(dx, mask, out.shape);
-  out.ndim = rank + 1, out.shape[rank] = words_of(reducer, dx.dtype);
-  for (std::int64_t a = rank, st = 1; a >= 0; --a) out.strides[a] = st, st *= out.shape[a];
-  Desc xx;
+  Desc out, xx;  // out: the value_type structs (*kept, words), as int64 words
   Mapped m;
-  try {
-    if (!prepare_reducer(dx, out, reducer, mask, 0, xx, m)) return nb::none();
-  } catch (const std::exception&) {
-    return nb::none();
-  }
+  if (!prepare_reducer_fast(dx, reducer, mask, out, xx, m)) return nb::none();
+  const int rank = out.ndim - 1;
   std::vector<std::int64_t> words(static_cast<std::size_t>(out.size()));
   out.data = words.data();
   dispatch_reducer(xx, m, out, 0, reducer);
@@ -155,6 +147,18 @@ bool prepare_reducer(const Desc& x, const Desc& out, int reducer, std::uint64_t 
   m = view_of(x, mask, out_size, xx);
   check_arg_order(x, m, reducer);
   return true;
+}
+
+bool prepare_reducer_fast(const Desc& x, int reducer, std::uint64_t mask, Desc& out, Desc& xx, Mapped& m) {
+  out.dtype = i64, out.device = x.device;
+  const int rank = kept_shape(x, mask, out.shape);
+  out.ndim = rank + 1, out.shape[rank] = words_of(reducer, x.dtype);
+  for (std::int64_t a = rank, st = 1; a >= 0; --a) out.strides[a] = st, st *= out.shape[a];
+  try {
+    return prepare_reducer(x, out, reducer, mask, 0, xx, m);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 void dispatch_reducer(const Desc& xx, const Mapped& m, const Desc& out, std::uintptr_t stream, int reducer) {

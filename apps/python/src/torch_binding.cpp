@@ -268,18 +268,10 @@ nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_
   const bool full = mask == (std::uint64_t{1} << dx.ndim) - 1;
   std::uintptr_t stream = 0;
   if (!current_stream(T, dx.device, stream)) return nb::none();
-  Desc out;  // the value_type structs (*kept, words), as int64 words
-  out.dtype = i64, out.device = dx.device;
-  const int rank = kept_shape(dx, mask, out.shape);
-  out.ndim = rank + 1, out.shape[rank] = words_of(reducer, dx.dtype);
-  for (std::int64_t a = rank, st = 1; a >= 0; --a) out.strides[a] = st, st *= out.shape[a];
-  Desc xx;
+  Desc out, xx;  // out: the value_type structs (*kept, words), as int64 words
   Mapped m;
-  try {
-    if (!prepare_reducer(dx, out, reducer, mask, 0, xx, m)) return nb::none();
-  } catch (const std::exception&) {
-    return nb::none();
-  }
+  if (!prepare_reducer_fast(dx, reducer, mask, out, xx, m)) return nb::none();
+  const int rank = out.ndim - 1;
   const std::int64_t n = dx.size() / (out.size() / out.shape[rank]);  // elements per result (> 0)
   const int code = dx.dtype == f32 ? f32 : f64;  // meanvar's results
   if (!full) {
