@@ -19,6 +19,7 @@
 #include "isa.hpp"
 #include "plan.hpp"
 #include "tally/reduce/exact.hpp"
+#include "tally/reduce/exact_bins.hpp"
 
 #ifndef TALLY_CPU_ISA
 #define TALLY_CPU_ISA base
@@ -30,6 +31,9 @@ namespace {
 
 using exact::Accumulator;
 using exact::Filter;
+using exact::BinFormat;
+using exact::Bins;
+using exact::bin_m_bits;
 using exact::result_of;
 
 constexpr std::int64_t grain = std::int64_t{1} << 14;        // elements: least work worth a task of its own
@@ -143,16 +147,12 @@ template <class T>
 struct BinTraits;
 template <>
 struct BinTraits<float> {
-  using U = std::uint32_t;
-  static constexpr int p = 24, emin = -126;  // significand bits, least normal exponent
-  static constexpr int top = 125;            // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
-  static constexpr int W = bin_bytes / 4;    // lanes
-  static constexpr int chunk = 128 * W;      // elements (at most 8 KB, in L1): 128 per lane, |lane sum| <= 2^29
+  static constexpr int top = 125;        // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
+  static constexpr int W = bin_bytes / 4;  // lanes
+  static constexpr int chunk = 128 * W;    // elements (at most 8 KB, in L1): 128 per lane, |lane sum| <= 2^29
 };
 template <>
 struct BinTraits<double> {
-  using U = std::uint64_t;
-  static constexpr int p = 53, emin = -1022;
   static constexpr int top = 900;  // well below overflow: sums of k u stay doubles (< 2^945) when added
   static constexpr int W = bin_bytes / 8;
   static constexpr int chunk = 256 * W;  // at most 16 KB: 256 per lane, |lane sum| <= 2^59, |chunk sum| <= 2^62
@@ -168,9 +168,11 @@ __extension__ typedef unsigned __int128 uint128;
 template <class T>
 struct Binned {
   using B = BinTraits<T>;
-  using U = typename B::U;
+  using F = BinFormat<T>;  // exact_bins.hpp: T's format, as the CUDA binning reads it
+  using U = typename F::Bits;
   using S = std::make_signed_t<U>;
-  static constexpr int W = B::W, shift = B::p - 1, bias = 1 - B::emin;
+  static constexpr int W = B::W, shift = F::mant, bias = F::bias;
+  static constexpr int p = F::mant + 1, emin = 1 - F::bias;  // significand bits, least normal exponent
   typedef T VT __attribute__((vector_size(bin_bytes)));
   typedef U VU __attribute__((vector_size(bin_bytes)));
   typedef S VS __attribute__((vector_size(bin_bytes)));
@@ -183,13 +185,6 @@ struct Binned {
   bool nonzero = false;  // took a chunk with a non-zero value: the sum is not a sum of -0s
   T rem[B::chunk];       // a chunk's non-zero remainders r2, for the filters
 
-  /// 1.5 2^e (e a normal exponent), as bits.
-  static U bits_of_m(int e) { return (static_cast<U>(e + bias) << shift) | (U{1} << (shift - 1)); }
-  static T from_bits(U b) {
-    T t;
-    std::memcpy(&t, &b, sizeof t);
-    return t;
-  }
 
   /// n values (a multiple of W, at most B::chunk): binned exactly, or through filters(x, n).
   template <class Filters>
@@ -213,9 +208,9 @@ struct Binned {
     const U zb = static_cast<U>(zs) - static_cast<U>(smax);  // the least non-zero |x| bits
     if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift)) return filters(x, n);  // zeros (signs), huge, Inf, NaN
     const int E = std::max(static_cast<int>(mb >> shift), 1) - bias + 1;  // max |x| < 2^E
-    const int x1 = E + 1, x2 = std::max(E + 2 - B::p, B::emin);        // exponents of M1 and M2
-    const U b1 = bits_of_m(x1), b2 = bits_of_m(x2);
-    const T m1 = from_bits(b1), m2 = from_bits(b2);
+    const int x1 = E + 1, x2 = std::max(E + 2 - p, emin);  // exponents of M1 and M2
+    const U b1 = bin_m_bits<T>(x1), b2 = bin_m_bits<T>(x2);
+    const T m1 = Bins<T>::from_bits(b1), m2 = Bins<T>::from_bits(b2);
     const VT vm1 = VT{} + m1, vm2 = VT{} + m2;
     VU s1 = {}, s2 = {};
     for (int i = 0; i < n; i += W) {
@@ -234,12 +229,12 @@ struct Binned {
       k1 += static_cast<S>(static_cast<U>(s1[l] - cnt * b1));  // modular: the exact lane sum of k
       k2 += static_cast<S>(static_cast<U>(s2[l] - cnt * b2));
     }
-    add(level[0], k1, x1 + 1 - B::p, sink);
-    add(level[1], k2, x2 + 1 - B::p, sink);
+    add(level[0], k1, x1 + 1 - p, sink);
+    add(level[1], k2, x2 + 1 - p, sink);
     nonzero = true;
     // r2 = 0 wherever x is a multiple of u2 = 2^(x2 + 1 - p): every |x| >= 2^x2, and every x when
     // x2 = emin (u2 is then T's least subnormal). Otherwise (rare) r2, for the filters.
-    if (x2 == B::emin || zb >= static_cast<U>(x2 + bias) << shift) return;
+    if (x2 == emin || zb >= static_cast<U>(x2 + bias) << shift) return;
     int r = 0;
     for (int i = 0; i < n; i += W) {
       VT v;

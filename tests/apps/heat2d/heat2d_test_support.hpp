@@ -142,4 +142,10 @@ inline std::string random_value(std::mt19937_64& g) {
   return b;
 }
 
+/// A stop request (StopRule::stop_requested) that fires after stop_after_polls polls. It is a plain
+/// function pointer, so its counters live here: set stop_after_polls and zero stop_polls per run.
+inline int stop_polls = 0;
+inline int stop_after_polls = 0;
+inline bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
+
 }  // namespace heat2d_test

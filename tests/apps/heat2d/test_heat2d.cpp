@@ -239,12 +239,6 @@ TEST_CASE("transient dt is fitted to t_end and never exceeds the stable limit", 
   CHECK(rule.at_last == Status::t_end);
 }
 
-namespace {
-int stop_polls = 0;  // stop_requested is a plain function pointer: its counter lives here
-int stop_after_polls = 0;
-bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
-}  // namespace
-
 TEMPLATE_TEST_CASE("a stop request ends at a checked sweep, and the run continues from it bit for bit",
                    "[heat2d][interrupt]", float, double) {
   using T = TestType;

@@ -53,10 +53,6 @@ StopRule fixed(std::int64_t first, std::int64_t last, std::int64_t check_every) 
   return rule;
 }
 
-int stop_polls = 0;  // stop_requested is a plain function pointer: its counter lives here
-int stop_after_polls = 0;
-bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("every t gives t = 1's fields and residuals bit for bit (random fields, fixed sweeps)",

@@ -195,12 +195,6 @@ TEST_CASE("a grid larger than the device memory exits 2 and writes nothing", "[h
   fs::remove_all(dir);
 }
 
-namespace {
-int stop_polls = 0;  // stop_requested is a plain function pointer: its counter lives here
-int stop_after_polls = 0;
-bool stop_after_some_polls() { return ++stop_polls > stop_after_polls; }
-}  // namespace
-
 TEMPLATE_TEST_CASE("cuda: a stop request ends at the next checked sweep queued; a restart continues bit for bit",
                    "[heat2d][gpu][interrupt]", float, double) {
   using T = TestType;

@@ -49,6 +49,14 @@ template <> struct BinFormat<double> {
   static constexpr int mant = 52, bias = 1023, pmin = -971, pmax = 1009;
 };
 
+/// The bits of 1.5 2^e (e a normal exponent of T): a bin's M (here and in the CPU backend's binning).
+template <class T>
+TALLY_HD constexpr typename BinFormat<T>::Bits bin_m_bits(int e) {
+  using F = BinFormat<T>;
+  using Bits = typename F::Bits;
+  return (Bits(e + F::bias) << F::mant) | (Bits{1} << (F::mant - 1));
+}
+
 /// A thread's bins (see above): take batches of B values with try_add (false: nothing taken, add
 /// them one by one with add), then finish() into the filter before it is flushed.
 template <class T>
@@ -85,9 +93,8 @@ struct Bins {
   }
   TALLY_HD void set_window(int q) {
     p = q;
-    constexpr Bits half = Bits{1} << (F::mant - 1);
-    m1 = from_bits((Bits(q + F::bias) << F::mant) | half);
-    m2 = from_bits((Bits(q - shift + F::bias) << F::mant) | half);
+    m1 = from_bits(bin_m_bits<T>(q));
+    m2 = from_bits(bin_m_bits<T>(q - shift));
     bound = from_bits(Bits(q - 2 + F::bias) << F::mant);
   }
 
