@@ -47,25 +47,37 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
   Acc acc = detail::op_identity<Op, Acc>();
   if (V > 1 && is_aligned<V>(x)) {
     const std::int64_t k1 = (end + V - 1) / V;
+    const bool inside = k1 * V <= n;  // every block of the segment inside x[0, n): loaded whole, unchecked
     for (std::int64_t k = begin / V; k < k1; k += B) {
+      // Flat position p = u V + j of this round's B blocks is the segment's when db <= p < de: one
+      // pair of compares against constants per element (per-element 64-bit index tests and per-block
+      // branches made this fold ~250 instructions a round, the short-segment kernel's bottleneck).
+      const int db = static_cast<int>(max(begin - k * V, std::int64_t{-1}));
+      const int de = static_cast<int>(min(end - k * V, std::int64_t{B * V}));
       Vec<T, V> v[B];
+      if (inside) {  // the common case: B predicated 16-byte loads, no branches
 #pragma unroll
-      for (int u = 0; u < B; ++u) {
-        const std::int64_t blk = k + u;
-        if (blk >= k1) continue;
-        if ((blk + 1) * V <= n) {
-          v[u] = load_vec<V>(x + blk * V);
-        } else {
+        for (int u = 0; u < B; ++u)
+          if (u * V < de) v[u] = load_vec<V>(x + (k + u) * V);
+      } else {
 #pragma unroll
-          for (int j = 0; j < V; ++j) v[u].v[j] = blk * V + j < end ? x[blk * V + j] : T{};
+        for (int u = 0; u < B; ++u) {
+          if (u * V >= de) continue;
+          const std::int64_t at = (k + u) * V;
+          if (at + V <= n) {
+            v[u] = load_vec<V>(x + at);
+          } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) v[u].v[j] = at + j < end ? x[at + j] : T{};
+          }
         }
       }
 #pragma unroll
       for (int u = 0; u < B; ++u)
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          const std::int64_t i = (k + u) * V + j;
-          if (k + u < k1 && i >= begin && i < end) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], i - begin));
+          const int p = u * V + j;
+          if (p >= db && p < de) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], k * V + p - begin));
         }
     }
     return acc;
