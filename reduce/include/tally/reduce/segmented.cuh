@@ -19,8 +19,10 @@
 // Three launches:
 //   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
 //      reduces its short segment, then the warp reduces the tile's medium segments one after the
-//      other; lane 0 writes the tile's count of long chunks. A tile's serial work is at most
-//      32 kWarpMax elements, so no warp is left with much more than its share.
+//      other; lane 0 writes the tile's count of long chunks (the next tile's offsets already in
+//      flight). A tile's serial work is at most 32 kWarpMax elements, so no warp is left with much
+//      more than its share. (Staging a tile's range in shared memory was measured slower: lanes
+//      walking their own segments there conflict on banks, 16-way for segments of 16.)
 //   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
 //      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first tile
