@@ -86,6 +86,9 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
+// EXPERIMENT (TALLY_MATMUL_GRAM=cfg=N): alternative double Gram tiles.
+using TcDoubleTmaB = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 4, 64, 3, 1, true>;
+using TcDoubleTmaC = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 2, 32, 3, 2, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -129,6 +132,18 @@ class CudaEngine final : public Engine<T> {
     if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
+    // EXPERIMENT: TALLY_MATMUL_GRAM="dc=1,cfg=1,l2=0|1|2" (decoupled pipeline, alternative tiles,
+    // L2 promotion none/128B/256B).
+    if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
+      std::string e(v);
+      auto knob = [&](const char* key) {
+        const auto at = e.find(key);
+        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + std::string(key).size());
+      };
+      if (knob("dc=") >= 0) x_decoupled_ = knob("dc=") == 1;
+      if (knob("cfg=") >= 0) x_cfg_ = knob("cfg=");
+      if (knob("l2=") >= 0) x_l2_ = knob("l2=");
+    }
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -307,7 +322,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside; L2 promotion of 256 bytes or none.
+  /// swizzled, zeros outside.
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
@@ -320,9 +335,10 @@ class CudaEngine final : public Engine<T> {
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
+    const int l2v = x_l2_ >= 0 ? x_l2_ : l2_promote ? 2 : 0;
+    const CUtensorMapL2promotion l2 = l2v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : l2v == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
@@ -331,11 +347,10 @@ class CudaEngine final : public Engine<T> {
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
   void launch_gang_tma(bool l2_promote = true) {
-    auto kernel = k::tc::gang_level_tma<Cfg>;
+    auto kernel = x_decoupled_ ? k::tc::gang_level_tma<Cfg, true> : k::tc::gang_level_tma<Cfg, false>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
-    if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
+    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
@@ -388,7 +403,11 @@ class CudaEngine final : public Engine<T> {
             if (use_tma()) launch_gang_tma<TcFloatTma>();
             else launch_gang_tc<TcFloat>();
           }
-          else if (use_tma()) launch_gang_tma<TcDoubleTma>();
+          else if (use_tma()) {
+            if (x_cfg_ == 1) launch_gang_tma<TcDoubleTmaB>();
+            else if (x_cfg_ == 2) launch_gang_tma<TcDoubleTmaC>();
+            else launch_gang_tma<TcDoubleTma>();
+          }
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -448,6 +467,8 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
+  bool x_decoupled_ = false;  // EXPERIMENT knobs (TALLY_MATMUL_GRAM)
+  int x_cfg_ = 0, x_l2_ = -1;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
   bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
