@@ -89,6 +89,17 @@ using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1,
 // EXPERIMENT (TALLY_MATMUL_GRAM=cfg=N): alternative double Gram tiles.
 using TcDoubleTmaB = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 4, 64, 3, 1, true>;
 using TcDoubleTmaC = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 2, 32, 3, 2, true>;
+// Wider warp tiles (fewer shared-memory fragment bytes per DMMA: 32 x 16 reads 96 KiB per 32 K of a
+// 64 x 64 tile, 32 x 32 64 KiB, 64 x 32 48 KiB): cfg=3 32 x 32 in 2 groups (8 warps, 6 stages of 32
+// K), cfg=4 32 x 32 in 4 groups (16 warps, 3 stages of 64 K), cfg=5 64 x 32 in 4 groups (8 warps,
+// 3 stages of 64 K).
+using TcDoubleTmaD = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 32, 6, 1, true>;
+using TcDoubleTmaE = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 4, 64, 3, 1, true>;
+using TcDoubleTmaF = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
+// cfg=6, 7: the same warp tiles with one k-step per group and 32-deep slice (6 stages), so that no
+// second k-step's fragments are held (cfg 4 and 5 spill at 128 and 255 registers).
+using TcDoubleTmaG = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 6, 1, true>;
+using TcDoubleTmaH = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 4, 32, 6, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -406,6 +417,11 @@ class CudaEngine final : public Engine<T> {
           else if (use_tma()) {
             if (x_cfg_ == 1) launch_gang_tma<TcDoubleTmaB>();
             else if (x_cfg_ == 2) launch_gang_tma<TcDoubleTmaC>();
+            else if (x_cfg_ == 3) launch_gang_tma<TcDoubleTmaD>();
+            else if (x_cfg_ == 4) launch_gang_tma<TcDoubleTmaE>();
+            else if (x_cfg_ == 5) launch_gang_tma<TcDoubleTmaF>();
+            else if (x_cfg_ == 6) launch_gang_tma<TcDoubleTmaG>();
+            else if (x_cfg_ == 7) launch_gang_tma<TcDoubleTmaH>();
             else launch_gang_tma<TcDoubleTma>();
           }
           else launch_gang_tc<TcDouble>();

@@ -235,8 +235,8 @@ struct TcConfig {
   static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
                 "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
-  static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
-                "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
+  static_assert(!tma || (((steps * Math::km) % tile_w == 0 || tile_w % (steps * Math::km) == 0) && (WN % tile_w == 0 || tile_w % WN == 0)),
+                "tensor-copy tiles: a group's k-steps cover whole A tiles or part of one, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
   static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
   static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
@@ -320,13 +320,15 @@ struct TcProduct {
       typename M::BFrag bf[Cfg::NT];
 #pragma unroll
       for (int mt = 0; mt < Cfg::MT; ++mt) {
-        if constexpr (Cfg::tma) M::load_a_swizzled(af[mt], as + (k_first / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, q, sl);
+        if constexpr (Cfg::tma)  // k-step kk: A tile kk / tile_w, k-step (kk % tile_w) / km in it
+          M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, kk % Cfg::tile_w / M::km, sl);
         else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
       }
 #pragma unroll
       for (int nt = 0; nt < Cfg::NT; ++nt) {
-        if constexpr (Cfg::tma)
-          M::load_b_swizzled(bf[nt], bs + (warp_col(0) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q, nt, sl);
+        if constexpr (Cfg::tma)  // columns c..c+7: B tile c / tile_w, its 8-column group (c % tile_w) / 8
+          M::load_b_swizzled(bf[nt], bs + (warp_col(nt) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q,
+                             warp_col(nt) % Cfg::tile_w / 8, sl);
         else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
       }
 #pragma unroll
