@@ -78,28 +78,31 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies keep 5 slices of
 // 32 KiB in flight per SM, where the cp.async / register-staged tiles spend every thread's issue
 // slots on 16-byte pieces. 16 x 16: one warp a worker group (C as two m16n8 tiles), 8 groups each
-// taking 16 of a 128-deep slice; 64 x 64: 32 x 16 per warp, 2 groups each taking 16 of a 32-deep slice.
+// taking 16 of a 128-deep slice; 64 x 64 below.
 // The 16 x 16 tile's tensor maps ask for no L2 promotion: with the 256-byte promotion (the default
 // of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
 // 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
 // showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
 // starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
-using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
-// EXPERIMENT (TALLY_MATMUL_GRAM=cfg=N): alternative double Gram tiles.
-using TcDoubleTmaB = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 4, 64, 3, 1, true>;
-using TcDoubleTmaC = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 16, 2, 32, 3, 2, true>;
-// Wider warp tiles (fewer shared-memory fragment bytes per DMMA: 32 x 16 reads 96 KiB per 32 K of a
-// 64 x 64 tile, 32 x 32 64 KiB, 64 x 32 48 KiB): cfg=3 32 x 32 in 2 groups (8 warps, 6 stages of 32
-// K), cfg=4 32 x 32 in 4 groups (16 warps, 3 stages of 64 K), cfg=5 64 x 32 in 4 groups (8 warps,
-// 3 stages of 64 K).
-using TcDoubleTmaD = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 32, 6, 1, true>;
-using TcDoubleTmaE = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 4, 64, 3, 1, true>;
-using TcDoubleTmaF = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
-// cfg=6, 7: the same warp tiles with one k-step per group and 32-deep slice (6 stages), so that no
-// second k-step's fragments are held (cfg 4 and 5 spill at 128 and 255 registers).
-using TcDoubleTmaG = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 6, 1, true>;
-using TcDoubleTmaH = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 4, 32, 6, 1, true>;
+// 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 16 of a 64-deep slice, 3 stages
+// of 64 KiB, one block of 8 warps per SM. H200, 2026-11-24, 64 x 64 x 2^24, against cuBLAS in the
+// same process (3 runs each): this 4.09-4.23 ms (0.92-0.95x); the earlier 32 x 16 warps in 2 groups
+// of a 32-deep slice (16 warps, 6 stages) 5.14-5.36 (0.72-0.76x): a 32 x 16 warp reads 96 KiB of
+// fragments from shared memory per 32 K of the tile, a 64 x 32 one 48 KiB, and one barrier a 64-deep
+// slice halves the barriers. Slower there: 64 x 32 with 32-deep slices (4.42-4.83), 32 x 32 warps
+// (4.55-5.55), 64 x 16 (4.68-4.77), two blocks per SM (4.62-4.89), and a decoupled pipeline (per-warp
+// empty mbarriers, no block barrier per slice: 5.4-11.4 ms in every tile: the warps drift apart and
+// the fastest one is left with no slice in flight).
+using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
+// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2-5 variants
+// of the default (64 x 32 in 2 groups of 64-deep slices; in 4 groups of 96-deep slices, 2 stages; in
+// 2 groups of 32-deep slices, 6 stages; 32 x 32 in 2 groups of 64-deep slices).
+using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
+using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1, true>;
+using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true>;
+using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 32, 6, 1, true>;
+using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 64, 3, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -143,17 +146,16 @@ class CudaEngine final : public Engine<T> {
     if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
-    // EXPERIMENT: TALLY_MATMUL_GRAM="dc=1,cfg=1,l2=0|1|2" (decoupled pipeline, alternative tiles,
-    // L2 promotion none/128B/256B).
+    // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
+    // (above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B, 2 256 B).
     if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
-      std::string e(v);
-      auto knob = [&](const char* key) {
-        const auto at = e.find(key);
-        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + std::string(key).size());
+      const std::string e(v);
+      auto knob = [&](const std::string& key) {
+        const auto at = e.find(key + "=");
+        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
       };
-      if (knob("dc=") >= 0) x_decoupled_ = knob("dc=") == 1;
-      if (knob("cfg=") >= 0) x_cfg_ = knob("cfg=");
-      if (knob("l2=") >= 0) x_l2_ = knob("l2=");
+      gram_cfg_ = std::max(knob("cfg"), 0);
+      gram_l2_ = knob("l2");
     }
   }
   ~CudaEngine() override {
@@ -333,7 +335,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside.
+  /// swizzled, zeros outside; L2 promotion of 256 bytes or none (or TALLY_MATMUL_GRAM's).
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
@@ -346,22 +348,27 @@ class CudaEngine final : public Engine<T> {
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
-    const int l2v = x_l2_ >= 0 ? x_l2_ : l2_promote ? 2 : 0;
-    const CUtensorMapL2promotion l2 = l2v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : l2v == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               promotion(l2_promote),
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
   }
 
+  [[nodiscard]] CUtensorMapL2promotion promotion(bool l2_promote) const {
+    const int p = gram_l2_ >= 0 ? gram_l2_ : l2_promote ? 2 : 0;
+    return p == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : p == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }
+
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
   void launch_gang_tma(bool l2_promote = true) {
-    auto kernel = x_decoupled_ ? k::tc::gang_level_tma<Cfg, true> : k::tc::gang_level_tma<Cfg, false>;
+    auto kernel = k::tc::gang_level_tma<Cfg>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
-    if (!maps_) maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
+    if (!maps_)
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
@@ -415,14 +422,14 @@ class CudaEngine final : public Engine<T> {
             else launch_gang_tc<TcFloat>();
           }
           else if (use_tma()) {
-            if (x_cfg_ == 1) launch_gang_tma<TcDoubleTmaB>();
-            else if (x_cfg_ == 2) launch_gang_tma<TcDoubleTmaC>();
-            else if (x_cfg_ == 3) launch_gang_tma<TcDoubleTmaD>();
-            else if (x_cfg_ == 4) launch_gang_tma<TcDoubleTmaE>();
-            else if (x_cfg_ == 5) launch_gang_tma<TcDoubleTmaF>();
-            else if (x_cfg_ == 6) launch_gang_tma<TcDoubleTmaG>();
-            else if (x_cfg_ == 7) launch_gang_tma<TcDoubleTmaH>();
-            else launch_gang_tma<TcDoubleTma>();
+            switch (gram_cfg_) {
+              case 1: launch_gang_tma<TcDoubleTma1>(); break;
+              case 2: launch_gang_tma<TcDoubleTma2>(); break;
+              case 3: launch_gang_tma<TcDoubleTma3>(); break;
+              case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              case 5: launch_gang_tma<TcDoubleTma5>(); break;
+              default: launch_gang_tma<TcDoubleTma>();
+            }
           }
           else launch_gang_tc<TcDouble>();
         }
@@ -483,8 +490,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
-  bool x_decoupled_ = false;  // EXPERIMENT knobs (TALLY_MATMUL_GRAM)
-  int x_cfg_ = 0, x_l2_ = -1;
+  int gram_cfg_ = 0, gram_l2_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
   bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once

@@ -83,23 +83,6 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
       " @!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 #endif
 }
-/// Whether the phase of the given parity has completed (non-blocking).
-__device__ __forceinline__ bool mbar_test(std::uint64_t* bar, unsigned parity) {
-#if __CUDA_ARCH__ >= 900
-  std::uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
-  return done != 0;
-#else
-  return true;
-#endif
-}
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-#endif
-}
 /// The box of `map` at (c0 innermost, c1) into dst; what lies outside the tensor arrives as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* bar) {
 #if __CUDA_ARCH__ >= 900
@@ -229,14 +212,14 @@ struct TcConfig {
   static_assert(BK % CH == 0 && BN % CH == 0 && (sa * sizeof(T)) % 16 == 0 && (sb * sizeof(T)) % 16 == 0, "16-byte copies");
   static_assert(a_copies >= 1 && a_copies * CH * threads == BM * BK, "A slice copy mapping");
   static_assert(b_copies >= 1 && b_copies * CH * threads == BK * BN, "B slice copy mapping");
-  static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
+  static_assert(tma || (threads % (BK / CH) == 0 && threads % (BN / CH) == 0), "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
   static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
                 "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
-  static_assert(!tma || (((steps * Math::km) % tile_w == 0 || tile_w % (steps * Math::km) == 0) && (WN % tile_w == 0 || tile_w % WN == 0)),
-                "tensor-copy tiles: a group's k-steps cover whole A tiles or part of one, a warp's columns whole B tiles or part of one");
+  static_assert(!tma || (tile_w % Math::km == 0 && (WN % tile_w == 0 || tile_w % WN == 0)),
+                "tensor-copy tiles: k-steps inside A tiles, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
   static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
   static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
@@ -342,25 +325,17 @@ struct TcProduct {
     }
   }
 
-  /// The block's K range with tensor copies (Cfg::tma): thread 0 issues the slices, each buffer's
-  /// mbarrier counts its bytes. Synchronous: slice t + stages - 1 goes into the buffer every thread has
-  /// left behind at a block barrier per slice. Decoupled (no block barrier in the loop): each warp
-  /// releases a buffer on its `empty` mbarrier once done with it, and thread 0 refills every released
-  /// buffer it finds (blocking only when its own warp needs a slice not yet issued), so that warps
-  /// drift apart by up to `stages` slices instead of meeting every slice. smem: 1024-byte aligned.
-  template <bool Decoupled = false>
+  /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
+  /// buffer every thread has left behind (after the barrier), each buffer's mbarrier counts its bytes.
+  /// smem: 1024-byte aligned.
   __device__ __forceinline__ void run_tma(const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0, idx k_begin,
                                           idx k_end, T* smem) {
     __shared__ std::uint64_t bars[Cfg::stages];
-    __shared__ std::uint64_t empty[Decoupled ? Cfg::stages : 1];
     for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::identity<T>(); });
     const bool issuer = dev::block_thread_rank() == 0;
     const int lane = static_cast<int>(threadIdx.x) % 32;
     if (issuer)
-      for (int s = 0; s < Cfg::stages; ++s) {
-        mbar_init(&bars[s], 1);
-        if constexpr (Decoupled) mbar_init(&empty[s], Cfg::threads / 32);
-      }
+      for (int s = 0; s < Cfg::stages; ++s) mbar_init(&bars[s], 1);
     __syncthreads();
     const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
     auto load = [&](int buf, idx t) {  // by the issuer
@@ -375,40 +350,10 @@ struct TcProduct {
       for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
         tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0, &bars[buf]);
     };
-    const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;
-    if constexpr (Decoupled) {
-      idx next = 0;  // the issuer's next slice; slice j goes into buffer j % stages
-      if (issuer)
-        for (; next < Cfg::stages && next < slices; ++next) load(static_cast<int>(next), next);
-      int rd = 0;
-      unsigned phases = 0;  // bit b: the parity of buffer b's next completion
-      for (idx t = 0; t < slices; ++t) {
-        if (issuer)
-          for (; next < slices; ++next) {  // buffer next % stages was slice next - stages's: released by every warp?
-            const int b = static_cast<int>(next % Cfg::stages);
-            const unsigned parity = static_cast<unsigned>((next / Cfg::stages - 1) & 1);
-            if (next > t) {
-              if (!mbar_test(&empty[b], parity)) break;
-            } else {
-              mbar_wait(&empty[b], parity);  // this warp needs slice t: the others finish slice t - stages
-            }
-            load(b, next);
-          }
-        mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
-        phases ^= 1u << rd;
-        multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[rd]);  // this warp is done with the buffer
-        rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
-      }
-      __syncthreads();  // every slice consumed (none issued beyond them): the shared memory is reused below
-      if constexpr (Cfg::KG > 1)
-        for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = dev::worker_reduce<Sum>(acc[mt][nt][i], smem); });
-      return;
-    }
     if (issuer)
       for (int s = 0; s < Cfg::stages - 1; ++s)
         if (s < slices) load(s, s);
+    const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;
     int rd = 0, wr = Cfg::stages - 1;
     unsigned phases = 0;  // bit b: the parity of buffer b's next completion
     for (idx t = 0; t < slices; ++t) {
@@ -491,7 +436,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
 }
 
 /// gang_level_tc fed by tensor copies (Cfg::tma): A and B reach the kernel as tensor maps.
-template <class Cfg, bool Decoupled>
+template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     gang_level_tma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, typename Cfg::T* __restrict__ d_c,
                    idx m, idx n, idx k, idx k_chunk, typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets) {
@@ -500,7 +445,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   T* smem = reinterpret_cast<T*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   TcProduct<Cfg> p;
   split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
-      p, [&](const SplitTile& st) { p.template run_tma<Decoupled>(&ta, &tb, st.row0, st.col0, st.k_begin, st.k_end, smem); }, d_c, m, n, k,
+      p, [&](const SplitTile& st) { p.run_tma(&ta, &tb, st.row0, st.col0, st.k_begin, st.k_end, smem); }, d_c, m, n, k,
       k_chunk, d_partials, d_tickets);
 }
 
