@@ -103,6 +103,10 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true>;
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 32, 6, 1, true>;
 using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 64, 3, 1, true>;
+// 6-8: the default, 2 and 3 with the k-steps of a slice in a rolled loop (no spills).
+using TcDoubleTma6 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true>;
+using TcDoubleTma7 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1, true, 1, true>;
+using TcDoubleTma8 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -428,6 +432,9 @@ class CudaEngine final : public Engine<T> {
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
               case 5: launch_gang_tma<TcDoubleTma5>(); break;
+              case 6: launch_gang_tma<TcDoubleTma6>(); break;
+              case 7: launch_gang_tma<TcDoubleTma7>(); break;
+              case 8: launch_gang_tma<TcDoubleTma8>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }

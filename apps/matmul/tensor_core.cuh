@@ -187,13 +187,16 @@ struct SliceLoader {
 /// (A as BK / 32 tiles of BM x 32, B as BN / 32 tiles of BK x 32, 128-byte swizzled, unpadded)
 /// instead of every thread's cp.async; what lies outside A or B arrives as zeros.
 /// ChainSlices (3xTF32): consecutive slices one MMA chain spans (chain_steps k-steps in all).
+/// RollSteps: a group's k-steps of a slice in a loop that is not unrolled, so that one k-step's
+/// fragments are held at a time (unrolled, the compiler loads the next step's early and may spill).
 template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
-          int ChainSlices_ = 1>
+          int ChainSlices_ = 1, bool RollSteps_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
   static constexpr int chain_slices = ChainSlices_;
+  static constexpr bool roll_steps = RollSteps_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -296,33 +299,41 @@ struct TcProduct {
       if constexpr (Cfg::tma) return typename M::SwizzleLane(lane);
       else return 0;
     }();
+    if constexpr (Cfg::roll_steps) {  // one k-step's fragments live at a time (see TcConfig)
+#pragma unroll 1
+      for (int q = 0; q < Cfg::steps; ++q) step<First>(as, bs, k_first, q, lane, sl);
+    } else {
 #pragma unroll
-    for (int q = 0; q < Cfg::steps; ++q) {
-      const int kk = k_first + q * M::km;
-      typename M::AFrag af[Cfg::MT];
-      typename M::BFrag bf[Cfg::NT];
+      for (int q = 0; q < Cfg::steps; ++q) step<First>(as, bs, k_first, q, lane, sl);
+    }
+  }
+  /// k-step q of multiply_slice.
+  template <bool First, class Lane>
+  __device__ __forceinline__ void step(const T* as, const T* bs, int k_first, int q, int lane, const Lane& sl) {
+    const int kk = k_first + q * M::km;
+    typename M::AFrag af[Cfg::MT];
+    typename M::BFrag bf[Cfg::NT];
 #pragma unroll
-      for (int mt = 0; mt < Cfg::MT; ++mt) {
-        if constexpr (Cfg::tma)  // k-step kk: A tile kk / tile_w, k-step (kk % tile_w) / km in it
-          M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, kk % Cfg::tile_w / M::km, sl);
-        else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
-      }
+    for (int mt = 0; mt < Cfg::MT; ++mt) {
+      if constexpr (Cfg::tma)  // k-step kk: A tile kk / tile_w, k-step (kk % tile_w) / km in it
+        M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, kk % Cfg::tile_w / M::km, sl);
+      else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
+    }
+#pragma unroll
+    for (int nt = 0; nt < Cfg::NT; ++nt) {
+      if constexpr (Cfg::tma)  // columns c..c+7: B tile c / tile_w, its 8-column group (c % tile_w) / 8
+        M::load_b_swizzled(bf[nt], bs + (warp_col(nt) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q,
+                           warp_col(nt) % Cfg::tile_w / 8, sl);
+      else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+    }
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < Cfg::NT; ++nt) {
-        if constexpr (Cfg::tma)  // columns c..c+7: B tile c / tile_w, its 8-column group (c % tile_w) / 8
-          M::load_b_swizzled(bf[nt], bs + (warp_col(nt) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q,
-                             warp_col(nt) % Cfg::tile_w / 8, sl);
-        else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+        if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
+        else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
+        else M::mma(chain[mt][nt], af[mt], bf[nt]);
       }
-#pragma unroll
-      for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Cfg::NT; ++nt) {
-          if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
-          else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
-          else M::mma(chain[mt][nt], af[mt], bf[nt]);
-        }
-    }
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
