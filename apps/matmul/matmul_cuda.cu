@@ -107,6 +107,11 @@ using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 64, 3, 1
 using TcDoubleTma6 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true>;
 using TcDoubleTma7 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1, true, 1, true>;
 using TcDoubleTma8 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
+// 9, 10: the default and 6 with boxes of 8 rows (A: 8 rows x 128 bytes, the 4 boxes of a row group
+// issued together, so that each row's 512 bytes of a slice are asked for at once; B: 8 K rows x 128
+// bytes, 4 KiB of B's rows together), issued by warp 0's lanes.
+using TcDoubleTma9 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, false, 8>;
+using TcDoubleTma10 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true, 8>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -372,7 +377,8 @@ class CudaEngine final : public Engine<T> {
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
     if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::a_box_rows, l2_promote),
+               tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::b_box_rows, l2_promote)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
@@ -435,6 +441,8 @@ class CudaEngine final : public Engine<T> {
               case 6: launch_gang_tma<TcDoubleTma6>(); break;
               case 7: launch_gang_tma<TcDoubleTma7>(); break;
               case 8: launch_gang_tma<TcDoubleTma8>(); break;
+              case 9: launch_gang_tma<TcDoubleTma9>(); break;
+              case 10: launch_gang_tma<TcDoubleTma10>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
