@@ -85,33 +85,24 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
 // starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
-// 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 16 of a 64-deep slice, 3 stages
-// of 64 KiB, one block of 8 warps per SM. H200, 2026-11-24, 64 x 64 x 2^24, against cuBLAS in the
-// same process (3 runs each): this 4.09-4.23 ms (0.92-0.95x); the earlier 32 x 16 warps in 2 groups
-// of a 32-deep slice (16 warps, 6 stages) 5.14-5.36 (0.72-0.76x): a 32 x 16 warp reads 96 KiB of
-// fragments from shared memory per 32 K of the tile, a 64 x 32 one 48 KiB, and one barrier a 64-deep
-// slice halves the barriers. Slower there: 64 x 32 with 32-deep slices (4.42-4.83), 32 x 32 warps
-// (4.55-5.55), 64 x 16 (4.68-4.77), two blocks per SM (4.62-4.89), and a decoupled pipeline (per-warp
-// empty mbarriers, no block barrier per slice: 5.4-11.4 ms in every tile: the warps drift apart and
-// the fastest one is left with no slice in flight).
-using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
-// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2-5 variants
-// of the default (64 x 32 in 2 groups of 64-deep slices; in 4 groups of 96-deep slices, 2 stages; in
-// 2 groups of 32-deep slices, 6 stages; 32 x 32 in 2 groups of 64-deep slices).
+// 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
+// in a rolled loop: one step's fragments live, 238 registers, no spills), 2 stages of 96 KiB, one
+// block of 8 warps per SM. A 32 x 16 warp reads 96 KiB of fragments from shared memory per 32 K of
+// the tile, a 64 x 32 one 48 KiB (registers allow no larger one), and deeper slices mean fewer block
+// barriers. H200, 2026-11-24, 64 x 64 x 2^24 against cuBLAS in the same process (two runs, 3-5 each):
+// this 4.05-4.24 ms (0.91-0.96x cuBLAS's usual 3.86-3.89; 4.05-4.24 TB/s, 96-101% of copy; faster
+// than the next one in 5 of 5 paired runs); 64-deep slices in 3 stages, k-steps unrolled (255
+// registers, 88 bytes spilled; cfg=2) 4.09-4.31; the same rolled 4.16-4.46; main's 32 x 16 warps in 2
+// groups of 32-deep slices (16 warps, 6 stages; cfg=1) 4.65-5.36 (0.72-0.83x). Slower there: 96-deep slices unrolled (120 bytes spilled)
+// 4.25-4.55, 32 x 32 warps 4.25-5.55, 64 x 32 in 2 groups (4 warps) 4.6-5.5, 64 x 16 4.68-4.77, two
+// blocks per SM 4.62-4.89, the L2 promotion off 4.13-4.31 (no change), 8-row boxes issued by warp
+// 0's 32 lanes (each row's 512 bytes of a slice asked for together) 6.05-6.92, and a decoupled
+// pipeline (per-warp empty mbarriers, no block barrier per slice), slower than the synchronous one in
+// every tile (4.8-11.4 ms): the warps drift apart and the fastest is left with no slice in flight.
+using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
+// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one.
 using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
-using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1, true>;
-using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true>;
-using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 32, 6, 1, true>;
-using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 64, 3, 1, true>;
-// 6-8: the default, 2 and 3 with the k-steps of a slice in a rolled loop (no spills).
-using TcDoubleTma6 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true>;
-using TcDoubleTma7 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 64, 3, 1, true, 1, true>;
-using TcDoubleTma8 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
-// 9, 10: the default and 6 with boxes of 8 rows (A: 8 rows x 128 bytes, the 4 boxes of a row group
-// issued together, so that each row's 512 bytes of a slice are asked for at once; B: 8 K rows x 128
-// bytes, 4 KiB of B's rows together), issued by warp 0's lanes.
-using TcDoubleTma9 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, false, 8>;
-using TcDoubleTma10 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true, 8>;
+using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -156,7 +147,8 @@ class CudaEngine final : public Engine<T> {
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
     // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B, 2 256 B).
+    // (TcDoubleTmaN above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
+    // 2 256 B; unset: each tile's own).
     if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
       const std::string e(v);
       auto knob = [&](const std::string& key) {
@@ -377,8 +369,7 @@ class CudaEngine final : public Engine<T> {
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
     if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::a_box_rows, l2_promote),
-               tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::b_box_rows, l2_promote)};
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
     kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
@@ -435,14 +426,6 @@ class CudaEngine final : public Engine<T> {
             switch (gram_cfg_) {
               case 1: launch_gang_tma<TcDoubleTma1>(); break;
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
-              case 3: launch_gang_tma<TcDoubleTma3>(); break;
-              case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              case 5: launch_gang_tma<TcDoubleTma5>(); break;
-              case 6: launch_gang_tma<TcDoubleTma6>(); break;
-              case 7: launch_gang_tma<TcDoubleTma7>(); break;
-              case 8: launch_gang_tma<TcDoubleTma8>(); break;
-              case 9: launch_gang_tma<TcDoubleTma9>(); break;
-              case 10: launch_gang_tma<TcDoubleTma10>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }

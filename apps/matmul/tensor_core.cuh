@@ -190,17 +190,13 @@ struct SliceLoader {
 /// RollSteps: a group's k-steps of a slice in a loop that is not unrolled, so that one k-step's
 /// fragments are held at a time (unrolled, the compiler loads the next step's early and may spill).
 template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
-          int ChainSlices_ = 1, bool RollSteps_ = false, int BoxRows_ = 0>
+          int ChainSlices_ = 1, bool RollSteps_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
   static constexpr int chain_slices = ChainSlices_;
   static constexpr bool roll_steps = RollSteps_;
-  // Rows of a tensor copy's box: the whole slice (one thread issues BK / tile_w + BN / tile_w copies),
-  // or BoxRows, the boxes of a slice issued by warp 0's lanes, those of neighbouring rows together.
-  static constexpr bool warp_issue = BoxRows_ != 0;
-  static constexpr int a_box_rows = BoxRows_ ? BoxRows_ : BM, b_box_rows = BoxRows_ ? BoxRows_ : BK;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -225,7 +221,6 @@ struct TcConfig {
   static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
                 "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
-  static_assert(!warp_issue || (tma && BM % a_box_rows == 0 && BK % b_box_rows == 0 && BoxRows_ % 8 == 0), "boxes: whole swizzle atoms");
   static_assert(!tma || (tile_w % Math::km == 0 && (WN % tile_w == 0 || tile_w % WN == 0)),
                 "tensor-copy tiles: k-steps inside A tiles, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
@@ -348,10 +343,9 @@ struct TcProduct {
                                           idx k_end, T* smem) {
     __shared__ std::uint64_t bars[Cfg::stages];
     for_each_c([&](int mt, int nt, int i) { acc[mt][nt][i] = Sum::identity<T>(); });
-    const auto tid = dev::block_thread_rank();
-    const bool issuer = Cfg::warp_issue ? tid < 32 : tid == 0;
+    const bool issuer = dev::block_thread_rank() == 0;
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    if (tid == 0)
+    if (issuer)
       for (int s = 0; s < Cfg::stages; ++s) mbar_init(&bars[s], 1);
     __syncthreads();
     const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
@@ -359,30 +353,13 @@ struct TcProduct {
       T* as = smem + buf * Cfg::stage_elems;
       T* bs = as + Cfg::a_elems;
       const int k0 = static_cast<int>(k_begin + t * Cfg::BK);  // K <= 2^31 - 1 (host)
-      if (!Cfg::warp_issue || lane == 0) mbar_arrive_expect_tx(&bars[buf], static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
-      if constexpr (Cfg::warp_issue) {  // box j: A's row group j / ah, K tile j % ah; then B's K row group, column tile
-        __syncwarp();
-        constexpr int ah = Cfg::BK / Cfg::tile_w, an = Cfg::BM / Cfg::a_box_rows * ah, bh = Cfg::BN / Cfg::tile_w;
-        constexpr int boxes = an + Cfg::BK / Cfg::b_box_rows * bh;
+      mbar_arrive_expect_tx(&bars[buf], static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
 #pragma unroll
-        for (int j0 = 0; j0 < boxes; j0 += 32) {
-          const int j = j0 + lane;
-          if (j < an) {
-            const int g = j / ah * Cfg::a_box_rows, h = j % ah;
-            tma_load_2d(as + (h * Cfg::BM + g) * Cfg::tile_w, ta, k0 + Cfg::tile_w * h, static_cast<int>(row0) + g, &bars[buf]);
-          } else if (j < boxes) {
-            const int g = (j - an) / bh * Cfg::b_box_rows, h = (j - an) % bh;
-            tma_load_2d(bs + (h * Cfg::BK + g) * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0 + g, &bars[buf]);
-          }
-        }
-      } else {
+      for (int h = 0; h < Cfg::BK / Cfg::tile_w; ++h)
+        tma_load_2d(as + h * Cfg::BM * Cfg::tile_w, ta, k0 + Cfg::tile_w * h, static_cast<int>(row0), &bars[buf]);
 #pragma unroll
-        for (int h = 0; h < Cfg::BK / Cfg::tile_w; ++h)
-          tma_load_2d(as + h * Cfg::BM * Cfg::tile_w, ta, k0 + Cfg::tile_w * h, static_cast<int>(row0), &bars[buf]);
-#pragma unroll
-        for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
-          tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0, &bars[buf]);
-      }
+      for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
+        tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0, &bars[buf]);
     };
     if (issuer)
       for (int s = 0; s < Cfg::stages - 1; ++s)
