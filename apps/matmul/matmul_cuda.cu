@@ -100,9 +100,12 @@ using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6,
 // pipeline (per-warp empty mbarriers, no block barrier per slice), slower than the synchronous one in
 // every tile (4.8-11.4 ms): the warps drift apart and the fastest is left with no slice in flight.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
-// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one.
+// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one;
+// 3 (compiled, not yet run on a GPU) two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep
+// slice, 2 stages of 48 KiB each), so that the SM has two independent slices in flight.
 using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
 using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
+using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -426,6 +429,7 @@ class CudaEngine final : public Engine<T> {
             switch (gram_cfg_) {
               case 1: launch_gang_tma<TcDoubleTma1>(); break;
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
+              case 3: launch_gang_tma<TcDoubleTma3>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
