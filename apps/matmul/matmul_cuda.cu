@@ -75,10 +75,10 @@ using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
 // 16 x 16 x 2^26); this one streams it at 2.20 ms.
 using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // Double on sm_90 with K and N even (16-byte rows): slices by TMA tensor copies too, DMMA m16n8k8 from
-// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies keep 5 slices of
-// 32 KiB in flight per SM, where the cp.async / register-staged tiles spend every thread's issue
-// slots on 16-byte pieces. 16 x 16: one warp a worker group (C as two m16n8 tiles), 8 groups each
-// taking 16 of a 128-deep slice; 64 x 64 below.
+// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies per slice, where the
+// cp.async / register-staged tiles spend every thread's issue slots on 16-byte pieces. 16 x 16: one
+// warp a worker group (C as two m16n8 tiles), 8 groups each taking 16 of a 128-deep slice, 6 stages
+// of 32 KiB (5 slices in flight per SM); 64 x 64 below.
 // The 16 x 16 tile's tensor maps ask for no L2 promotion: with the 256-byte promotion (the default
 // of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
 // 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
