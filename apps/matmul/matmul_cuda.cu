@@ -106,6 +106,13 @@ using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1,
 using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
 using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
+// 4-8: the tiles above (and the 16 x 16 one, cfg=7) issuing each slice before waiting for the
+// previous one (TcConfig's EarlyIssue): one more slice in flight per block.
+using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
+using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true, true>;
+using TcDoubleTma6 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 6, 1, true, 1, true, true>;
+using TcDouble16Tma7 = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true, 1, false, true>;
+using TcDoubleTma8 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -413,7 +420,10 @@ class CudaEngine final : public Engine<T> {
         const idx big = std::max(s_.m, s_.n);
         if (big <= 16) {
           if constexpr (sizeof(T) == 8) {
-            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>(false);
+            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) {
+              if (gram_cfg_ == 7) launch_gang_tma<TcDouble16Tma7>(false);
+              else launch_gang_tma<TcDouble16Tma>(false);
+            }
             else launch_gang<Ts16d>();  // double: half the slice, the same bytes
           } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
@@ -430,6 +440,10 @@ class CudaEngine final : public Engine<T> {
               case 1: launch_gang_tma<TcDoubleTma1>(); break;
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
+              case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              case 5: launch_gang_tma<TcDoubleTma5>(); break;
+              case 6: launch_gang_tma<TcDoubleTma6>(); break;
+              case 8: launch_gang_tma<TcDoubleTma8>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }

@@ -189,14 +189,18 @@ struct SliceLoader {
 /// ChainSlices (3xTF32): consecutive slices one MMA chain spans (chain_steps k-steps in all).
 /// RollSteps: a group's k-steps of a slice in a loop that is not unrolled, so that one k-step's
 /// fragments are held at a time (unrolled, the compiler loads the next step's early and may spill).
+/// EarlyIssue (Tma): slice t + stages - 1 is issued as soon as every warp is done with slice t - 1,
+/// before waiting for slice t, so that `stages` slices are in flight while the block waits (not
+/// stages - 1, issued only once slice t has landed): the same barriers and registers.
 template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
-          int ChainSlices_ = 1, bool RollSteps_ = false>
+          int ChainSlices_ = 1, bool RollSteps_ = false, bool EarlyIssue_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
   static constexpr int chain_slices = ChainSlices_;
   static constexpr bool roll_steps = RollSteps_;
+  static constexpr bool early_issue = EarlyIssue_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -337,8 +341,8 @@ struct TcProduct {
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
-  /// buffer every thread has left behind (after the barrier), each buffer's mbarrier counts its bytes.
-  /// smem: 1024-byte aligned.
+  /// buffer every thread has left behind (after the barrier; with Cfg::early_issue before waiting for
+  /// slice t), each buffer's mbarrier counts its bytes. smem: 1024-byte aligned.
   __device__ __forceinline__ void run_tma(const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0, idx k_begin,
                                           idx k_end, T* smem) {
     __shared__ std::uint64_t bars[Cfg::stages];
@@ -368,10 +372,16 @@ struct TcProduct {
     int rd = 0, wr = Cfg::stages - 1;
     unsigned phases = 0;  // bit b: the parity of buffer b's next completion
     for (idx t = 0; t < slices; ++t) {
-      mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
+      if constexpr (Cfg::early_issue) {
+        __syncthreads();  // everyone is done with slice t - 1, whose buffer (wr) is refilled ...
+        if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
+        mbar_wait(&bars[rd], (phases >> rd) & 1u);  // ... while slice t lands
+      } else {
+        mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
+        __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
+        if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
+      }
       phases ^= 1u << rd;
-      __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
-      if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
