@@ -99,22 +99,22 @@ using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6,
 // 0's 32 lanes (each row's 512 bytes of a slice asked for together) 6.05-6.92, and a decoupled
 // pipeline (per-warp empty mbarriers, no block barrier per slice), slower than the synchronous one in
 // every tile (4.8-11.4 ms): the warps drift apart and the fastest is left with no slice in flight.
+// Each slice is issued before the wait for the previous one (TcConfig's EarlyIssue: two slices, 192
+// KiB, in flight while the block waits). H200, 2026-11-24 (issue 21 round 2, 10 paired runs): no
+// clear change, 4.16-4.32 ms (median 4.25) against 4.08-4.49 (4.30) for the late issue (cfg=4; faster
+// in 6 of 10), one matmul --bench 4.135 ms (0.94x cuBLAS's 3.890): bytes in flight are not the limit. Slower there, all with
+// the early issue: 64-deep slices in 3 stages 4.17-4.53, 32-deep in 6 (192 KiB in flight, one k-step
+// a group per barrier) 4.69-4.82, two blocks per SM of 4 warps with 48-deep slices in 2 stages
+// 4.45-4.80 (4.38-4.62 issued late, cfg=3), with 32-deep in 3 stages 4.49-4.69: each block barrier
+// costs, about 0.2 us a slice.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
 // For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one;
-// 3 (compiled, not yet run on a GPU) two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep
-// slice, 2 stages of 48 KiB each), so that the SM has two independent slices in flight.
+// 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
 using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
 using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
-// 4: the default issuing each slice only once the previous one has landed (TcConfig's EarlyIssue
-// off, the default until then); 5-8: the tiles above (and the 16 x 16 one, cfg=7) with EarlyIssue;
-// 9: two blocks per SM of 4 warps, 32-deep slices in 3 stages each.
+// 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true, 1, true, true>;
-using TcDoubleTma6 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 6, 1, true, 1, true, true>;
-using TcDouble16Tma7 = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true, 1, false, true>;
-using TcDoubleTma8 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true, true>;
-using TcDoubleTma9 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 32, 3, 2, true, 1, true, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -422,10 +422,7 @@ class CudaEngine final : public Engine<T> {
         const idx big = std::max(s_.m, s_.n);
         if (big <= 16) {
           if constexpr (sizeof(T) == 8) {
-            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) {
-              if (gram_cfg_ == 7) launch_gang_tma<TcDouble16Tma7>(false);
-              else launch_gang_tma<TcDouble16Tma>(false);
-            }
+            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>(false);
             else launch_gang<Ts16d>();  // double: half the slice, the same bytes
           } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
@@ -443,10 +440,6 @@ class CudaEngine final : public Engine<T> {
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              case 5: launch_gang_tma<TcDoubleTma5>(); break;
-              case 6: launch_gang_tma<TcDoubleTma6>(); break;
-              case 8: launch_gang_tma<TcDoubleTma8>(); break;
-              case 9: launch_gang_tma<TcDoubleTma9>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
