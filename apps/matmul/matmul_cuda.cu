@@ -75,17 +75,46 @@ using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
 // 16 x 16 x 2^26); this one streams it at 2.20 ms.
 using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // Double on sm_90 with K and N even (16-byte rows): slices by TMA tensor copies too, DMMA m16n8k8 from
-// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies keep 5 slices of
-// 32 KiB in flight per SM, where the cp.async / register-staged tiles spend every thread's issue
-// slots on 16-byte pieces. 16 x 16: one warp a worker group (C as two m16n8 tiles), 8 groups each
-// taking 16 of a 128-deep slice; 64 x 64: 32 x 16 per warp, 2 groups each taking 16 of a 32-deep slice.
+// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies per slice, where the
+// cp.async / register-staged tiles spend every thread's issue slots on 16-byte pieces. 16 x 16: one
+// warp a worker group (C as two m16n8 tiles), 8 groups each taking 16 of a 128-deep slice, 6 stages
+// of 32 KiB (5 slices in flight per SM); 64 x 64 below.
 // The 16 x 16 tile's tensor maps ask for no L2 promotion: with the 256-byte promotion (the default
 // of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
 // 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
 // showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
 // starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
-using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
+// 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
+// in a rolled loop: one step's fragments live, 238 registers, no spills), 2 stages of 96 KiB, one
+// block of 8 warps per SM. A 32 x 16 warp reads 96 KiB of fragments from shared memory per 32 K of
+// the tile, a 64 x 32 one 48 KiB (registers allow no larger one), and deeper slices mean fewer block
+// barriers. H200, 2026-11-24, 64 x 64 x 2^24 against cuBLAS in the same process (two runs, 3-5 each):
+// this 4.05-4.24 ms (0.91-0.96x cuBLAS's usual 3.86-3.89; 4.05-4.24 TB/s, 96-101% of copy; faster
+// than the next one in 5 of 5 paired runs); 64-deep slices in 3 stages, k-steps unrolled (255
+// registers, 88 bytes spilled; cfg=2) 4.09-4.31; the same rolled 4.16-4.46; main's 32 x 16 warps in 2
+// groups of 32-deep slices (16 warps, 6 stages; cfg=1) 4.65-5.36 (0.72-0.83x). Slower there: 96-deep slices unrolled (120 bytes spilled)
+// 4.25-4.55, 32 x 32 warps 4.25-5.55, 64 x 32 in 2 groups (4 warps) 4.6-5.5, 64 x 16 4.68-4.77, two
+// blocks per SM 4.62-4.89, the L2 promotion off 4.13-4.31 (no change), 8-row boxes issued by warp
+// 0's 32 lanes (each row's 512 bytes of a slice asked for together) 6.05-6.92, and a decoupled
+// pipeline (per-warp empty mbarriers, no block barrier per slice), slower than the synchronous one in
+// every tile (4.8-11.4 ms): the warps drift apart and the fastest is left with no slice in flight.
+// Each slice is issued before the wait for the previous one (TcConfig's EarlyIssue: two slices, 192
+// KiB, in flight while the block waits). H200, 2026-11-24 (issue 21 round 2, 10 paired runs): no
+// clear change, 4.16-4.32 ms (median 4.25) against 4.08-4.49 (4.30) for the late issue (cfg=4; faster
+// in 6 of 10), one matmul --bench 4.135 ms (0.94x cuBLAS's 3.890): bytes in flight are not the limit. Slower there, all with
+// the early issue: 64-deep slices in 3 stages 4.17-4.53, 32-deep in 6 (192 KiB in flight, one k-step
+// a group per barrier) 4.69-4.82, two blocks per SM of 4 warps with 48-deep slices in 2 stages
+// 4.45-4.80 (4.38-4.62 issued late, cfg=3), with 32-deep in 3 stages 4.49-4.69: each block barrier
+// costs, about 0.2 us a slice.
+using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
+// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one;
+// 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
+using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
+using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
+using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
+// 4: the default but issuing each slice only once the previous one has landed (the default before).
+using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -129,6 +158,18 @@ class CudaEngine final : public Engine<T> {
     if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
+    // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
+    // (TcDoubleTmaN above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
+    // 2 256 B; unset: each tile's own).
+    if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
+      const std::string e(v);
+      auto knob = [&](const std::string& key) {
+        const auto at = e.find(key + "=");
+        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
+      };
+      gram_cfg_ = std::max(knob("cfg"), 0);
+      gram_l2_ = knob("l2");
+    }
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -307,7 +348,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside; L2 promotion of 256 bytes or none.
+  /// swizzled, zeros outside; L2 promotion of 256 bytes or none (or TALLY_MATMUL_GRAM's).
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
@@ -322,10 +363,15 @@ class CudaEngine final : public Engine<T> {
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               promotion(l2_promote),
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
+  }
+
+  [[nodiscard]] CUtensorMapL2promotion promotion(bool l2_promote) const {
+    const int p = gram_l2_ >= 0 ? gram_l2_ : l2_promote ? 2 : 0;
+    return p == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : p == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   }
 
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
@@ -388,7 +434,15 @@ class CudaEngine final : public Engine<T> {
             if (use_tma()) launch_gang_tma<TcFloatTma>();
             else launch_gang_tc<TcFloat>();
           }
-          else if (use_tma()) launch_gang_tma<TcDoubleTma>();
+          else if (use_tma()) {
+            switch (gram_cfg_) {
+              case 1: launch_gang_tma<TcDoubleTma1>(); break;
+              case 2: launch_gang_tma<TcDoubleTma2>(); break;
+              case 3: launch_gang_tma<TcDoubleTma3>(); break;
+              case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              default: launch_gang_tma<TcDoubleTma>();
+            }
+          }
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -448,6 +502,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
+  int gram_cfg_ = 0, gram_l2_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
   bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once

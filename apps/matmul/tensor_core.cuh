@@ -187,13 +187,20 @@ struct SliceLoader {
 /// (A as BK / 32 tiles of BM x 32, B as BN / 32 tiles of BK x 32, 128-byte swizzled, unpadded)
 /// instead of every thread's cp.async; what lies outside A or B arrives as zeros.
 /// ChainSlices (3xTF32): consecutive slices one MMA chain spans (chain_steps k-steps in all).
+/// RollSteps: a group's k-steps of a slice in a loop that is not unrolled, so that one k-step's
+/// fragments are held at a time (unrolled, the compiler loads the next step's early and may spill).
+/// EarlyIssue (Tma): slice t + stages - 1 is issued as soon as every warp is done with slice t - 1,
+/// before waiting for slice t, so that `stages` slices are in flight while the block waits (not
+/// stages - 1, issued only once slice t has landed): the same barriers and registers.
 template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
-          int ChainSlices_ = 1>
+          int ChainSlices_ = 1, bool RollSteps_ = false, bool EarlyIssue_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
   static constexpr int chain_slices = ChainSlices_;
+  static constexpr bool roll_steps = RollSteps_;
+  static constexpr bool early_issue = EarlyIssue_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
   static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
@@ -212,14 +219,14 @@ struct TcConfig {
   static_assert(BK % CH == 0 && BN % CH == 0 && (sa * sizeof(T)) % 16 == 0 && (sb * sizeof(T)) % 16 == 0, "16-byte copies");
   static_assert(a_copies >= 1 && a_copies * CH * threads == BM * BK, "A slice copy mapping");
   static_assert(b_copies >= 1 && b_copies * CH * threads == BK * BN, "B slice copy mapping");
-  static_assert(threads % (BK / CH) == 0 && threads % (BN / CH) == 0, "a thread's copies share K offset / columns");
+  static_assert(tma || (threads % (BK / CH) == 0 && threads % (BN / CH) == 0), "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
   static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
                          (BM * 128) % 1024 == 0 && (BK * 128) % 1024 == 0),
                 "tensor-copy tiles: fragment loads from swizzled tiles, 1024-byte aligned");
-  static_assert(!tma || (steps * Math::km == tile_w && WN == tile_w),
-                "tensor-copy tiles: a group's k-steps span one A tile, a warp's columns one B tile");
+  static_assert(!tma || (tile_w % Math::km == 0 && (WN % tile_w == 0 || tile_w % WN == 0)),
+                "tensor-copy tiles: k-steps inside A tiles, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
   static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
   static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
@@ -296,36 +303,46 @@ struct TcProduct {
       if constexpr (Cfg::tma) return typename M::SwizzleLane(lane);
       else return 0;
     }();
+    if constexpr (Cfg::roll_steps) {  // one k-step's fragments live at a time (see TcConfig)
+#pragma unroll 1
+      for (int q = 0; q < Cfg::steps; ++q) step<First>(as, bs, k_first, q, lane, sl);
+    } else {
 #pragma unroll
-    for (int q = 0; q < Cfg::steps; ++q) {
-      const int kk = k_first + q * M::km;
-      typename M::AFrag af[Cfg::MT];
-      typename M::BFrag bf[Cfg::NT];
+      for (int q = 0; q < Cfg::steps; ++q) step<First>(as, bs, k_first, q, lane, sl);
+    }
+  }
+  /// k-step q of multiply_slice.
+  template <bool First, class Lane>
+  __device__ __forceinline__ void step(const T* as, const T* bs, int k_first, int q, int lane, const Lane& sl) {
+    const int kk = k_first + q * M::km;
+    typename M::AFrag af[Cfg::MT];
+    typename M::BFrag bf[Cfg::NT];
 #pragma unroll
-      for (int mt = 0; mt < Cfg::MT; ++mt) {
-        if constexpr (Cfg::tma) M::load_a_swizzled(af[mt], as + (k_first / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, q, sl);
-        else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
-      }
+    for (int mt = 0; mt < Cfg::MT; ++mt) {
+      if constexpr (Cfg::tma)  // k-step kk: A tile kk / tile_w, k-step (kk % tile_w) / km in it
+        M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, kk % Cfg::tile_w / M::km, sl);
+      else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
+    }
+#pragma unroll
+    for (int nt = 0; nt < Cfg::NT; ++nt) {
+      if constexpr (Cfg::tma)  // columns c..c+7: B tile c / tile_w, its 8-column group (c % tile_w) / 8
+        M::load_b_swizzled(bf[nt], bs + (warp_col(nt) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q,
+                           warp_col(nt) % Cfg::tile_w / 8, sl);
+      else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+    }
+#pragma unroll
+    for (int mt = 0; mt < Cfg::MT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < Cfg::NT; ++nt) {
-        if constexpr (Cfg::tma)
-          M::load_b_swizzled(bf[nt], bs + (warp_col(0) / Cfg::tile_w * Cfg::BK + k_first) * Cfg::tile_w, q, nt, sl);
-        else M::load_b(bf[nt], bs + kk * Cfg::sb + warp_col(nt), Cfg::sb, lane);
+        if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
+        else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
+        else M::mma(chain[mt][nt], af[mt], bf[nt]);
       }
-#pragma unroll
-      for (int mt = 0; mt < Cfg::MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Cfg::NT; ++nt) {
-          if constexpr (!M::promote) M::mma(acc[mt][nt], af[mt], bf[nt]);
-          else if (First && q == 0) M::mma_first(chain[mt][nt], af[mt], bf[nt]);  // a new chain
-          else M::mma(chain[mt][nt], af[mt], bf[nt]);
-        }
-    }
   }
 
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
-  /// buffer every thread has left behind (after the barrier), each buffer's mbarrier counts its bytes.
-  /// smem: 1024-byte aligned.
+  /// buffer every thread has left behind (after the barrier; with Cfg::early_issue before waiting for
+  /// slice t), each buffer's mbarrier counts its bytes. smem: 1024-byte aligned.
   __device__ __forceinline__ void run_tma(const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0, idx k_begin,
                                           idx k_end, T* smem) {
     __shared__ std::uint64_t bars[Cfg::stages];
@@ -355,10 +372,16 @@ struct TcProduct {
     int rd = 0, wr = Cfg::stages - 1;
     unsigned phases = 0;  // bit b: the parity of buffer b's next completion
     for (idx t = 0; t < slices; ++t) {
-      mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
+      if constexpr (Cfg::early_issue) {
+        __syncthreads();  // everyone is done with slice t - 1, whose buffer (wr) is refilled ...
+        if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
+        mbar_wait(&bars[rd], (phases >> rd) & 1u);  // ... while slice t lands
+      } else {
+        mbar_wait(&bars[rd], (phases >> rd) & 1u);  // slice t has landed
+        __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
+        if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
+      }
       phases ^= 1u << rd;
-      __syncthreads();  // and everyone is done with slice t - 1, whose buffer (wr) is refilled
-      if (issuer && t + Cfg::stages - 1 < slices) load(wr, t + Cfg::stages - 1);
       multiply(smem + rd * Cfg::stage_elems, k_first, lane, t, slices);
       rd = rd + 1 == Cfg::stages ? 0 : rd + 1;
       wr = wr + 1 == Cfg::stages ? 0 : wr + 1;
