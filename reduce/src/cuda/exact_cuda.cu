@@ -27,9 +27,9 @@ template <class T, class Out, int V>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, std::int64_t* __restrict__ total,
                       unsigned int* __restrict__ ticket) {
-  enter_after_predecessor();
   __shared__ device::ExactStorage<T> s;
-  device::ExactThread<T> t(s);
+  device::ExactThread<T> t(s);  // clears shared memory only: while the predecessor finishes
+  enter_after_predecessor();
   const std::int64_t nv = n / V * V;  // whole vectors; the rest is block 0's tail
   const std::int64_t step = std::int64_t{gridDim.x} * kBlock * V;
   std::int64_t i = (std::int64_t{blockIdx.x} * kBlock + threadIdx.x) * V;

@@ -133,6 +133,13 @@ struct NoBins {};
 template <class T>
 using BinsOf = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, exact::Bins<T>, NoBins>;
 
+/// The largest of the lanes' Bins::batch_key (lanes `mask`): for doubles by its high word, which
+/// holds the exponent (all a window needs; Bins::widen_to's test against a power of two is the same).
+__device__ __forceinline__ std::uint32_t warp_max_key(unsigned mask, std::uint32_t key) { return __reduce_max_sync(mask, key); }
+__device__ __forceinline__ std::uint64_t warp_max_key(unsigned mask, std::uint64_t key) {
+  return static_cast<std::uint64_t>(__reduce_max_sync(mask, static_cast<std::uint32_t>(key >> 32))) << 32;
+}
+
 /// A thread's filter in front of its block's shared accumulator. The constructor clears the
 /// accumulator and synchronises the block: every thread of the block constructs one.
 /// add(x) takes one value into the filter; add_batch(x) takes B values through the bins
@@ -152,7 +159,12 @@ struct ExactThread {
   __device__ __forceinline__ void add_batch(const T (&x)[B]) {
     seen = true;
     if (bins.try_add(x, f, sink)) return;
-    if (bins.widen(x, f, sink) && bins.try_add(x, f, sink)) return;  // a larger value (the first batch)
+    // A batch did not fit (a larger value: every lane's first batch): the lanes here raise their
+    // windows to the largest value among them, not only their own, so that a warp keeps one window
+    // and exact_warp_bins sums its bins as integers, not through the filters (a double's batch of 8
+    // below 0.5 while another lane's reached it split one warp in eight of a 2^16 sum). Taking
+    // the maximum over all lanes instead cost registers (spills) in the hot loop.
+    if (bins.widen_to(warp_max_key(__activemask(), bins.batch_key(x)), f, sink) && bins.try_add(x, f, sink)) return;
     // Rare (a value beyond the window, a tiny one, NaN or Inf): one at a time, one copy of the code.
     T y[B];
 #pragma unroll
@@ -227,14 +239,12 @@ __device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std
 template <class T>
 __device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw);
 
-/// Adds every thread's bins and filter into the block's shared accumulator (all threads call;
-/// barriers inside and after). The filters of a warp are combined by a shuffle tree of exact
-/// additions, skipped when every filter of the warp is zero (binned sums leave them so), and
-/// lane 0 adds what is left by atomics (rare); the warps' bins and flags go through s.warp to
-/// warp 0, which combines them and adds them with plain integer adds in lane 0.
+/// The first half of exact_block_flush: every warp's bins, filters and flags to s.warp (the filters'
+/// rare residuals into s.acc by atomics), then a barrier. All threads call. The filters of a warp
+/// are combined by a shuffle tree of exact additions, skipped when every filter of the warp is zero
+/// (binned sums leave them so), and lane 0 adds what is left by atomics (rare).
 template <class T>
-__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorage<T>& s) {
-  using A = exact::Accumulator<T>;
+__device__ __forceinline__ void exact_block_publish(ExactThread<T>& t, ExactStorage<T>& s) {
   const unsigned lane = block_thread_rank() & (warp_size - 1), warp = block_thread_rank() / warp_size;
   std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
   int p = kNoWindow;
@@ -265,31 +275,62 @@ __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorag
   f = exact::Filter{};
   t.seen = false;
   __syncthreads();
+}
+
+/// What warp 0 reads from the warps' parts (exact_block_publish), in every lane of warp 0: the
+/// counts of warps that saw an input and that saw anything but -0, and, when every warp that binned
+/// has one window p (the usual case), their bins summed per level as S = hi 2^42 + lo (32 warps'
+/// sums fit: lo < 2^53, |hi| < 2^30); p is kNoWindow if no warp binned or `several` windows occur
+/// (then exact_put_warps_serial adds them).
+struct ExactGathered {
+  std::int64_t lo[2], hi[2];
+  int p, seen, nonneg;
+  bool several;
+};
+
+template <class T>
+__device__ __forceinline__ ExactGathered exact_warp0_gather(const ExactStorage<T>& s) {
+  const unsigned lane = block_thread_rank() & (warp_size - 1);
   const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
-  if (warp == 0) {
-    // Warp 0 reads the warps' parts in parallel: their flags by ballots and, when every warp that
-    // binned has one window (the usual case), their counts by a shuffle tree (32 warps' sums fit:
-    // lo < 2^53, |hi| < 2^30); lane 0 adds them to the limbs. Other windows: lane 0, serially.
-    const WarpPartOf<T> w = lane < static_cast<unsigned>(nw) ? s.warp[lane] : WarpPartOf<T>{{0, 0}, {0, 0}, kNoWindow, 0};
-    const int seen = __popc(__ballot_sync(0xffffffffu, (w.flags & 1) != 0));
-    const int nonneg = __popc(__ballot_sync(0xffffffffu, (w.flags & 2) != 0));
-    if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
-      const unsigned binned = __ballot_sync(0xffffffffu, w.p != kNoWindow);
-      if (binned != 0) {
-        const int p0 = __shfl_sync(0xffffffffu, w.p, __ffs(binned) - 1);
-        if (__all_sync(0xffffffffu, w.p == kNoWindow || w.p == p0)) {
-          std::int64_t l[2] = {w.lo[0], w.lo[1]}, h[2] = {w.hi[0], w.hi[1]};  // zero where no window
+  const WarpPartOf<T> w = lane < static_cast<unsigned>(nw) ? s.warp[lane] : WarpPartOf<T>{{0, 0}, {0, 0}, kNoWindow, 0};
+  ExactGathered g{{0, 0}, {0, 0}, kNoWindow, 0, 0, false};
+  g.seen = __popc(__ballot_sync(0xffffffffu, (w.flags & 1) != 0));
+  g.nonneg = __popc(__ballot_sync(0xffffffffu, (w.flags & 2) != 0));
+  if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+    const unsigned binned = __ballot_sync(0xffffffffu, w.p != kNoWindow);
+    if (binned != 0) {
+      const int p0 = __shfl_sync(0xffffffffu, w.p, __ffs(binned) - 1);
+      if (__all_sync(0xffffffffu, w.p == kNoWindow || w.p == p0)) {
+        std::int64_t l[2] = {w.lo[0], w.lo[1]}, h[2] = {w.hi[0], w.hi[1]};  // zero where no window
 #pragma unroll
-          for (int off = warp_size / 2; off > 0; off /= 2)
+        for (int off = warp_size / 2; off > 0; off /= 2)
 #pragma unroll
-            for (int j = 0; j < 2; ++j) l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
-          if (lane == 0) exact_put_bins<T>(s.acc.w, p0, l, h);
-        } else if (lane == 0) {
-          exact_put_warps_serial(s, nw);
-        }
+          for (int j = 0; j < 2; ++j) l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
+        g.p = p0, g.lo[0] = l[0], g.lo[1] = l[1], g.hi[0] = h[0], g.hi[1] = h[1];
+      } else {
+        g.several = true;
       }
     }
-    if (lane == 0) s.acc.w[A::seen_word] += seen, s.acc.w[A::nonneg_word] += nonneg;
+  }
+  return g;
+}
+
+/// Adds every thread's bins and filter into the block's shared accumulator (all threads call;
+/// barriers inside and after): exact_block_publish, then warp 0 reads the warps' parts
+/// (exact_warp0_gather) and lane 0 adds them to the limbs with plain integer adds.
+template <class T>
+__device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorage<T>& s) {
+  using A = exact::Accumulator<T>;
+  exact_block_publish(t, s);
+  if (block_thread_rank() < warp_size) {
+    const ExactGathered g = exact_warp0_gather(s);
+    if (block_thread_rank() == 0) {
+      if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
+        if (g.p != kNoWindow) exact_put_bins<T>(s.acc.w, g.p, g.lo, g.hi);
+        if (g.several) exact_put_warps_serial(s, static_cast<int>((block_size() + warp_size - 1) / warp_size));
+      }
+      s.acc.w[A::seen_word] += g.seen, s.acc.w[A::nonneg_word] += g.nonneg;
+    }
   }
   __syncthreads();
 }
@@ -482,30 +523,73 @@ constexpr std::size_t exact_total_bytes() {
 /// d_total (word k at d_total[k * kExactTotalStride]; zero before the launch, left zero by the last
 /// block) instead of published per block: the last block reads W words, not W per block (a float
 /// grid of 396 blocks: 27 loads a merge thread, four L2 round trips; a double's: 132, seventeen).
-/// Integer additions in any order: the same sum, the same bits. Whole grid only; returns true in
-/// every thread of the last block, whose thread 0 holds the result. Needs block_size() >= words.
+/// Integer additions in any order: the same sum, the same bits. After the warps publish their
+/// parts (one barrier) warp 0 alone finishes the block: its lanes add the bins' pieces and the
+/// shared limbs, carried once on the fly, by atomics, lane 0 takes the ticket, and in the last block
+/// the warp reads d_total and rounds; no block-wide barrier after the first (a 2^16 sum is all
+/// latency: eight barriers, a serial carry step and lane 0's limb adds were most of it). Whole grid
+/// only; returns true in warp 0 of the last block, whose thread 0 holds the result. Needs
+/// block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket, Out& result,
                                                  ExactStorage<T>& s) {
-  constexpr int W = exact::Accumulator<T>::words;
-  exact_block_flush(t, s);
-  const int k = static_cast<int>(block_thread_rank());
+  using A = exact::Accumulator<T>;
+  constexpr int W = A::words, L = A::limbs;
+  exact_block_publish(t, s);
+  if (block_thread_rank() >= warp_size) return false;
+  const int lane = static_cast<int>(block_thread_rank());
+  static_assert(!std::is_same_v<BinsOf<T>, NoBins>, "exact_gang_total: float or double inputs (exact_gang_sum for dot products)");
+  const ExactGathered g = exact_warp0_gather(s);
+  if (lane == 0 && g.several) exact_put_warps_serial(s, static_cast<int>((block_size() + warp_size - 1) / warp_size));
   const std::int64_t nblocks = grid_blocks();
-  if (nblocks > 1) {
-    exact_block_carry(s.acc);  // every limb below 2^33: 2^30 blocks' sums fit
-    if (k < W && s.acc.w[k] != 0)
-      atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(s.acc.w[k]));
-    if (!gang_arrive(d_ticket, static_cast<unsigned int>(nblocks), s.last)) return false;
-    if (k < W) {
+  if (nblocks == 1) {
+    if (lane == 0) {
+      if (g.p != kNoWindow) exact_put_bins<T>(s.acc.w, g.p, g.lo, g.hi);
+      s.acc.w[A::seen_word] += g.seen, s.acc.w[A::nonneg_word] += g.nonneg;
+    }
+  } else {
+    __syncwarp();  // lane 0's serial adds, if any, before the lanes read the limbs
+    const auto add = [&](int k, std::int64_t v) {
+      if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(v));
+    };
+    // The shared limbs (the filters' rare residuals, several windows) carried once on the fly: limb
+    // k keeps its low 32 bits and takes limb k-1's carry, below 2^33 in magnitude; the counters as
+    // they are.
+    for (int k = lane; k < W; k += warp_size) {
+      std::int64_t v = s.acc.w[k];
+      if (k < L - 1) v &= 0xffffffff;
+      if (k > 0 && k < L) v += s.acc.w[k - 1] >> exact::limb_bits;
+      if (k == A::seen_word) v += g.seen;
+      if (k == A::nonneg_word) v += g.nonneg;
+      add(k, v);
+    }
+    {
+      // The bins' S u + S' u' (S = hi 2^42 + lo per level, exact_put_bins's pieces): lane 3 t + i
+      // adds piece i of term t (lo and hi of each level), each below 2^32 in magnitude.
+      if (g.p != kNoWindow && lane < 12) {
+        using F = exact::BinFormat<T>;
+        const int term = lane / 3, i = lane - 3 * term, j = term >> 1;
+        const std::int64_t v = term & 1 ? g.hi[j] : g.lo[j];
+        const int q = (j == 0 ? g.p - F::mant : g.p - exact::Bins<T>::shift - F::mant) - A::emin + (term & 1) * 42;
+        const int sh = q & 31;
+        const std::uint64_t lo = static_cast<std::uint64_t>(v) << sh;  // v 2^sh = lo + top 2^64
+        const std::int64_t top = sh > 0 ? v >> (64 - sh) : (v < 0 ? -1 : 0);
+        add((q >> 5) + i, i == 0 ? static_cast<std::int64_t>(lo & 0xffffffffu) : i == 1 ? static_cast<std::int64_t>(lo >> 32) : top);
+      }
+    }
+    __syncwarp();  // the warp's atomics before lane 0's release
+    bool last = false;
+    if (lane == 0) last = take_ticket(d_ticket, static_cast<unsigned int>(nblocks));
+    if (!__shfl_sync(0xffffffffu, last, 0)) return false;
+    __syncwarp();  // lane 0's acquire before the lanes' loads
+    for (int k = lane; k < W; k += warp_size) {
       s.acc.w[k] = __ldcg(d_total + k * kExactTotalStride);
       d_total[k * kExactTotalStride] = 0;  // ready for the next launch
     }
-    __syncthreads();
   }
-  if (k < warp_size) {
-    const Out r = exact_output<Out>(s);
-    if (k == 0) result = r;
-  }
+  __syncwarp();
+  const Out r = exact_output<Out>(s);
+  if (lane == 0) result = r;
   return true;
 }
 
