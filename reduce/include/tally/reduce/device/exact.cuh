@@ -102,16 +102,20 @@ struct SharedSink {
   }
 };
 
-/// Adds v 2^q exactly to the limbs w (q >= 0: a bit index above 2^emin): three limbs, the top one
-/// signed. Plain adds: one thread at a time.
-__device__ __forceinline__ void exact_add_bits(std::int64_t* w, std::int64_t v, int q) {
-  if (v == 0) return;
-  const int i = q >> 5, s = q & 31;
+/// Limb k's share of v 2^q (q >= 0: a bit index above 2^emin), v 2^q = the shares of limbs q/32,
+/// q/32 + 1 (each in [0, 2^32)) and q/32 + 2 (signed, small), zero elsewhere.
+__device__ __forceinline__ std::int64_t exact_bits_share(std::int64_t v, int q, int k) {
+  const int i = k - (q >> 5), s = q & 31;
   const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
   const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
-  w[i] += static_cast<std::int64_t>(lo & 0xffffffffu);
-  w[i + 1] += static_cast<std::int64_t>(lo >> 32);
-  w[i + 2] += hi;
+  return i == 0 ? static_cast<std::int64_t>(lo & 0xffffffffu) : i == 1 ? static_cast<std::int64_t>(lo >> 32) : i == 2 ? hi : 0;
+}
+
+/// Adds v 2^q exactly to the limbs w (exact_bits_share's three limbs). Plain adds: one thread at a time.
+__device__ __forceinline__ void exact_add_bits(std::int64_t* w, std::int64_t v, int q) {
+  if (v == 0) return;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) w[(q >> 5) + i] += exact_bits_share(v, q, (q >> 5) + i);
 }
 
 /// A superaccumulator in the thread's own (local) memory, cleared on first use: the sink of a
@@ -224,14 +228,19 @@ __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (
 template <class T>
 using WarpPartOf = typename ExactStorage<T>::WarpPart;
 
-/// A window's summed counts into the limbs w (one thread): S u + S' u' with S = hi 2^42 + lo per
-/// level; u = 2^(q-m) is bit q - m - emin of the limbs, u' bit q - shift - m - emin.
+/// Bit (above 2^emin) of level j's unit in window q: u = 2^(q-m) (j = 0), u' = 2^(q-shift-m) (j = 1).
+template <class T>
+__device__ __forceinline__ int exact_bins_bit(int q, int j) {
+  using F = exact::BinFormat<T>;
+  return (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - exact::Accumulator<T>::emin;
+}
+
+/// A window's summed counts into the limbs w (one thread): S u + S' u' with S = hi 2^42 + lo per level.
 template <class T>
 __device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[2], const std::int64_t (&h)[2]) {
-  using F = exact::BinFormat<T>;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int bit = (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - exact::Accumulator<T>::emin;
+    const int bit = exact_bins_bit<T>(q, j);
     exact_add_bits(w, l[j], bit), exact_add_bits(w, h[j], bit + 42);
   }
 }
@@ -416,12 +425,68 @@ __device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc
   return r;
 }
 
+/// acc (no NaN or Inf counted; non-zero limbs lo .. hi, hi - lo <= warp_size - 3) rounded to Out in
+/// every lane of the calling warp, the warp's lanes holding one limb each: two carry steps on all
+/// limbs at once leave every limb below the top one in [0, 2^32) but where a carry would ripple
+/// further (a limb's low word 0 taking a borrow, or 2^32 - 1 a carry: about 2^-32 a limb), the
+/// magnitude of a negative sum is its two's complement by one ballot (the lowest non-zero limb), and
+/// Accumulator's rounding tail (round_magnitude) reads its digits by shuffles. Returns false, all
+/// lanes, where a carry would ripple: then round_window. The same bits as round_window: it is the
+/// same exact value, normalised, rounded by the same code. (Lane 0's serial rounding of main's
+/// tail, its 64-bit carry chains and digit selects, was about 1 us of a 2^16 sum, phases.)
+template <class Out, class T>
+__device__ __forceinline__ bool exact_warp_round_window(const exact::Accumulator<T>& acc, int lo, int hi, Out& r) {
+  using A = exact::Accumulator<T>;
+  constexpr std::int64_t M = 0xffffffff;
+  const int j = static_cast<int>(block_thread_rank() & (warp_size - 1));
+  const int n = (hi + 1 < A::limbs ? hi + 1 : hi) - lo + 1;  // lanes 0 .. n-1: limbs lo .. top, the top one signed
+  const bool below_top = j < n - 1;
+  std::int64_t v = j < n ? acc.w[lo + j] : 0;
+#pragma unroll
+  for (int step = 0; step < 2; ++step) {  // |carry| < 2^31, then at most 1
+    const std::int64_t c = below_top ? v >> exact::limb_bits : 0;
+    if (below_top) v &= M;
+    const std::int64_t cin = __shfl_up_sync(0xffffffffu, c, 1);
+    if (j > 0) v += cin;  // nothing below limb lo
+  }
+  if (__ballot_sync(0xffffffffu, below_top && (v < 0 || v > M)) != 0) return false;
+  const bool neg = __shfl_sync(0xffffffffu, v, n - 1) < 0;
+  if (neg) {  // -sum: 2^32 - d at the lowest non-zero limb z, 2^32 - 1 - d above it, -t - 1 at the top (-t if none)
+    const unsigned nz = __ballot_sync(0xffffffffu, below_top && v != 0);
+    const int z = nz != 0 ? __ffs(static_cast<int>(nz)) - 1 : n - 1;
+    if (below_top) v = j < z ? 0 : j == z ? (M + 1) - v : M - v;
+    else if (j == n - 1) v = -v - (z < n - 1 ? 1 : 0);
+  }
+  // 32-bit digits: lanes below the top as they are, the top limb's two words in lanes n-1 and n.
+  const std::int64_t tm = __shfl_sync(0xffffffffu, v, n - 1);
+  const std::uint32_t dig = j < n ? static_cast<std::uint32_t>(v) : j == n ? static_cast<std::uint32_t>(static_cast<std::uint64_t>(tm) >> 32) : 0u;
+  const unsigned nzd = __ballot_sync(0xffffffffu, dig != 0);
+  if (nzd == 0) {  // an exact zero: -0 only if every input was -0
+    r = acc.w[A::nonneg_word] == 0 && acc.w[A::seen_word] > 0 ? Out(-0.0) : Out(0.0);
+    return true;
+  }
+  const int hl = 31 - __clz(static_cast<int>(nzd));
+  const int b = 32 * (lo + hl) + 31 - __clz(static_cast<int>(__shfl_sync(0xffffffffu, dig, hl)));
+  r = exact::round_magnitude<Out, A::emin>(
+      b, neg,
+      [&](int k) -> std::uint32_t {  // warp-uniform k: every lane shuffles
+        const int l = k - lo;
+        const std::uint32_t x = __shfl_sync(0xffffffffu, dig, l & (warp_size - 1));
+        return l >= 0 && l < warp_size ? x : 0u;
+      },
+      [&](int ir) {
+        const int l = ir - lo;
+        return l > 0 && (nzd & (l >= warp_size ? 0xffffffffu : (1u << l) - 1u)) != 0;
+      });
+  return true;
+}
+
 /// `s.acc` as the output Out: the window of non-zero limbs found by the warp's ballots (one per 32
-/// limbs, not a serial scan of a double accumulator's 67), then rounded by thread 0 with integer
-/// operations (Accumulator::round_window, inline: no call, no stack frame; a narrow window, the
-/// usual one, in registers, else on s's shared scratch; cheaper than exact_warp_round's
-/// floating-point tree, which the bins' wide sums, 100+ bits for doubles, sent to round() anyway),
-/// or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is in thread 0.
+/// limbs, not a serial scan of a double accumulator's 67), then rounded by the warp
+/// (exact_warp_round_window) or, for NaN, Inf, windows wider than a warp and rippling carries, by
+/// thread 0 (Accumulator::round_window, inline, a narrow window in registers, else on s's shared
+/// scratch), or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is
+/// in thread 0.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
   if constexpr (std::is_same_v<Out, exact::Accumulator<T>>) {
@@ -429,7 +494,8 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
     if (block_thread_rank() == 0) r = exact::result_of<Out>(s.acc);
     return r;
   } else {
-    constexpr int L = exact::Accumulator<T>::limbs;
+    using A = exact::Accumulator<T>;
+    constexpr int L = A::limbs;
     const int lane = static_cast<int>(block_thread_rank() & (warp_size - 1));
     int lo = -1, hi = -1;
 #pragma unroll
@@ -441,7 +507,9 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
       }
     }
     Out r{};
-    if (lane == 0) r = s.acc.template round_window<Out>(lo, hi, s.round_a, s.round_d);
+    const bool special = s.acc.w[A::nan_word] != 0 || s.acc.w[A::pos_inf_word] != 0 || s.acc.w[A::neg_inf_word] != 0;
+    const bool warp = !special && hi >= 0 && hi - lo <= warp_size - 3;  // warp-uniform
+    if (!(warp && exact_warp_round_window<Out>(s.acc, lo, hi, r)) && lane == 0) r = s.acc.template round_window<Out>(lo, hi, s.round_a, s.round_d);
     return r;
   }
 }
@@ -549,33 +617,23 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
     }
   } else {
     __syncwarp();  // lane 0's serial adds, if any, before the lanes read the limbs
-    const auto add = [&](int k, std::int64_t v) {
-      if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(v));
-    };
-    // The shared limbs (the filters' rare residuals, several windows) carried once on the fly: limb
-    // k keeps its low 32 bits and takes limb k-1's carry, below 2^33 in magnitude; the counters as
-    // they are.
+    // One atomic a non-zero word: limb k of the shared limbs (the filters' rare residuals, several
+    // windows) carried once on the fly (its low 32 bits and limb k-1's carry, below 2^33 in
+    // magnitude) plus limb k's shares of the bins' S u + S' u' (four below 2^32); the counters
+    // with the warps' flags.
     for (int k = lane; k < W; k += warp_size) {
       std::int64_t v = s.acc.w[k];
       if (k < L - 1) v &= 0xffffffff;
       if (k > 0 && k < L) v += s.acc.w[k - 1] >> exact::limb_bits;
+      if (k < L && g.p != kNoWindow)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int bit = exact_bins_bit<T>(g.p, j);
+          v += exact_bits_share(g.lo[j], bit, k) + exact_bits_share(g.hi[j], bit + 42, k);
+        }
       if (k == A::seen_word) v += g.seen;
       if (k == A::nonneg_word) v += g.nonneg;
-      add(k, v);
-    }
-    {
-      // The bins' S u + S' u' (S = hi 2^42 + lo per level, exact_put_bins's pieces): lane 3 t + i
-      // adds piece i of term t (lo and hi of each level), each below 2^32 in magnitude.
-      if (g.p != kNoWindow && lane < 12) {
-        using F = exact::BinFormat<T>;
-        const int term = lane / 3, i = lane - 3 * term, j = term >> 1;
-        const std::int64_t v = term & 1 ? g.hi[j] : g.lo[j];
-        const int q = (j == 0 ? g.p - F::mant : g.p - exact::Bins<T>::shift - F::mant) - A::emin + (term & 1) * 42;
-        const int sh = q & 31;
-        const std::uint64_t lo = static_cast<std::uint64_t>(v) << sh;  // v 2^sh = lo + top 2^64
-        const std::int64_t top = sh > 0 ? v >> (64 - sh) : (v < 0 ? -1 : 0);
-        add((q >> 5) + i, i == 0 ? static_cast<std::int64_t>(lo & 0xffffffffu) : i == 1 ? static_cast<std::int64_t>(lo >> 32) : top);
-      }
+      if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(v));
     }
     __syncwarp();  // the warp's atomics before lane 0's release
     bool last = false;
