@@ -44,13 +44,14 @@ __device__ __forceinline__ bool prev_gang_total(dev::ExactThread<T>& t, std::int
 constexpr int U = 4;
 // P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
 // 9 full, the previous tail (prev_gang_total: main before 2026-11-24's fourth session, its add_batch too);
-// 10 full exact_gang_total (the production flat kernel's);
+// 10 full exact_gang_total (the production flat kernel's tail; the previous loop);
+// 11 = 10 with the production loop (the next batch's loads in flight while one is binned; 3 blocks an SM's registers);
 // (G blocks table: G below n / (256 V U) leaves threads without a whole batch: this loop then skips
 // their elements, so only the rows where every thread has a batch time a real sum)
 // 7 full without the one-by-one path (timing only);
 // 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
 template <class T, int P>
-__global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket,
+__global__ void __launch_bounds__(256, P == 11 ? 3 : 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket,
                                             std::int64_t* total) {
   constexpr int V = 16 / sizeof(T);
   const long step = long(gridDim.x) * 256 * V;
@@ -73,7 +74,26 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     __shared__ dev::ExactStorage<T> s;
     dev::ExactThread<T> t(s);
     T x[U * V];
-    {
+    if constexpr (P == 11) {  // the production flat kernel's loop: the next batch's loads before this one's binning
+      if (i + (U - 1) * step < n) {
+        dev::Vec<T, V> v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
+        for (;;) {
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int q = 0; q < V; ++q) x[u * V + q] = v[u].v[q];
+          i += U * step;
+          const bool more = i + (U - 1) * step < n;
+          if (more)
+#pragma unroll
+            for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
+          t.add_batch(x);
+          if (!more) break;
+        }
+      }
+    } else {
       for (; i + (U - 1) * step < n; i += U * step) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -125,7 +145,7 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     } else if constexpr (P == 9) {  // the previous tail
       T r;
       if (prev_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
-    } else if constexpr (P == 10) {  // the production flat kernel's form: one accumulator by atomics
+    } else if constexpr (P == 10 || P == 11) {  // the production flat kernel's tail (11: and its loop)
       T r;
       if (dev::exact_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
     } else {
@@ -215,7 +235,7 @@ int table(void* buf, long N, bool profile) {
     const T want = reference(n);
     if (std::memcmp(&got, &want, sizeof got) != 0) std::printf("MISMATCH %s %s 2^%d: %.17g vs host %.17g\n", tn, what, __builtin_ctzl(n), double(got), double(want)), ++bad;
   };
-  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact_gang_sum | full, no one-by-one path | flush + an untaken call to round | full, previous tail (P9) | full, exact_gang_total (production, P10) | (us, graph of 20, median) |\n", tn);
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact_gang_sum | full, no one-by-one path | flush + an untaken call to round | full, previous tail (P9) | full, exact_gang_total (P10) | P10 + the production loop (P11) | (us, graph of 20, median) |\n", tn);
   for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
     const float t0 = time_it<T, 0>(d, n, out, parts, fp, ticket, total, st), t1 = time_it<T, 1>(d, n, out, parts, fp, ticket, total, st),
@@ -227,7 +247,9 @@ int table(void* buf, long N, bool profile) {
     check(n, "previous tail (P9)");
     const float t10 = time_it<T, 10>(d, n, out, parts, fp, ticket, total, st);
     check(n, "exact_gang_total (P10)");
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, t0, t1, t2, t3, t6, t4, t7, t8, t9, t10);
+    const float t11 = time_it<T, 11>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "production loop and tail (P11)");
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, t0, t1, t2, t3, t6, t4, t7, t8, t9, t10, t11);
   }
   std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | plain (default grid) |\n", tn);
   for (int lg : {16, 18}) {
@@ -238,14 +260,15 @@ int table(void* buf, long N, bool profile) {
     for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 10>(d, n, out, parts, fp, ticket, total, st, g));
     std::printf(" | |\n");
   }
-  std::printf("| %s exact_gang_total (P10) on G blocks | G=264 (2 a SM) | 396 (3, production) | 528 (4) | plain (396) |\n", tn);
+  std::printf("| %s exact_gang_total (P10) on G blocks | G=264 (2 a SM) | 396 (3, production) | 528 (4) | P11 (396) | plain (396) |\n", tn);
   for (int lg : {24, 28}) {
     const long n = 1l << lg;
     std::printf("| 2^%d", lg);
     for (int g : {264, 396, 528}) std::printf(" | %.2f", time_it<T, 10>(d, n, out, parts, fp, ticket, total, st, g));
+    std::printf(" | %.2f", time_it<T, 11>(d, n, out, parts, fp, ticket, total, st, 396));
     std::printf(" | %.2f |\n", time_it<T, 0>(d, n, out, parts, fp, ticket, total, st));
   }
-  if (bad == 0) std::printf("%s: P4, P9 and P10 equal the host's exact sum wherever the phase kernels sum every input\n", tn);
+  if (bad == 0) std::printf("%s: P4, P9, P10 and P11 equal the host's exact sum wherever the phase kernels sum every input\n", tn);
   CK(cudaGetLastError());
   return 0;
 }

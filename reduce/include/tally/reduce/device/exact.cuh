@@ -161,6 +161,9 @@ struct ExactThread {
   __device__ __forceinline__ void add(T x) { f.add(x, sink), seen = true; }
   template <int B>
   __device__ __forceinline__ void add_batch(const T (&x)[B]) {
+    // The first batch: the window at once (nothing fits the initial lowest one), the warp's
+    // largest value's as below, instead of a try_add bound to fail.
+    if (!seen) bins.widen_to(warp_max_key(__activemask(), bins.batch_key(x)), f, sink);
     seen = true;
     if (bins.try_add(x, f, sink)) return;
     // A batch did not fit (a larger value: every lane's first batch): the lanes here raise their
