@@ -486,6 +486,29 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   return true;
 }
 
+/// Word k of a block's share of the grid's accumulator, from its shared limbs and warp 0's gather
+/// (after lane 0's serial adds): limb k (the filters' rare residuals, several windows) carried once
+/// on the fly (its low 32 bits and limb k-1's carry, below 2^33 in magnitude) plus limb k's shares
+/// of the bins' S u + S' u' (four below 2^32); the counters with the warps' flags. Below 2^35 in
+/// magnitude: 2^28 blocks' words fit.
+template <class T>
+__device__ __forceinline__ std::int64_t exact_block_word(const ExactStorage<T>& s, const ExactGathered& g, int k) {
+  using A = exact::Accumulator<T>;
+  constexpr int L = A::limbs;
+  std::int64_t v = s.acc.w[k];
+  if (k < L - 1) v &= 0xffffffff;
+  if (k > 0 && k < L) v += s.acc.w[k - 1] >> exact::limb_bits;
+  if (k < L && g.p != kNoWindow)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int bit = exact_bins_bit<T>(g.p, j);
+      v += exact_bits_share(g.lo[j], bit, k) + exact_bits_share(g.hi[j], bit + 42, k);
+    }
+  if (k == A::seen_word) v += g.seen;
+  if (k == A::nonneg_word) v += g.nonneg;
+  return v;
+}
+
 /// Words of exact_gang_total's d_total lie this many int64 apart (256 bytes): the blocks' atomics on
 /// one word are serialised at its L2 slice, so the words should not share one.
 inline constexpr int kExactTotalStride = 32;
@@ -512,7 +535,7 @@ template <class Out, class T>
 __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket, Out& result,
                                                  ExactStorage<T>& s) {
   using A = exact::Accumulator<T>;
-  constexpr int W = A::words, L = A::limbs;
+  constexpr int W = A::words;
   exact_block_publish(t, s);
   if (block_thread_rank() >= warp_size) return false;
   const int lane = static_cast<int>(block_thread_rank());
@@ -527,22 +550,9 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
     }
   } else {
     __syncwarp();  // lane 0's serial adds, if any, before the lanes read the limbs
-    // One atomic a non-zero word: limb k of the shared limbs (the filters' rare residuals, several
-    // windows) carried once on the fly (its low 32 bits and limb k-1's carry, below 2^33 in
-    // magnitude) plus limb k's shares of the bins' S u + S' u' (four below 2^32); the counters
-    // with the warps' flags.
+    // One atomic a non-zero word (exact_block_word).
     for (int k = lane; k < W; k += warp_size) {
-      std::int64_t v = s.acc.w[k];
-      if (k < L - 1) v &= 0xffffffff;
-      if (k > 0 && k < L) v += s.acc.w[k - 1] >> exact::limb_bits;
-      if (k < L && g.p != kNoWindow)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int bit = exact_bins_bit<T>(g.p, j);
-          v += exact_bits_share(g.lo[j], bit, k) + exact_bits_share(g.hi[j], bit + 42, k);
-        }
-      if (k == A::seen_word) v += g.seen;
-      if (k == A::nonneg_word) v += g.nonneg;
+      const std::int64_t v = exact_block_word(s, g, k);
       if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(v));
     }
     __syncwarp();  // the warp's atomics before lane 0's release
