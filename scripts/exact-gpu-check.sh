@@ -29,7 +29,7 @@ if has tests; then
     timeout 150 "$exe" "$2" > "$O/test_$1.log" 2>&1; echo "test $1 $2: rc=$? $(tail -2 "$O/test_$1.log" | tr '\n' ' ')"
   done
 fi
-has phases && { [[ -x $B/phases ]] && timeout 90 $B/phases 2>&1 | tail -20 || tail -5 "$O/phases-build.log"; }
+has phases && { [[ -x $B/phases ]] && timeout 120 $B/phases 2>&1 | tail -80 || tail -5 "$O/phases-build.log"; }
 if has gpu; then
   timeout 150 $B/reduce/bench/reduce-bench --backend cuda --suite exact --out "$O/exact-gpu.h5" > "$O/bench-gpu.log" 2>&1; echo "bench gpu rc=$?"
   grep -E "^\| exact|MISMATCH" "$O/bench-gpu.log"

@@ -3,6 +3,7 @@
 // blocks. `phases profile` launches each phase once at 2^28 (for ncu).
 #include <cuda_runtime.h>
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,15 +14,45 @@ namespace dev = tally::reduce::device;
 namespace ex = tally::reduce::exact;
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); return 1; } } while (0)
 
+// The flat kernel's tail as main had it before the fourth session of 2026-11-24 (every thread
+// through exact_block_flush, the block's carry step, atomics of the carried words, gang_arrive, the
+// last block's read): timed beside the production exact_gang_total (P10) in the same run.
+template <class Out, class T>
+__device__ __forceinline__ bool prev_gang_total(dev::ExactThread<T>& t, std::int64_t* d_total, unsigned* d_ticket, Out& result,
+                                                dev::ExactStorage<T>& s) {
+  constexpr int W = ex::Accumulator<T>::words;
+  dev::exact_block_flush(t, s);
+  const int k = threadIdx.x;
+  if (gridDim.x > 1) {
+    dev::exact_block_carry(s.acc);
+    if (k < W && s.acc.w[k] != 0)
+      atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * dev::kExactTotalStride), static_cast<unsigned long long>(s.acc.w[k]));
+    if (!dev::gang_arrive(d_ticket, gridDim.x, s.last)) return false;
+    if (k < W) {
+      s.acc.w[k] = __ldcg(d_total + k * dev::kExactTotalStride);
+      d_total[k * dev::kExactTotalStride] = 0;
+    }
+    __syncthreads();
+  }
+  if (k < 32) {
+    const Out r = dev::exact_output<Out>(s);
+    if (k == 0) result = r;
+  }
+  return true;
+}
+
 constexpr int U = 4;
 // P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
-// 9 full exact_gang_total (the production flat kernel's);
+// 9 full, the previous tail (prev_gang_total: main before 2026-11-24's fourth session, its add_batch too);
+// 10 full exact_gang_total (the production flat kernel's tail; the previous loop);
+// 11 = 10 with the production loop (the next batch's loads in flight while one is binned; 3 blocks an SM's registers);
 // (G blocks table: G below n / (256 V U) leaves threads without a whole batch: this loop then skips
 // their elements, so only the rows where every thread has a batch time a real sum)
 // 7 full without the one-by-one path (timing only);
 // 8 = 2 plus an out-of-line call to round() that is never taken (its stack frame)
 template <class T, int P>
-__global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket) {
+__global__ void __launch_bounds__(256, P == 11 ? 3 : 4) k(const T* __restrict__ in, long n, T* out, ex::Accumulator<T>* partials, T* fpart, unsigned* ticket,
+                                            std::int64_t* total) {
   constexpr int V = 16 / sizeof(T);
   const long step = long(gridDim.x) * 256 * V;
   long i = (long(blockIdx.x) * 256 + threadIdx.x) * V;
@@ -43,7 +74,26 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
     __shared__ dev::ExactStorage<T> s;
     dev::ExactThread<T> t(s);
     T x[U * V];
-    {
+    if constexpr (P == 11) {  // the production flat kernel's loop: the next batch's loads before this one's binning
+      if (i + (U - 1) * step < n) {
+        dev::Vec<T, V> v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
+        for (;;) {
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int q = 0; q < V; ++q) x[u * V + q] = v[u].v[q];
+          i += U * step;
+          const bool more = i + (U - 1) * step < n;
+          if (more)
+#pragma unroll
+            for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
+          t.add_batch(x);
+          if (!more) break;
+        }
+      }
+    } else {
       for (; i + (U - 1) * step < n; i += U * step) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -54,6 +104,15 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
         if constexpr (P == 7) {  // timing only: no one-by-one path (inexact where a batch needs it)
           if (!t.bins.try_add(x, t.f, t.sink) && t.bins.widen(x, t.f, t.sink)) t.bins.try_add(x, t.f, t.sink);
           t.seen = true;
+        } else if constexpr (P == 9) {  // the previous add_batch: each lane widens to its own batch's largest value
+          t.seen = true;
+          if (!t.bins.try_add(x, t.f, t.sink) && !(t.bins.widen(x, t.f, t.sink) && t.bins.try_add(x, t.f, t.sink))) {
+            T y[U * V];
+#pragma unroll
+            for (int q = 0; q < U * V; ++q) y[q] = x[q];
+#pragma unroll 1
+            for (int q = 0; q < U * V; ++q) t.bins.add(y[q], t.f, t.sink);
+          }
         } else {
           t.add_batch(x);
         }
@@ -83,9 +142,12 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
           for (unsigned b = 0; b < gridDim.x; ++b) a += __ldcg(&partials[b].w[threadIdx.x]);
         if (threadIdx.x == 3) *out = T(a), *ticket = 0;
       }
-    } else if constexpr (P == 9) {  // the production flat kernel's form: one accumulator by atomics
+    } else if constexpr (P == 9) {  // the previous tail
       T r;
-      if (dev::exact_gang_total(t, reinterpret_cast<std::int64_t*>(fpart), ticket, r, s) && threadIdx.x == 0) *out = r;
+      if (prev_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
+    } else if constexpr (P == 10 || P == 11) {  // the production flat kernel's tail (11: and its loop)
+      T r;
+      if (dev::exact_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
     } else {
       T r;
       if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
@@ -94,13 +156,14 @@ __global__ void __launch_bounds__(256, 4) k(const T* __restrict__ in, long n, T*
 }
 
 template <class T, int P>
-float time_it(const T* d, long n, T* out, ex::Accumulator<T>* parts, T* fp, unsigned* ticket, cudaStream_t st, int grid = 0) {
+float time_it(const T* d, long n, T* out, ex::Accumulator<T>* parts, T* fp, unsigned* ticket, std::int64_t* total, cudaStream_t st,
+              int grid = 0) {
   constexpr int V = 16 / sizeof(T);
   if (grid == 0) grid = int(std::clamp<long>((n + 256 * V * U - 1) / (256 * V * U), 1, 132 * 3));
   cudaGraph_t g;
   cudaGraphExec_t ge;
   cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal);
-  for (int r = 0; r < 20; ++r) k<T, P><<<grid, 256, 0, st>>>(d, n, out, parts, fp, ticket);
+  for (int r = 0; r < 20; ++r) k<T, P><<<grid, 256, 0, st>>>(d, n, out, parts, fp, ticket, total);
   cudaStreamEndCapture(st, &g);
   cudaGraphInstantiate(&ge, g, 0);
   cudaEvent_t a, b;
@@ -133,38 +196,79 @@ int table(void* buf, long N, bool profile) {
   unsigned* ticket;
   CK(cudaMalloc(&out, 64));
   CK(cudaMalloc(&parts, 4096 * sizeof(ex::Accumulator<T>)));
-  CK(cudaMalloc(&fp, std::max<std::size_t>(4096 * sizeof(T), dev::exact_total_bytes<T>())));
-  CK(cudaMemset(fp, 0, std::max<std::size_t>(4096 * sizeof(T), dev::exact_total_bytes<T>())));  // P9's total: zero-kept
+  std::int64_t* total;
+  CK(cudaMalloc(&fp, 4096 * sizeof(T)));
+  CK(cudaMalloc(&total, dev::exact_total_bytes<T>()));
+  CK(cudaMemset(total, 0, dev::exact_total_bytes<T>()));  // P9's and P10's: zero-kept
   CK(cudaMalloc(&ticket, 64));
   CK(cudaMemset(ticket, 0, 64));
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   const char* tn = sizeof(T) == 4 ? "float" : "double";
   if (profile) {  // one plain launch of each phase at 2^28, for ncu
-    k<T, 2><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
-    k<T, 3><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
-    k<T, 4><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
-    k<T, 7><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
-    k<T, 8><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket);
+    k<T, 2><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
+    k<T, 3><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
+    k<T, 4><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
+    k<T, 7><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
+    k<T, 8><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
     CK(cudaStreamSynchronize(st));
     return 0;
   }
-  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact | full, no one-by-one path | flush + an untaken call to round | full, exact_gang_total (production) | (us, graph of 20, median) |\n", tn);
+  // The exact sum of the first n inputs on the host (the array repeats h every 2^24), to check P9's
+  // and P10's results bit for bit.
+  ex::Accumulator<T> h_acc;
+  h_acc.clear();
+  long h_n = 0;
+  const auto reference = [&](long n) {
+    for (; h_n < std::min<long>(n, long(h.size())); ++h_n) h_acc.add(double(h[h_n]));
+    ex::Accumulator<T> a = h_acc;
+    for (auto& w : a.w) w *= n / h_n;  // n / 2^24 copies of all of h
+    a.w[ex::Accumulator<T>::seen_word] = a.w[ex::Accumulator<T>::nonneg_word] = 1;
+    return a.template round<T>();
+  };
+  int bad = 0;
+  const auto check = [&](long n, const char* what) {
+    constexpr long V = 16 / sizeof(T), batch = 256 * V * U;
+    if (n % (std::clamp<long>(n / batch, 1, 132 * 3) * batch) != 0) return;  // a remainder the phase kernels skip
+    T got;
+    cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost);
+    const T want = reference(n);
+    if (std::memcmp(&got, &want, sizeof got) != 0) std::printf("MISMATCH %s %s 2^%d: %.17g vs host %.17g\n", tn, what, __builtin_ctzl(n), double(got), double(want)), ++bad;
+  };
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact_gang_sum | full, no one-by-one path | flush + an untaken call to round | full, previous tail (P9) | full, exact_gang_total (P10) | P10 + the production loop (P11) | (us, graph of 20, median) |\n", tn);
   for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, time_it<T, 0>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 1>(d, n, out, parts, fp, ticket, st), time_it<T, 2>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 3>(d, n, out, parts, fp, ticket, st), time_it<T, 6>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 4>(d, n, out, parts, fp, ticket, st), time_it<T, 7>(d, n, out, parts, fp, ticket, st),
-                time_it<T, 8>(d, n, out, parts, fp, ticket, st), time_it<T, 9>(d, n, out, parts, fp, ticket, st));
+    const float t0 = time_it<T, 0>(d, n, out, parts, fp, ticket, total, st), t1 = time_it<T, 1>(d, n, out, parts, fp, ticket, total, st),
+                t2 = time_it<T, 2>(d, n, out, parts, fp, ticket, total, st), t3 = time_it<T, 3>(d, n, out, parts, fp, ticket, total, st),
+                t6 = time_it<T, 6>(d, n, out, parts, fp, ticket, total, st), t4 = time_it<T, 4>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "exact_gang_sum (P4)");
+    const float t7 = time_it<T, 7>(d, n, out, parts, fp, ticket, total, st), t8 = time_it<T, 8>(d, n, out, parts, fp, ticket, total, st),
+                t9 = time_it<T, 9>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "previous tail (P9)");
+    const float t10 = time_it<T, 10>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "exact_gang_total (P10)");
+    const float t11 = time_it<T, 11>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "production loop and tail (P11)");
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, t0, t1, t2, t3, t6, t4, t7, t8, t9, t10, t11);
   }
-  std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | 64 | plain (default grid) |\n", tn);
+  std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | plain (default grid) |\n", tn);
   for (int lg : {16, 18}) {
     const long n = 1l << lg;
-    std::printf("| 2^%d", lg);
-    for (int g : {1, 2, 4, 8, 16, 32, 64}) std::printf(" | %.2f", time_it<T, 4>(d, n, out, parts, fp, ticket, st, g));
-    std::printf(" | %.2f |\n", time_it<T, 0>(d, n, out, parts, fp, ticket, st));
+    std::printf("| 2^%d previous (P9)", lg);
+    for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 9>(d, n, out, parts, fp, ticket, total, st, g));
+    std::printf(" | %.2f |\n| 2^%d production (P10)", time_it<T, 0>(d, n, out, parts, fp, ticket, total, st), lg);
+    for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 10>(d, n, out, parts, fp, ticket, total, st, g));
+    std::printf(" | |\n");
   }
+  std::printf("| %s exact_gang_total (P10) on G blocks | G=264 (2 a SM) | 396 (3, production) | 528 (4) | P11 (396) | plain (396) |\n", tn);
+  for (int lg : {24, 28}) {
+    const long n = 1l << lg;
+    std::printf("| 2^%d", lg);
+    for (int g : {264, 396, 528}) std::printf(" | %.2f", time_it<T, 10>(d, n, out, parts, fp, ticket, total, st, g));
+    std::printf(" | %.2f", time_it<T, 11>(d, n, out, parts, fp, ticket, total, st, 396));
+    std::printf(" | %.2f |\n", time_it<T, 0>(d, n, out, parts, fp, ticket, total, st));
+  }
+  if (bad == 0) std::printf("%s: P4, P9, P10 and P11 equal the host's exact sum wherever the phase kernels sum every input\n", tn);
   CK(cudaGetLastError());
   return 0;
 }

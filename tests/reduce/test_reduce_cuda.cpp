@@ -264,6 +264,26 @@ TEST_CASE("cuda: the exact sum of more than 2^31 floats", "[reduce][exact][large
   CHECK(bits_of(g) == bits_of(exact_reference<double>(terms)));
 }
 
+TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the exact sum correctly rounded", "[reduce][exact]") {
+  // The flat kernel's small grids (less than a wave: each thread one batch of kUnroll 16-byte
+  // vectors, the plain loop) around their edges, with ragged ends: wide values, cancellation and
+  // specials, against the independent reference.
+  Workspace ws(Backend::cuda);
+  std::uint64_t salt = 9600;
+  for_each_pair([&]<class T, class Out>() {
+    constexpr std::size_t blk = 256 * 16 / sizeof(T) * 4;  // one block's batch of inputs
+    const T big = std::is_same_v<T, float> ? T(1e30f) : T(1e300);
+    for (std::size_t n : {blk + 1, 3 * blk - 5, 16 * blk, 16 * blk + 7, 17 * blk, 31 * blk + 3, 32 * blk, 32 * blk + 1}) {
+      check_full<TestBackend, T, Out>(ws, wide_values<T>(n, ++salt), "values across the exponent range");
+      check_full<TestBackend, T, Out>(ws, spread<T>({big, T(1), -big, T(-0.25)}, n, ++salt), "(big, 1, -big, -0.25) among zeros");
+    }
+    const T inf = std::numeric_limits<T>::infinity(), mx = std::numeric_limits<T>::max();
+    CHECK(std::isnan(full<TestBackend, T, Out>(ws, spread<T>({inf, T(1), -inf}, 16 * blk, ++salt))));
+    CHECK(full<TestBackend, T, Out>(ws, spread<T>({mx, mx, -mx}, 20 * blk, ++salt)) == static_cast<Out>(mx));
+    CHECK(bits_of(full<TestBackend, T, Out>(ws, std::vector<T>(16 * blk, T(-0.0)))) == bits_of(Out(-0.0)));
+  });
+}
+
 TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) and equals the CPU backend", "[reduce][exact][determinism]") {
   Workspace ws(Backend::cuda);
   Workspace cpu_ws(Backend::cpu);

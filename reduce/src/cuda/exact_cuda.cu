@@ -23,26 +23,53 @@ using ExactAcc = exact::Accumulator<T>;
 /// A block takes at most this many inputs: its shared limbs gain less than 2^32 per input.
 inline constexpr std::int64_t kExactMaxPerBlock = std::int64_t{1} << 29;
 
-template <class T, class Out, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+// The flat kernel's grid is at most kFlatBlocksSm blocks an SM: its register budget is held to that
+// (80, not 64), so that the next batch's loads are in flight while a batch is binned. Small: a grid
+// under a wave, whose threads have one batch each (nothing to prefetch): the plain loop and
+// kMinBlocksSm's budget (64), whose tail ran faster (H200 phases, double 2^16: P10 5.40-5.53 us
+// against the prefetching P11's 5.83-5.85, two runs).
+template <class T, class Out, int V, bool Small>
+__global__ void __launch_bounds__(kBlock, Small ? kMinBlocksSm : kFlatBlocksSm)
     exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, std::int64_t* __restrict__ total,
                       unsigned int* __restrict__ ticket) {
-  enter_after_predecessor();
   __shared__ device::ExactStorage<T> s;
-  device::ExactThread<T> t(s);
+  device::ExactThread<T> t(s);  // clears shared memory only: while the predecessor finishes
+  enter_after_predecessor();
   const std::int64_t nv = n / V * V;  // whole vectors; the rest is block 0's tail
   const std::int64_t step = std::int64_t{gridDim.x} * kBlock * V;
   std::int64_t i = (std::int64_t{blockIdx.x} * kBlock + threadIdx.x) * V;
-  for (; i + (kUnroll - 1) * step < nv; i += kUnroll * step) {
+  if constexpr (Small) {
+    for (; i + (kUnroll - 1) * step < nv; i += kUnroll * step) {
+      T x[kUnroll * V];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const auto v = device::load_vec<V>(in + i + u * step);
+#pragma unroll
+        for (int k = 0; k < V; ++k) x[u * V + k] = v.v[k];
+      }
+      t.add_batch(x);
+    }
+  } else if (i + (kUnroll - 1) * step < nv) {
+    // Batches of kUnroll vectors, the next one's loads issued before this one is binned: the
+    // binning's arithmetic (about 8 operations a value) no longer leaves a warp with nothing in
+    // flight (the loop ran 2.5% below the ordinary sum's bandwidth at 2^28 floats, phases).
     device::Vec<T, V> v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
-    T x[kUnroll * V];
+    for (;;) {
+      T x[kUnroll * V];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+      for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-      for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
-    t.add_batch(x);
+        for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
+      i += kUnroll * step;
+      const bool more = i + (kUnroll - 1) * step < nv;
+      if (more)
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
+      t.add_batch(x);
+      if (!more) break;
+    }
   }
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);
@@ -141,10 +168,15 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
       ws.reserve(0, 2 + device::exact_total_bytes<T>() / sizeof(unsigned int), stream);
       total = reinterpret_cast<std::int64_t*>(ws.ticket_array() + 2);
     }
-    if (aligned_to(in, sizeof(T) * V))
-      launch(exact_flat_kernel<T, Out, V>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+    // Small grids' kernel only for rounded outputs: the rank level's accumulator output spills more
+    // at 64 registers (ptxas: 776 bytes against 660) and was not timed.
+    constexpr bool small_ok = !std::is_same_v<Out, ExactAcc<T>>;
+    if (!aligned_to(in, sizeof(T) * V))
+      launch(exact_flat_kernel<T, Out, 1, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+    else if (grid < wave && small_ok)
+      launch(exact_flat_kernel<T, Out, V, small_ok>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     else
-      launch(exact_flat_kernel<T, Out, 1>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, V, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     return;
   }
   if (per <= 64 || p.n_out >= resident * kBlock / 4) {

@@ -106,10 +106,11 @@ struct Bins {
     return e + 3 > F::pmin ? e + 3 : F::pmin;
   }
 
-  /// Raises the window to hold the batch's largest value below top() (NaN, Inf and larger ones are
-  /// add()'s); true if it moved, so that try_add may now take the batch (a thread's first batch).
-  template <int B, class Sink>
-  TALLY_HD bool widen(const T (&x)[B], Filter& f, Sink& sink) {
+  /// The bits of the batch's largest |value| below top() (NaN, Inf and larger ones are add()'s),
+  /// 0 if none: a key that orders like the magnitude, so that a warp can take its maximum as an
+  /// integer (device/exact.cuh: one window for the whole warp).
+  template <int B>
+  TALLY_HD static Bits batch_key(const T (&x)[B]) {
     T m = 0;
     const T t = top();
 #if defined(__CUDA_ARCH__)
@@ -119,10 +120,23 @@ struct Bins {
       const T a = abs(x[i]);
       m = a < t && a > m ? a : m;
     }
+    return to_bits(m);
+  }
+  /// Raises the window to hold the magnitude with bits `key` (batch_key's, below top()) if the
+  /// window is lower; true if it moved.
+  template <class Sink>
+  TALLY_HD bool widen_to(Bits key, Filter& f, Sink& sink) {
+    const T m = from_bits(key);
     if (!(m >= bound)) return false;
     flush(f, sink);
     set_window(window_for(m));
     return true;
+  }
+  /// Raises the window to hold the batch's largest value below top(); true if it moved, so that
+  /// try_add may now take the batch (a thread's first batch).
+  template <int B, class Sink>
+  TALLY_HD bool widen(const T (&x)[B], Filter& f, Sink& sink) {
+    return widen_to(batch_key(x), f, sink);
   }
 
   /// Takes the batch x if every value fits the window and leaves no second remainder (the common
