@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(kBlock)
         T v[kRowBatch];
 #pragma unroll
         for (int u = 0; u < kRowBatch; ++u) v[u] = row[(c + u * a.X) * s];
+        asm volatile("" ::: "memory");  // else nvcc sinks each load to its combine (ArgMax's SASS)
 #pragma unroll
         for (int u = 0; u < kRowBatch; ++u) acc = R::combine(acc, reducer_load<R>(v[u], i0 + c + u * a.X));
       }
