@@ -335,6 +335,13 @@ TEST_CASE(TALLY_TEST_BACKEND ": +-0 and infinities", "[reduce][reducers]") {
   CHECK((mi.min == -inf && mi.max == inf));
   CHECK(std::isnan(moments_of<TestBackend>(ws, infs).mean));  // inf - inf
   CHECK(moments_of<TestBackend>(ws, std::vector<double>{1.0, inf}).mean == inf);
+  // One element's M2 is (x - x)^2: a lone NaN or infinity has a NaN variance (NumPy's var), not 0.
+  for (const double v : {std::numeric_limits<double>::quiet_NaN(), inf, -inf}) {
+    const Moments one = moments_of<TestBackend>(ws, std::vector<double>{v});
+    CHECK((one.count == 1 && std::isnan(one.variance()) && std::isnan(one.m2)));
+  }
+  CHECK(moments_of<TestBackend>(ws, std::vector<double>{-3.0}).m2 == 0.0);
+  CHECK(!std::signbit(moments_of<TestBackend>(ws, std::vector<double>{-3.0}).m2));
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": MinMax of long runs: an infinity, signed zeros, a sum that overflows", "[reduce][reducers]") {

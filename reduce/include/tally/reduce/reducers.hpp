@@ -272,7 +272,12 @@ struct MeanVar {
   static constexpr const char* name = "meanvar";
   TALLY_HD static value_type identity() { return {0.0, 0.0, 0.0}; }
   template <class T>
-  TALLY_HD static value_type load(T x) { return {1.0, static_cast<double>(x), 0.0}; }
+  /// One element's M2 is (x - x)^2: 0, but NaN for a NaN or an infinity, so a one-element result keeps
+  /// the NaN (as NumPy's var): with 0 a single NaN's variance read 0 (a segment of length 1).
+  TALLY_HD static value_type load(T x) {
+    const double v = static_cast<double>(x);
+    return {1.0, v, v - v};
+  }
   /// Chan et al.: n = na + nb, d = mean_b - mean_a, mean = mean_a + d nb/n, M2 = M2a + M2b + d^2 na nb/n.
   /// Where both counts are known at compile time (a tree over loaded elements), nb/n is a constant:
   /// the engine's batch trees cost no division.
