@@ -110,20 +110,17 @@ __global__ void __launch_bounds__(kBlock)
       const T* row = base + w.row_offset(r);
       const std::int64_t i0 = r * m;
       std::int64_t c = c0 + x;
-      // kRowBatch loads issued before they are combined, as one fixed pairwise tree joined to acc
-      // (as fold_batch: off acc's chain, MeanVar's counts constant, so one division per batch): one
-      // load in flight per thread left row reductions at half the bandwidth (argmax over rows: 0.55x
+      // kRowBatch loads issued before they are combined by fold_batch (one fixed pairwise tree joined
+      // to acc: off acc's chain, MeanVar's counts constant, so one division per batch): one load in
+      // flight per thread left row reductions at half the bandwidth (argmax over rows: 0.55x
       // PyTorch's), a division per element MeanVar's rows at 0.76x.
       for (; c + (kRowBatch - 1) * a.X < c1; c += kRowBatch * a.X) {
-        T v[kRowBatch];
+        device::Pack<T, 1> v[kRowBatch];
+        std::int64_t idx[kRowBatch];
 #pragma unroll
-        for (int u = 0; u < kRowBatch; ++u) v[u] = row[(c + u * a.X) * s];
+        for (int u = 0; u < kRowBatch; ++u) v[u].v[0] = row[(c + u * a.X) * s], idx[u] = i0 + c + u * a.X;
         asm volatile("" ::: "memory");  // else nvcc sinks each load to its combine (ArgMax's SASS)
-        Val t[kRowBatch];
-#pragma unroll
-        for (int u = 0; u < kRowBatch; ++u) t[u] = reducer_load<R>(v[u], i0 + c + u * a.X);
-        device::tree_combine<R>(t);
-        acc = R::combine(acc, t[0]);
+        acc = device::fold_batch<R, 1, kRowBatch>(acc, v, idx);
       }
       for (; c < c1; c += a.X) acc = R::combine(acc, reducer_load<R>(row[c * s], i0 + c));
     }
