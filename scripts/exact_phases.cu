@@ -75,24 +75,7 @@ __global__ void __launch_bounds__(256, P == 11 ? 3 : 4) k(const T* __restrict__ 
     dev::ExactThread<T> t(s);
     T x[U * V];
     if constexpr (P == 11) {  // the production flat kernel's loop: the next batch's loads before this one's binning
-      if (i + (U - 1) * step < n) {
-        dev::Vec<T, V> v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
-        for (;;) {
-#pragma unroll
-          for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int q = 0; q < V; ++q) x[u * V + q] = v[u].v[q];
-          i += U * step;
-          const bool more = i + (U - 1) * step < n;
-          if (more)
-#pragma unroll
-            for (int u = 0; u < U; ++u) v[u] = dev::load_vec<V>(in + i + u * step);
-          t.add_batch(x);
-          if (!more) break;
-        }
-      }
+      i = dev::exact_add_batches<true, U, V>(t, in, i, n, step);
     } else {
       for (; i + (U - 1) * step < n; i += U * step) {
 #pragma unroll

@@ -38,39 +38,7 @@ __global__ void __launch_bounds__(kBlock, Small ? kMinBlocksSm : kFlatBlocksSm)
   const std::int64_t nv = n / V * V;  // whole vectors; the rest is block 0's tail
   const std::int64_t step = std::int64_t{gridDim.x} * kBlock * V;
   std::int64_t i = (std::int64_t{blockIdx.x} * kBlock + threadIdx.x) * V;
-  if constexpr (Small) {
-    for (; i + (kUnroll - 1) * step < nv; i += kUnroll * step) {
-      T x[kUnroll * V];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const auto v = device::load_vec<V>(in + i + u * step);
-#pragma unroll
-        for (int k = 0; k < V; ++k) x[u * V + k] = v.v[k];
-      }
-      t.add_batch(x);
-    }
-  } else if (i + (kUnroll - 1) * step < nv) {
-    // Batches of kUnroll vectors, the next one's loads issued before this one is binned: the
-    // binning's arithmetic (about 8 operations a value) no longer leaves a warp with nothing in
-    // flight (the loop ran 2.5% below the ordinary sum's bandwidth at 2^28 floats, phases).
-    device::Vec<T, V> v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
-    for (;;) {
-      T x[kUnroll * V];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
-      i += kUnroll * step;
-      const bool more = i + (kUnroll - 1) * step < nv;
-      if (more)
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) v[u] = device::load_vec<V>(in + i + u * step);
-      t.add_batch(x);
-      if (!more) break;
-    }
-  }
+  i = device::exact_add_batches<!Small, kUnroll, V>(t, in, i, nv, step);
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);
 #pragma unroll

@@ -30,6 +30,7 @@
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/exact_round.cuh"
 #include "tally/reduce/device/index.cuh"
+#include "tally/reduce/device/thread.cuh"
 #include "tally/reduce/exact.hpp"
 #include "tally/reduce/exact_bins.hpp"
 
@@ -206,6 +207,47 @@ inline constexpr int kNoWindow = -0x7fffffff - 1;
 /// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
 /// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
 /// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
+/// The batches of U vectors of V values at in + i, in + i + step, ... (while i + (U - 1) step < n)
+/// into t's add_batch; returns the first i not taken. Prefetch: the next batch's loads are issued
+/// before this one is binned, so that the binning's arithmetic (about 8 operations a value) does not
+/// leave a warp with nothing in flight (without, the loop ran 2.5% below the ordinary sum's bandwidth
+/// at 2^28 floats); without Prefetch fewer registers, for threads with one batch (nothing to prefetch).
+template <bool Prefetch, int U, int V, class T>
+__device__ __forceinline__ std::int64_t exact_add_batches(ExactThread<T>& t, const T* __restrict__ in, std::int64_t i,
+                                                          std::int64_t n, std::int64_t step) {
+  if constexpr (!Prefetch) {
+    for (; i + (U - 1) * step < n; i += U * step) {
+      T x[U * V];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const auto v = load_vec<V>(in + i + u * step);
+#pragma unroll
+        for (int k = 0; k < V; ++k) x[u * V + k] = v.v[k];
+      }
+      t.add_batch(x);
+    }
+  } else if (i + (U - 1) * step < n) {
+    Vec<T, V> v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = load_vec<V>(in + i + u * step);
+    for (;;) {
+      T x[U * V];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < V; ++k) x[u * V + k] = v[u].v[k];
+      i += U * step;
+      const bool more = i + (U - 1) * step < n;
+      if (more)
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = load_vec<V>(in + i + u * step);
+      t.add_batch(x);
+      if (!more) break;
+    }
+  }
+  return i;
+}
+
 template <class T>
 __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[2], std::int64_t (&hi)[2]) {
   auto& b = t.bins;
