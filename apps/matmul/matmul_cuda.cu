@@ -86,29 +86,15 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // starved. (64 x 64 showed no difference either way.)
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
 // 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
-// in a rolled loop: one step's fragments live, 238 registers, no spills), 2 stages of 96 KiB, one
-// block of 8 warps per SM. A 32 x 16 warp reads 96 KiB of fragments from shared memory per 32 K of
-// the tile, a 64 x 32 one 48 KiB (registers allow no larger one), and deeper slices mean fewer block
-// barriers. H200, 2026-11-24, 64 x 64 x 2^24 against cuBLAS in the same process (two runs, 3-5 each):
-// this 4.05-4.24 ms (0.91-0.96x cuBLAS's usual 3.86-3.89; 4.05-4.24 TB/s, 96-101% of copy; faster
-// than the next one in 5 of 5 paired runs); 64-deep slices in 3 stages, k-steps unrolled (255
-// registers, 88 bytes spilled; cfg=2) 4.09-4.31; the same rolled 4.16-4.46; main's 32 x 16 warps in 2
-// groups of 32-deep slices (16 warps, 6 stages; cfg=1) 4.65-5.36 (0.72-0.83x). Slower there: 96-deep slices unrolled (120 bytes spilled)
-// 4.25-4.55, 32 x 32 warps 4.25-5.55, 64 x 32 in 2 groups (4 warps) 4.6-5.5, 64 x 16 4.68-4.77, two
-// blocks per SM 4.62-4.89, the L2 promotion off 4.13-4.31 (no change), 8-row boxes issued by warp
-// 0's 32 lanes (each row's 512 bytes of a slice asked for together) 6.05-6.92, and a decoupled
-// pipeline (per-warp empty mbarriers, no block barrier per slice), slower than the synchronous one in
-// every tile (4.8-11.4 ms): the warps drift apart and the fastest is left with no slice in flight.
-// Each slice is issued before the wait for the previous one (TcConfig's EarlyIssue: two slices, 192
-// KiB, in flight while the block waits). H200, 2026-11-24 (issue 21 round 2, 10 paired runs): no
-// clear change, 4.16-4.32 ms (median 4.25) against 4.08-4.49 (4.30) for the late issue (cfg=4; faster
-// in 6 of 10), one matmul --bench 4.135 ms (0.94x cuBLAS's 3.890): bytes in flight are not the limit. Slower there, all with
-// the early issue: 64-deep slices in 3 stages 4.17-4.53, 32-deep in 6 (192 KiB in flight, one k-step
-// a group per barrier) 4.69-4.82, two blocks per SM of 4 warps with 48-deep slices in 2 stages
-// 4.45-4.80 (4.38-4.62 issued late, cfg=3), with 32-deep in 3 stages 4.49-4.69: each block barrier
-// costs, about 0.2 us a slice.
+// in a rolled loop: one step's fragments live, 240 registers, no spills), 2 stages of 96 KiB, one
+// block of 8 warps per SM, each slice issued before the wait for the previous one (EarlyIssue). A
+// 64 x 32 warp reads half the shared-memory fragment bytes per DMMA of a 32 x 16 one, and deeper
+// slices mean fewer block barriers, which are what cost (about 0.2 us a slice; more bytes in flight
+// changed nothing). H200, 2026-11-24: 4.05-4.32 ms, 0.90-0.96x cuBLAS (96-101% of copy), against
+// 4.65-5.36 for the earlier 32 x 16 tile; the alternatives measured slower (a decoupled pipeline,
+// other warp tiles, depths and stages, two blocks per SM) are in apps/matmul/README.md.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
-// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 main's 32 x 16 tile, 2 the 64-deep one;
+// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2 the 64-deep one;
 // 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
 using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
 using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
