@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 #include "tally/reduce/device/exact.cuh"
+#include "tally/reduce/device/exact_total.cuh"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
 namespace dev = tally::reduce::device;

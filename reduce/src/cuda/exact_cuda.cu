@@ -12,6 +12,7 @@
 #include "tally/common/cuda_check.cuh"
 #include "kernels.cuh"
 #include "tally/reduce/device/exact.cuh"
+#include "tally/reduce/device/exact_total.cuh"
 
 namespace tally::reduce::detail {
 
