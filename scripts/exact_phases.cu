@@ -1,6 +1,6 @@
 // Phase timing of the flat exact kernel (not part of the build; scripts/exact-gpu-check.sh compiles and runs it):
 // where the time of an exact sum goes, next to the plain sum, for floats and doubles, and small sums on 1 .. 64
-// blocks. `phases profile` launches each phase once at 2^28 (for ncu).
+// blocks. `phases profile` launches each phase once at 2^28, `phases profile16` P12 and P10 three times each at 2^16 (doubles, then floats), for ncu.
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstring>
