@@ -1,6 +1,6 @@
 // Phase timing of the flat exact kernel (not part of the build; scripts/exact-gpu-check.sh compiles and runs it):
 // where the time of an exact sum goes, next to the plain sum, for floats and doubles, and small sums on 1 .. 64
-// blocks. `phases profile` launches each phase once at 2^28 (for ncu).
+// blocks. `phases profile` launches each phase once at 2^28, `phases profile16` P12 and P10 three times each at 2^16 (doubles, then floats), for ncu.
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstring>
@@ -42,11 +42,43 @@ __device__ __forceinline__ bool prev_gang_total(dev::ExactThread<T>& t, std::int
   return true;
 }
 
+// exact_gang_total as round 2 of the fifth session of 2026-11-24 had it (P12): the last block's loads
+// of the total one after another (its rounding is the current one); timed beside the production tail (P10).
+template <class Out, class T>
+__device__ __forceinline__ bool round2_gang_total(dev::ExactThread<T>& t, std::int64_t* d_total, unsigned* d_ticket, Out& result,
+                                                  dev::ExactStorage<T>& s) {
+  constexpr int W = ex::Accumulator<T>::words;
+  dev::exact_block_publish(t, s);
+  if (threadIdx.x >= 32) return false;
+  const int lane = threadIdx.x;
+  const dev::ExactGathered g = dev::exact_warp0_gather(s);
+  if (lane == 0 && g.several) dev::exact_put_warps_serial(s, 8);
+  __syncwarp();
+  for (int k = lane; k < W; k += 32) {
+    const std::int64_t v = dev::exact_block_word(s, g, k);
+    if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * dev::kExactTotalStride), static_cast<unsigned long long>(v));
+  }
+  __syncwarp();
+  bool last = false;
+  if (lane == 0) last = dev::take_ticket(d_ticket, gridDim.x);
+  if (!__shfl_sync(0xffffffffu, last, 0)) return false;
+  __syncwarp();
+  for (int k = lane; k < W; k += 32) {
+    s.acc.w[k] = __ldcg(d_total + k * dev::kExactTotalStride);
+    d_total[k * dev::kExactTotalStride] = 0;
+  }
+  __syncwarp();
+  const Out r = dev::exact_output<Out>(s);
+  if (lane == 0) result = r;
+  return true;
+}
+
 constexpr int U = 4;
 // P: 0 plain gang_reduce<Sum>; 1 exact loop only (bins); 2 + block flush; 3 + carry/partials/ticket; 6 + merge; 4 full exact_gang_sum;
 // 9 full, the previous tail (prev_gang_total: main before 2026-11-24's fourth session, its add_batch too);
 // 10 full exact_gang_total (the production flat kernel's tail; the previous loop);
 // 11 = 10 with the production loop (the next batch's loads in flight while one is binned; 3 blocks an SM's registers);
+// 12 = 10 with round 2's tail (round2_gang_total: the last block's loads one after another);
 // (G blocks table: G below n / (256 V U) leaves threads without a whole batch: this loop then skips
 // their elements, so only the rows where every thread has a batch time a real sum)
 // 7 full without the one-by-one path (timing only);
@@ -132,6 +164,9 @@ __global__ void __launch_bounds__(256, P == 11 ? 3 : 4) k(const T* __restrict__ 
     } else if constexpr (P == 10 || P == 11) {  // the production flat kernel's tail (11: and its loop)
       T r;
       if (dev::exact_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
+    } else if constexpr (P == 12) {
+      T r;
+      if (round2_gang_total(t, total, ticket, r, s) && threadIdx.x == 0) *out = r;
     } else {
       T r;
       if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
@@ -168,7 +203,7 @@ float time_it(const T* d, long n, T* out, ex::Accumulator<T>* parts, T* fp, unsi
 }
 
 template <class T>
-int table(void* buf, long N, bool profile) {
+int table(void* buf, long N, bool profile, bool profile16 = false) {
   T* d = static_cast<T*>(buf);
   std::vector<T> h(1 << 24);
   unsigned long long x = 88172645463325252ull;
@@ -189,6 +224,14 @@ int table(void* buf, long N, bool profile) {
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   const char* tn = sizeof(T) == 4 ? "float" : "double";
+  if (profile16) {  // 2^16 on the default grid, for ncu: P12 three times, then P10 three times (doubles first)
+    const int g16 = int((65536 + 256 * (16 / sizeof(T)) * U - 1) / (256 * (16 / sizeof(T)) * U));
+    for (int r = 0; r < 3; ++r) k<T, 12><<<g16, 256, 0, st>>>(d, 65536, out, parts, fp, ticket, total);
+    for (int r = 0; r < 3; ++r) k<T, 10><<<g16, 256, 0, st>>>(d, 65536, out, parts, fp, ticket, total);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    return 0;
+  }
   if (profile) {  // one plain launch of each phase at 2^28, for ncu
     k<T, 2><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
     k<T, 3><<<396, 256, 0, st>>>(d, N, out, parts, fp, ticket, total);
@@ -219,7 +262,7 @@ int table(void* buf, long N, bool profile) {
     const T want = reference(n);
     if (std::memcmp(&got, &want, sizeof got) != 0) std::printf("MISMATCH %s %s 2^%d: %.17g vs host %.17g\n", tn, what, __builtin_ctzl(n), double(got), double(want)), ++bad;
   };
-  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact_gang_sum | full, no one-by-one path | flush + an untaken call to round | full, previous tail (P9) | full, exact_gang_total (P10) | P10 + the production loop (P11) | (us, graph of 20, median) |\n", tn);
+  std::printf("| %s n | plain | bins loop only | +block flush | +carry/ticket | +merge | full exact_gang_sum | full, no one-by-one path | flush + an untaken call to round | full, previous tail (P9) | full, exact_gang_total (P10) | P10 + the production loop (P11) | round 2's tail (P12) | P10 again | (us, graph of 20, median) |\n", tn);
   for (int lg : {16, 20, 24, 28}) {
     const long n = 1l << lg;
     const float t0 = time_it<T, 0>(d, n, out, parts, fp, ticket, total, st), t1 = time_it<T, 1>(d, n, out, parts, fp, ticket, total, st),
@@ -233,7 +276,11 @@ int table(void* buf, long N, bool profile) {
     check(n, "exact_gang_total (P10)");
     const float t11 = time_it<T, 11>(d, n, out, parts, fp, ticket, total, st);
     check(n, "production loop and tail (P11)");
-    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, t0, t1, t2, t3, t6, t4, t7, t8, t9, t10, t11);
+    const float t12 = time_it<T, 12>(d, n, out, parts, fp, ticket, total, st);
+    check(n, "round 2's tail (P12)");
+    const float t10b = time_it<T, 10>(d, n, out, parts, fp, ticket, total, st);
+    std::printf("| 2^%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", lg, t0, t1, t2, t3, t6, t4, t7, t8, t9,
+                t10, t11, t12, t10b);
   }
   std::printf("| %s full exact on G blocks | G=1 | 2 | 4 | 8 | 16 | 32 | plain (default grid) |\n", tn);
   for (int lg : {16, 18}) {
@@ -242,6 +289,8 @@ int table(void* buf, long N, bool profile) {
     for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 9>(d, n, out, parts, fp, ticket, total, st, g));
     std::printf(" | %.2f |\n| 2^%d production (P10)", time_it<T, 0>(d, n, out, parts, fp, ticket, total, st), lg);
     for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 10>(d, n, out, parts, fp, ticket, total, st, g));
+    std::printf(" | |\n| 2^%d round 2 (P12)", lg);
+    for (int g : {1, 2, 4, 8, 16, 32}) std::printf(" | %.2f", time_it<T, 12>(d, n, out, parts, fp, ticket, total, st, g));
     std::printf(" | |\n");
   }
   std::printf("| %s exact_gang_total (P10) on G blocks | G=264 (2 a SM) | 396 (3, production) | 528 (4) | P11 (396) | plain (396) |\n", tn);
@@ -259,9 +308,10 @@ int table(void* buf, long N, bool profile) {
 
 int main(int argc, char** argv) {
   const long N = 1l << 28;
-  const bool profile = argc > 1 && std::string(argv[1]) == "profile";
+  const bool profile = argc > 1 && std::string(argv[1]) == "profile", profile16 = argc > 1 && std::string(argv[1]) == "profile16";
   void* buf;
   CK(cudaMalloc(&buf, N * sizeof(double)));
+  if (profile16) return table<double>(buf, N, false, true) != 0 || table<float>(buf, N, false, true) != 0;
   if (table<float>(buf, N, profile) != 0) return 1;
   if (table<double>(buf, N, profile) != 0) return 1;
   return 0;

@@ -3,6 +3,8 @@
 // Built only with the CUDA backend; exits 77 (skipped) without a usable device.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -273,9 +275,21 @@ TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the 
   for_each_pair([&]<class T, class Out>() {
     constexpr std::size_t blk = 256 * 16 / sizeof(T) * 4;  // one block's batch of inputs
     const T big = std::is_same_v<T, float> ? T(1e30f) : T(1e300);
+    // Values the bins take whole (the tail's path where a block's shared words are all zero), and
+    // the same with strays (2^-60 and 2^80 scaled) that leave residues in some blocks' shared limbs.
+    const auto binned = [&](std::size_t n, int strays) {
+      auto g = tally::test::rng(++salt);
+      std::uniform_real_distribution<double> u(-1.0, 1.0);
+      std::vector<T> v(n);
+      for (auto& x : v) x = static_cast<T>(u(g));
+      for (int k = 0; k < strays; ++k) v[g() % n] = static_cast<T>(std::ldexp(u(g), k % 2 == 0 ? -60 : 80));
+      return v;
+    };
     for (std::size_t n : {blk + 1, 3 * blk - 5, 16 * blk, 16 * blk + 7, 17 * blk, 31 * blk + 3, 32 * blk, 32 * blk + 1}) {
       check_full<TestBackend, T, Out>(ws, wide_values<T>(n, ++salt), "values across the exponent range");
       check_full<TestBackend, T, Out>(ws, spread<T>({big, T(1), -big, T(-0.25)}, n, ++salt), "(big, 1, -big, -0.25) among zeros");
+      check_full<TestBackend, T, Out>(ws, binned(n, 0), "uniform in (-1, 1)");
+      check_full<TestBackend, T, Out>(ws, binned(n, 5), "uniform in (-1, 1) and five strays");
     }
     const T inf = std::numeric_limits<T>::infinity(), mx = std::numeric_limits<T>::max();
     CHECK(std::isnan(full<TestBackend, T, Out>(ws, spread<T>({inf, T(1), -inf}, 16 * blk, ++salt))));

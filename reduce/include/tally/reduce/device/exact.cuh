@@ -434,7 +434,7 @@ __device__ __forceinline__ void exact_block_carry(exact::Accumulator<T>& acc) {
 
 /// `s.acc` as the output Out: the window of non-zero limbs found by the warp's ballots (one per 32
 /// limbs, not a serial scan of a double accumulator's 67), then rounded by the warp
-/// (exact_warp_round_window) or, for NaN, Inf, windows wider than a warp and rippling carries, by
+/// (exact_warp_round_window) or, for NaN, Inf and windows wider than a warp, by
 /// thread 0 (Accumulator::round_window, inline, a narrow window in registers, else on s's shared
 /// scratch), or for Out = exact::Accumulator<T> normalised by thread 0. Warp 0 calls; the result is
 /// in thread 0.
@@ -460,7 +460,8 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
     Out r{};
     const bool special = s.acc.w[A::nan_word] != 0 || s.acc.w[A::pos_inf_word] != 0 || s.acc.w[A::neg_inf_word] != 0;
     const bool warp = !special && hi >= 0 && hi - lo <= warp_size - 3;  // warp-uniform
-    if (!(warp && exact_warp_round_window<Out>(s.acc, lo, hi, r)) && lane == 0) r = s.acc.template round_window<Out>(lo, hi, s.round_a, s.round_d);
+    if (warp) r = exact_warp_round_window<Out>(s.acc, lo, hi);
+    else if (lane == 0) r = s.acc.template round_window<Out>(lo, hi, s.round_a, s.round_d);
     return r;
   }
 }

@@ -50,30 +50,34 @@ __device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc
 }
 
 /// acc (no NaN or Inf counted; non-zero limbs lo .. hi, hi - lo <= warp_size - 3) rounded to Out in
-/// every lane of the calling warp, the warp's lanes holding one limb each: two carry steps on all
-/// limbs at once leave every limb below the top one in [0, 2^32) but where a carry would ripple
-/// further (a limb's low word 0 taking a borrow, or 2^32 - 1 a carry: about 2^-32 a limb), the
-/// magnitude of a negative sum is its two's complement by one ballot (the lowest non-zero limb), and
-/// Accumulator's rounding tail (round_magnitude) reads its digits by shuffles. Returns false, all
-/// lanes, where a carry would ripple: then round_window. The same bits as round_window: it is the
-/// same exact value, normalised, rounded by the same code; a dependent chain of a few shuffles and
-/// ballots where round_narrow ran 64-bit carry chains and digit selects in one lane.
+/// every lane of the calling warp, the warp's lanes holding one limb each: carry steps on all limbs
+/// at once until every limb below the top one is in [0, 2^32) (the first leaves carries below 2^31
+/// in magnitude, the second of at most 1, which ripple on through limbs of 2^32 - 1, a borrow through
+/// zeros; each step settles the lowest limb out of range, so at most n steps), the magnitude of a
+/// negative sum is its two's complement by one ballot (the lowest non-zero limb), and Accumulator's
+/// rounding tail (round_magnitude) reads its digits by shuffles. The same bits as round_window: it is
+/// the same exact value, normalised, rounded by the same code; a dependent chain of a few shuffles
+/// and ballots where round_narrow ran 64-bit carry chains and digit selects in one lane.
+/// Ripples are common, not rare: a negative bins' sum S = -1 enters three limbs as 2^32 - 1,
+/// 2^32 - 1, -1, so blocks of both signs leave limbs of 2^32 - 1 that a carry must cross (the
+/// previous two steps, then round_window in lane 0 with its local arrays, took the sum of 2^16
+/// uniform doubles in (-1, 1) of exact_phases: ncu, H200).
 template <class Out, class T>
-__device__ __forceinline__ bool exact_warp_round_window(const exact::Accumulator<T>& acc, int lo, int hi, Out& r) {
+__device__ __forceinline__ Out exact_warp_round_window(const exact::Accumulator<T>& acc, int lo, int hi) {
   using A = exact::Accumulator<T>;
   constexpr std::int64_t M = 0xffffffff;
   const int j = static_cast<int>(block_thread_rank() & (warp_size - 1));
   const int n = (hi + 1 < A::limbs ? hi + 1 : hi) - lo + 1;  // lanes 0 .. n-1: limbs lo .. top, the top one signed
   const bool below_top = j < n - 1;
   std::int64_t v = j < n ? acc.w[lo + j] : 0;
-#pragma unroll
-  for (int step = 0; step < 2; ++step) {  // |carry| < 2^31, then at most 1
+  const auto step = [&] {
     const std::int64_t c = below_top ? v >> exact::limb_bits : 0;
     if (below_top) v &= M;
     const std::int64_t cin = __shfl_up_sync(0xffffffffu, c, 1);
     if (j > 0) v += cin;  // nothing below limb lo
-  }
-  if (__ballot_sync(0xffffffffu, below_top && (v < 0 || v > M)) != 0) return false;
+  };
+  step(), step();  // |carry| < 2^31, then at most 1
+  while (__ballot_sync(0xffffffffu, below_top && (v < 0 || v > M)) != 0) step();
   const bool neg = __shfl_sync(0xffffffffu, v, n - 1) < 0;
   if (neg) {  // -sum: 2^32 - d at the lowest non-zero limb z, 2^32 - 1 - d above it, -t - 1 at the top (-t if none)
     const unsigned nz = __ballot_sync(0xffffffffu, below_top && v != 0);
@@ -85,13 +89,11 @@ __device__ __forceinline__ bool exact_warp_round_window(const exact::Accumulator
   const std::int64_t tm = __shfl_sync(0xffffffffu, v, n - 1);
   const std::uint32_t dig = j < n ? static_cast<std::uint32_t>(v) : j == n ? static_cast<std::uint32_t>(static_cast<std::uint64_t>(tm) >> 32) : 0u;
   const unsigned nzd = __ballot_sync(0xffffffffu, dig != 0);
-  if (nzd == 0) {  // an exact zero: -0 only if every input was -0
-    r = acc.w[A::nonneg_word] == 0 && acc.w[A::seen_word] > 0 ? Out(-0.0) : Out(0.0);
-    return true;
-  }
+  if (nzd == 0)  // an exact zero: -0 only if every input was -0
+    return acc.w[A::nonneg_word] == 0 && acc.w[A::seen_word] > 0 ? Out(-0.0) : Out(0.0);
   const int hl = 31 - __clz(static_cast<int>(nzd));
   const int b = 32 * (lo + hl) + 31 - __clz(static_cast<int>(__shfl_sync(0xffffffffu, dig, hl)));
-  r = exact::round_magnitude<Out, A::emin>(
+  return exact::round_magnitude<Out, A::emin>(
       b, neg,
       [&](int k) -> std::uint32_t {  // warp-uniform k: every lane shuffles
         const int l = k - lo;
@@ -102,7 +104,6 @@ __device__ __forceinline__ bool exact_warp_round_window(const exact::Accumulator
         const int l = ir - lo;
         return l > 0 && (nzd & (l >= warp_size ? 0xffffffffu : (1u << l) - 1u)) != 0;
       });
-  return true;
 }
 
 }  // namespace tally::reduce::device

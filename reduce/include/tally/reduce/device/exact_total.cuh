@@ -84,10 +84,21 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
     if (lane == 0) last = take_ticket(d_ticket, static_cast<unsigned int>(nblocks));
     if (!__shfl_sync(0xffffffffu, last, 0)) return false;
     __syncwarp();  // lane 0's acquire before the lanes' loads
-    for (int k = lane; k < W; k += warp_size) {
-      s.acc.w[k] = __ldcg(d_total + k * kExactTotalStride);
-      d_total[k * kExactTotalStride] = 0;  // ready for the next launch
-    }
+    // Every load of a lane in flight at once: a loop over k = lane, lane + 32, ... waited for each
+    // load before the next (its store to shared memory), three L2 round trips in a row for a
+    // double's 72 words (SASS) against one for a float's 17 (H200 phases, double 2^16, same run:
+    // 5.14 -> 4.66 us).
+    constexpr int R = (W + warp_size - 1) / warp_size;
+    std::int64_t v[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (lane + r * warp_size < W) v[r] = __ldcg(d_total + (lane + r * warp_size) * kExactTotalStride);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (lane + r * warp_size < W) {
+        s.acc.w[lane + r * warp_size] = v[r];
+        d_total[(lane + r * warp_size) * kExactTotalStride] = 0;  // ready for the next launch
+      }
   }
   __syncwarp();
   const Out r = exact_output<Out>(s);
