@@ -44,11 +44,12 @@ except ImportError:
     _ndarray = None
 
 
-def _compiled(x, code, axis, corr=0):
-    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise."""
+def _compiled(x, code, axis, corr=0, want=3):
+    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise.
+    want: the results made (bit 0 the first, bit 1 the second); one alone is returned as itself."""
     if type(x) is _ndarray:
-        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr)
-    return _fast(x, code, axis, corr)
+        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr, want)
+    return _fast(x, code, axis, corr, want)
 
 
 class _Structs:
@@ -145,9 +146,9 @@ def _correction(correction):
 
 def _arg(reducer, x, axis, return_values, stream, copy):
     if stream is None:
-        r = _compiled(x, _CODE_OF[reducer], axis)
+        r = _compiled(x, _CODE_OF[reducer], axis, 0, 3 if return_values else 2)
         if r is not None:
-            return r if return_values else r[1]
+            return r
     ad, x, back = _family(x)
     try:
         values, index = _values_indices(reducer, ad, x, _axis_mask(axis, len(x.shape)), stream)
@@ -240,9 +241,9 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     corr = _correction(correction)
     if stream is None and corr < 1 << 62:
-        r = _compiled(x, 3, axis, corr)
+        r = _compiled(x, 3, axis, corr, want_var | want_mean << 1)
         if r is not None:
-            return r if want_var and want_mean else r[0] if want_var else r[1]
+            return r
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
