@@ -3,7 +3,9 @@
 // (arrays.hpp). The result is an array of the reducer's value_type structs, written into a buffer
 // the Python side allocated with the caller's array family (int64 words, shape (*kept, words));
 // REDUCER_FIELDS tells it each field's dtype and byte offset, so it hands back strided views of the
-// fields without knowing the structs' layout and without another pass over the input.
+// fields without knowing the structs' layout and without another pass over the input (the general
+// path). The compiled paths (reducer_host here, reducer_torch in torch_binding.cpp) make new arrays
+// of the returned fields instead.
 #include "ops.hpp"
 
 #include <algorithm>
