@@ -197,6 +197,8 @@ def reducers_table(repeats, logs):
             ("mean", lambda s=None: tally.mean(x, stream=s), lambda: torch.mean(x), check_mean),
             ("argmax dim 1", lambda s=None: tally.argmax(x2, 1, stream=s), lambda: torch.argmax(x2, 1),
              lambda t, w: torch.equal(t, w) or _fail(t, w)),
+            ("aminmax dim 1", lambda s=None: tally.aminmax(x2, 1, stream=s), lambda: torch.aminmax(x2, dim=1),
+             lambda t, w: torch.equal(t[0], w[0]) and torch.equal(t[1], w[1]) or _fail(t, w)),
             ("var_mean dim 1", lambda s=None: tally.var_mean(x2, 1, correction=1, stream=s), lambda: torch.var_mean(x2, 1),
              lambda t, w: torch.allclose(t[0], w[0], rtol=1e-4) and torch.allclose(t[1], w[1], atol=1e-4 * scale) or _fail(t, w)),
         ]

@@ -447,6 +447,17 @@ def test_compiled_call_matches_the_general_path(tally, rng, dtype):
                     assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape, (f, shape, axis)
                     assert g.tobytes() == np.ascontiguousarray(w).tobytes(), (f.__name__, shape, axis, kw)
         assert x.tobytes() == before
+    # want: only the results asked for (bit 0 the first, bit 1 the second), each the pair's own bits.
+    x = data(rng, (5, 33), dtype, ties=True)
+    for code in range(4):
+        for mask in (1, 2, 3):
+            both = tally._tally.reducer_host(x, code, mask, 1, 3)
+            first, second = (tally._tally.reducer_host(x, code, mask, 1, w) for w in (1, 2))
+            assert isinstance(both, tuple) and len(both) == 2, (code, mask)
+            for got, w in ((first, both[0]), (second, both[1])):
+                assert got.dtype == w.dtype and got.shape == w.shape and got.tobytes() == w.tobytes(), (code, mask)
+    for w in (0, 4):
+        assert tally._tally.reducer_host(x, 0, 1, 0, w) is None
     # The compiled call declines what the general path must report or stage, writing nothing.
     assert tally._tally.reducer_host(np.zeros(0, dtype), 0, 1) is None
     assert tally._tally.reducer_host(np.zeros((3, 4), dtype).T, 0, 3) is None  # ties need stages

@@ -3,7 +3,9 @@
 // (arrays.hpp). The result is an array of the reducer's value_type structs, written into a buffer
 // the Python side allocated with the caller's array family (int64 words, shape (*kept, words));
 // REDUCER_FIELDS tells it each field's dtype and byte offset, so it hands back strided views of the
-// fields without knowing the structs' layout and without another pass over the input.
+// fields without knowing the structs' layout and without another pass over the input (the general
+// path). The compiled paths (reducer_host here, reducer_torch in torch_binding.cpp) make new arrays
+// of the returned fields instead.
 #include "ops.hpp"
 
 #include <algorithm>
@@ -62,12 +64,13 @@ nb::object host_array(const Desc& out, int rank, std::int64_t n, F&& fill) {
 
 /// The reducers on a host array in one compiled call: the structs in a vector, then each field
 /// into its own new NumPy array (var_mean's division and cast here: m2 / d in float64, rounded once
-/// to the result dtype, the general path's bits). None where the general path must take the call
-/// (a dtype, layout or arg-order it refuses, an empty x or kept axis): nothing is written then.
-nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int64_t correction) {
+/// to the result dtype, the general path's bits); `want` picks the results made (bit 0 the first,
+/// bit 1 the second: both as a tuple, one alone as itself). None where the general path must take
+/// the call (a dtype, layout or arg-order it refuses, an empty x or kept axis): nothing is written then.
+nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int64_t correction, int want) {
   nb::ndarray<nb::ro> xa;
   if (!nb::try_cast(x, xa)) return nb::none();  // e.g. a byte order nanobind does not import
-  if (reducer < 0 || reducer >= n_reducers || correction < 0 || xa.device_type() != nb::device::cpu::value ||
+  if (reducer < 0 || reducer >= n_reducers || correction < 0 || want < 1 || want > 3 || xa.device_type() != nb::device::cpu::value ||
       xa.ndim() >= max_ndim)
     return nb::none();
   Desc dx;
@@ -86,17 +89,22 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
   out.data = words.data();
   dispatch_reducer(xx, m, out, 0, reducer);
   const std::int64_t n_out = out.size() / out.shape[rank], n = dx.size() / n_out;
+  // The wanted arrays: both as a tuple, one alone as itself.
+  const auto pick = [&](auto&& first, auto&& second) -> nb::object {
+    if (want == 1) return first();
+    if (want == 2) return second();
+    nb::object a = first();
+    return nb::make_tuple(a, second());
+  };
   return with_reducer(reducer, dx.dtype, [&]<class R, class T>() -> nb::object {
     using V = typename R::value_type;
     const V* v = reinterpret_cast<const V*>(words.data());
     if constexpr (std::is_same_v<V, tr::ValueIndex<T>>) {
-      nb::object values = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].value; });
-      nb::object index = host_array<std::int64_t>(out, rank, n_out, [&](std::int64_t* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].index; });
-      return nb::make_tuple(values, index);
+      return pick([&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].value; }); },
+                  [&] { return host_array<std::int64_t>(out, rank, n_out, [&](std::int64_t* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].index; }); });
     } else if constexpr (std::is_same_v<V, tr::MinMaxPair<T>>) {
-      nb::object lo = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].min; });
-      nb::object hi = host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].max; });
-      return nb::make_tuple(lo, hi);
+      return pick([&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].min; }); },
+                  [&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].max; }); });
     } else {
       // Every result has n > 0 elements: the mean is defined; the variance is NaN where its divisor is <= 0.
       using Out = std::conditional_t<std::is_same_v<T, float>, float, double>;
@@ -106,7 +114,7 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
           d[i] = static_cast<Out>(dv > 0 ? v[i].m2 / static_cast<double>(dv) : std::numeric_limits<double>::quiet_NaN());
       };
       const auto mean = [&](Out* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = static_cast<Out>(v[i].mean); };
-      return nb::make_tuple(host_array<Out>(out, rank, n_out, var), host_array<Out>(out, rank, n_out, mean));
+      return pick([&] { return host_array<Out>(out, rank, n_out, var); }, [&] { return host_array<Out>(out, rank, n_out, mean); });
     }
   });
 }
@@ -186,9 +194,11 @@ void bind_reducers(nb::module_& m) {
       },
       "Like reducer_nd, for arrays described by pointer, dtype code, device (-1: host), shape and strides.");
   m.def("reducer_host", &reducer_host, nb::arg("x"), nb::arg("reducer"), nb::arg("mask"), nb::arg("correction") = 0,
+        nb::arg("want") = 3,
         "A reducer (_tally.REDUCERS' code) over the axes in the bit mask of a host array, in one call: argmax/argmin "
-        "(values, indices), minmax (min, max), meanvar (variance, mean) as new NumPy arrays; None where the general path "
-        "must take the call.");
+        "(values, indices), minmax (min, max), meanvar (variance, mean) as new NumPy arrays; want: which of the two "
+        "(bit 0 the first, bit 1 the second; one alone is returned as itself); None where the general path must take "
+        "the call.");
   nb::dict fields;
   for (int r = 0; r < n_reducers; ++r)
     for (int d = 0; d < 4; ++d)

@@ -13,11 +13,16 @@
 
 #include <nanobind/stl/pair.h>
 
-#include <limits>
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(TALLY_HAS_CUDA)
+#include "fields.hpp"
+#endif
 
 namespace nb = nanobind;
 
@@ -42,18 +47,20 @@ struct Torch {
   // same way: each result a 0-d view of a field of one struct of a shared block, the views made once
   // per block (a torch view costs about as much host time as a launch).
   PyObject* struct_block = nullptr;  // (reducer, code, like) -> (per struct: its fields' 0-d views, block pointer)
-  PyObject* pair_block = nullptr;    // (code, like) -> (per pair: (its (2,) view, 0-d [0], 0-d [1]), block pointer)
-  PyObject* scratch = nullptr;       // like -> (the (mean, m2) view of a new float64 Moments struct, its pointer)
-  PyObject* divisors = nullptr;      // (b, like) -> a float64 tensor [1, b] on like's device
-  PyObject* finish = nullptr;        // (moments, divisors, out) -> torch.div(moments, divisors, out=out)
-  // Reductions that keep axes: new arrays per call, as the general path's, in one Python call.
-  PyObject* struct_views = nullptr;   // (kept, reducer, code, like) -> (its fields' views, buffer pointer)
-  PyObject* moments_views = nullptr;  // (kept, code, like) -> (structs' pointer, (mean, m2) view, pairs, var, mean)
+  PyObject* pair_block = nullptr;    // (code, like) -> (per pair: (0-d [0], 0-d [1]), block pointer)
   std::map<std::tuple<int, int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> structs;
   std::map<std::tuple<int, int, std::uintptr_t>, std::vector<std::pair<PyObject*, std::uintptr_t>>> pairs;
-  // MeanVar's struct is scratch, one per (device, stream): written and read on that stream only.
-  std::map<std::tuple<int, std::uintptr_t>, std::pair<PyObject*, std::uintptr_t>> moments;
-  std::map<std::pair<int, double>, PyObject*> divisor_cache;  // (device, b); NaN as one key
+  // Reductions that keep axes, and var_mean's full ones: the library writes the structs into a
+  // scratch buffer of this (device, stream), written and read on that stream only (in order), and
+  // store_fields (fields.cu) writes each returned field, finished, into a new contiguous tensor.
+  PyObject* torch_empty = nullptr;                                        // torch.empty
+  std::map<std::pair<int, int>, PyObject*> empty_kwargs;                  // (device, code) -> {dtype, device}
+  struct Scratch {
+    PyObject* tensor = nullptr;  // int64 words
+    std::int64_t words = 0;
+    void* data = nullptr;
+  };
+  std::map<std::tuple<int, std::uintptr_t>, Scratch> scratch;
 };
 
 struct Tables {
@@ -234,32 +241,73 @@ nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle
   return result;
 }
 
-/// The float64 tensor [1, d] on `device` (NaN for d <= 0: Moments::variance's rule) that divides a
-/// Moments struct's (mean, m2) into (mean, variance); borrowed from a small cache.
-PyObject* divisor(Torch& T, int device, std::int64_t d, PyObject* like) {
-  const double b = d > 0 ? static_cast<double>(d) : std::numeric_limits<double>::quiet_NaN();
-  const std::pair<int, double> key{device, d > 0 ? b : -1.0};
-  auto it = T.divisor_cache.find(key);
-  if (it == T.divisor_cache.end()) {
-    if (T.divisor_cache.size() >= 256) {  // bounded: one entry per (device, count - correction) seen
-      for (auto& [k, v] : T.divisor_cache) Py_DECREF(v);
-      T.divisor_cache.clear();
-    }
-    nb::object t = nb::steal(PyObject_CallFunction(T.divisors, "dO", b, like));
-    if (!t.is_valid()) throw nb::python_error();
-    it = T.divisor_cache.emplace(key, t.inc_ref().ptr()).first;
+#if defined(TALLY_HAS_CUDA)
+/// A new contiguous tensor of `shape` (a tuple) and dtype `code` on CUDA device `device` (like's),
+/// allocated on its current stream, and its data pointer: torch.empty called directly, with its
+/// keyword arguments made once per (device, dtype).
+nb::object new_tensor(Torch& T, PyObject* shape, int code, int device, PyObject* like, void*& data) {
+  auto it = T.empty_kwargs.find({device, code});
+  if (it == T.empty_kwargs.end()) {
+    nb::object dev = nb::steal(PyObject_GetAttrString(like, "device"));
+    if (!dev.is_valid()) throw nb::python_error();
+    nb::dict kw;
+    kw["dtype"] = nb::handle(T.dtypes[code]);
+    kw["device"] = dev;
+    it = T.empty_kwargs.emplace(std::make_pair(device, code), kw.release().ptr()).first;
   }
-  return it->second;
+  nb::object args = nb::steal(PyTuple_Pack(1, shape));
+  if (!args.is_valid()) throw nb::python_error();
+  nb::object t = nb::steal(PyObject_Call(T.torch_empty, args.ptr(), it->second));
+  if (!t.is_valid()) throw nb::python_error();
+  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(t.ptr(), T.s_data_ptr));
+  if (!ptr.is_valid()) throw nb::python_error();
+  data = PyLong_AsVoidPtr(ptr.ptr());
+  return t;
+}
+
+/// The most int64 words of structs a (device, stream) keeps as scratch (1 MiB); larger results'
+/// structs get a buffer of their own per call, whose allocation is small against their reduction.
+constexpr std::int64_t scratch_max_words = std::int64_t{1} << 17;
+
+/// Device memory for `words` int64 words of structs, used on (device, stream) only: its scratch,
+/// grown as needed, or above scratch_max_words a new tensor that `hold` keeps until the launches
+/// are queued (PyTorch's allocator, whose block it is on this stream, reuses it after them).
+void* structs_buffer(Torch& T, int device, std::uintptr_t stream, std::int64_t words, PyObject* like, nb::object& hold) {
+  void* data = nullptr;
+  if (words > scratch_max_words) {  // never kept: grown scratch would hold it for good
+    nb::object shape = nb::steal(Py_BuildValue("(L)", static_cast<long long>(words)));
+    if (!shape.is_valid()) throw nb::python_error();
+    hold = new_tensor(T, shape.ptr(), i64, device, like, data);
+    return data;
+  }
+  Torch::Scratch& sc = T.scratch[{device, stream}];
+  if (sc.words < words) {
+    const std::int64_t grown = std::min(std::max<std::int64_t>({words, 2 * sc.words, 512}), scratch_max_words);
+    nb::object shape = nb::steal(Py_BuildValue("(L)", static_cast<long long>(grown)));
+    if (!shape.is_valid()) throw nb::python_error();
+    nb::object t = new_tensor(T, shape.ptr(), i64, device, like, data);
+    Py_XDECREF(sc.tensor);  // its last use is queued on this stream, before ours
+    sc = {t.release().ptr(), grown, data};
+  }
+  return sc.data;
+}
+
+/// The results `want` asks for (bit 0 the first, bit 1 the second): both as a tuple, one alone.
+nb::object picked(nb::handle first, nb::handle second, int want) {
+  if (want == 3) return nb::make_tuple(first, second);
+  return nb::borrow(want == 1 ? first : second);
 }
 
 /// A reducer over axes of a torch.Tensor on CUDA, on PyTorch's current stream: argmax and argmin ->
 /// (values, indices), minmax -> (min, max), meanvar -> (variance, mean) with `correction` (float32
-/// for float32 x, float64 otherwise). None where the general path must take the call (another type,
-/// dtype or device, an empty x or kept axis, a layout or an arg-order the view refuses, a bad
-/// argument): nothing has been allocated or launched then.
-nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_t correction) {
+/// for float32 x, float64 otherwise); `want` picks the results made (bit 0: the first, bit 1: the
+/// second). Full reductions' results are 0-d views carved from shared blocks; the others new
+/// contiguous tensors, written from the structs by store_fields. None where the general path must
+/// take the call (another type, dtype or device, an empty x or kept axis, a layout or an arg-order
+/// the view refuses, a bad argument, a build without CUDA): nothing has been allocated or launched then.
+nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_t correction, int want) {
   if (torch_state == nullptr || torch_state->raw_stream == nullptr || torch_state->struct_block == nullptr) return nb::none();
-  if (reducer < 0 || reducer >= n_reducers || correction < 0) return nb::none();
+  if (reducer < 0 || reducer >= n_reducers || correction < 0 || want < 1 || want > 3) return nb::none();
   Torch& T = *torch_state;
   Desc dx;
   if (!describe(T, x.ptr(), dx) || dx.size() == 0) return nb::none();
@@ -272,58 +320,56 @@ nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_
   Mapped m;
   if (!prepare_reducer_fast(dx, reducer, mask, out, xx, m)) return nb::none();
   const int rank = out.ndim - 1;
-  const std::int64_t n = dx.size() / (out.size() / out.shape[rank]);  // elements per result (> 0)
-  const int code = dx.dtype == f32 ? f32 : f64;  // meanvar's results
-  if (!full) {
-    nb::tuple kept = nb::steal<nb::tuple>(PyTuple_New(rank));
-    for (int a = 0; a < rank; ++a) PyTuple_SET_ITEM(kept.ptr(), a, PyLong_FromLongLong(out.shape[a]));
-    if (reducer != meanvar) {
-      nb::object r = nb::steal(PyObject_CallFunction(T.struct_views, "OiiO", kept.ptr(), reducer, dx.dtype, x.ptr()));
-      if (!r.is_valid()) throw nb::python_error();
-      const auto got = nb::cast<std::pair<nb::object, std::uintptr_t>>(r);
-      out.data = reinterpret_cast<void*>(got.second);
-      dispatch_reducer(xx, m, out, stream, reducer);
-      return got.first;
-    }
-    nb::object r = nb::steal(PyObject_CallFunction(T.moments_views, "OiO", kept.ptr(), code, x.ptr()));
-    if (!r.is_valid()) throw nb::python_error();
-    nb::tuple v = nb::cast<nb::tuple>(r);
-    out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(v[0]));
-    dispatch_reducer(xx, m, out, stream, reducer);
-    nb::object done = nb::steal(PyObject_CallFunctionObjArgs(T.finish, v[1].ptr(), divisor(T, dx.device, n - correction, x.ptr()),
-                                                             v[2].ptr(), nullptr));
-    if (!done.is_valid()) throw nb::python_error();
-    return nb::make_tuple(v[3], v[4]);  // (variance, mean)
-  }
-  if (reducer != meanvar) {
+  const std::int64_t n_out = out.size() / out.shape[rank];
+  const std::int64_t n = dx.size() / n_out;  // elements per result (> 0)
+  if (full && reducer != meanvar) {
     nb::object fields = take(T.structs[{dx.device, reducer, dx.dtype, stream}], static_cast<std::uintptr_t>(out.shape[0] * 8),
                              [&] { return nb::steal(PyObject_CallFunction(T.struct_block, "iiO", reducer, dx.dtype, x.ptr())); },
                              out.data);
     dispatch_reducer(xx, m, out, stream, reducer);
-    return fields;
+    return picked(fields[0], fields[1], want);
   }
-  // Moments into this stream's scratch struct, then one torch.div on the same stream turns its
-  // (mean, m2) into (mean / 1, m2 / (n - correction)) in the result dtype: PyTorch divides in
-  // float64 and rounds once on the store, the bits of m2 / d then a cast. NaN where undefined
-  // (Moments::variance's rule: a divisor <= 0); n > 0 here, so the mean is always defined.
-  auto& sc = T.moments[{dx.device, stream}];
-  if (sc.first == nullptr) {
-    nb::object r = nb::steal(PyObject_CallFunction(T.scratch, "O", x.ptr()));
-    if (!r.is_valid()) throw nb::python_error();
-    const auto got = nb::cast<std::pair<nb::object, std::uintptr_t>>(r);
-    sc = {got.first.inc_ref().ptr(), got.second};
+  // The results, made before anything is launched: var_mean's full ones a pair of 0-d views from a
+  // shared block ([0] the variance, [1] the mean), the others new tensors of the kept shape.
+  const int code = dx.dtype == f32 ? f32 : f64;  // meanvar's results
+  const int codes[2] = {reducer == meanvar ? code : dx.dtype, reducer == meanvar ? code : reducer == minmax ? dx.dtype : i64};
+  void* dst[2] = {nullptr, nullptr};
+  nb::object res[2];
+  if (full) {
+    void* pair = nullptr;
+    nb::object p = take(T.pairs[{dx.device, code, stream}], static_cast<std::uintptr_t>(2 * dtype_sizes[code]),
+                        [&] { return nb::steal(PyObject_CallFunction(T.pair_block, "iO", code, x.ptr())); }, pair);
+    for (int k = 0; k < 2; ++k) {
+      res[k] = p[k];
+      if ((want >> k) & 1) dst[k] = static_cast<char*>(pair) + k * dtype_sizes[code];
+    }
+  } else {
+    nb::tuple kept = nb::steal<nb::tuple>(PyTuple_New(rank));
+    for (int a = 0; a < rank; ++a) PyTuple_SET_ITEM(kept.ptr(), a, PyLong_FromLongLong(out.shape[a]));
+    for (int k = 0; k < 2; ++k)
+      if ((want >> k) & 1) res[k] = new_tensor(T, kept.ptr(), codes[k], dx.device, x.ptr(), dst[k]);
   }
-  PyObject* div = divisor(T, dx.device, n - correction, x.ptr());
-  void* unused = nullptr;
-  nb::object pair = take(T.pairs[{dx.device, code, stream}], static_cast<std::uintptr_t>(2 * dtype_sizes[code]),
-                         [&] { return nb::steal(PyObject_CallFunction(T.pair_block, "iO", code, x.ptr())); }, unused);
-  out.data = reinterpret_cast<void*>(sc.second);
+  nb::object hold;
+  out.data = structs_buffer(T, dx.device, stream, out.size(), x.ptr(), hold);
+  DeviceGuard on(dx.device);
   dispatch_reducer(xx, m, out, stream, reducer);
-  nb::tuple p = nb::borrow<nb::tuple>(pair);
-  nb::object done = nb::steal(PyObject_CallFunctionObjArgs(T.finish, sc.first, div, p[0].ptr(), nullptr));
-  if (!done.is_valid()) throw nb::python_error();
-  return nb::make_tuple(p[2], p[1]);  // (variance, mean)
+  with_reducer(reducer, dx.dtype, [&]<class R, class X>() {
+    using V = typename R::value_type;
+    const V* s = static_cast<const V*>(out.data);
+    if constexpr (std::is_same_v<V, tr::ValueIndex<X>>)
+      store_fields<X>(s, n_out, static_cast<X*>(dst[0]), static_cast<std::int64_t*>(dst[1]), stream);
+    else if constexpr (std::is_same_v<V, tr::MinMaxPair<X>>)
+      store_fields<X>(s, n_out, static_cast<X*>(dst[0]), static_cast<X*>(dst[1]), stream);
+    else if (code == f32)
+      store_fields<float>(s, n_out, static_cast<float*>(dst[0]), static_cast<float*>(dst[1]), n - correction, stream);
+    else
+      store_fields<double>(s, n_out, static_cast<double*>(dst[0]), static_cast<double*>(dst[1]), n - correction, stream);
+  });
+  return picked(res[0], res[1], want);
 }
+#else
+nb::object reducer_torch(nb::handle, int, nb::handle, std::int64_t, int) { return nb::none(); }  // the general path says why
+#endif
 
 }  // namespace
 
@@ -363,25 +409,20 @@ void bind_torch(nb::module_& m) {
         "take the call (it then reports any error).");
   m.def(
       "_torch_reducers_setup",
-      [](nb::handle struct_block, nb::handle pair_block, nb::handle scratch, nb::handle divisors, nb::handle finish,
-         nb::handle struct_views, nb::handle moments_views) {
+      [](nb::handle struct_block, nb::handle pair_block, nb::handle torch_empty) {
         if (torch_state == nullptr || torch_state->struct_block != nullptr) return;
         torch_state->struct_block = struct_block.inc_ref().ptr();
         torch_state->pair_block = pair_block.inc_ref().ptr();
-        torch_state->scratch = scratch.inc_ref().ptr();
-        torch_state->divisors = divisors.inc_ref().ptr();
-        torch_state->finish = finish.inc_ref().ptr();
-        torch_state->struct_views = struct_views.inc_ref().ptr();
-        torch_state->moments_views = moments_views.inc_ref().ptr();
+        torch_state->torch_empty = torch_empty.inc_ref().ptr();
       },
       "The PyTorch pieces of the reducers' fast path: struct_block(reducer, code, like), pair_block(code, like), "
-      "scratch(like), divisors(b, like), finish(moments, divisors, out), struct_views(kept, reducer, code, like), "
-      "moments_views(kept, code, like).");
+      "torch.empty.");
   m.def("reducer_torch", &reducer_torch, nb::arg("x").none(), nb::arg("reducer"), nb::arg("axis").none(),
-        nb::arg("correction") = 0,
+        nb::arg("correction") = 0, nb::arg("want") = 3,
         "A reducer (_tally.REDUCERS' code) over axes of a torch.Tensor on CUDA, on the current stream: "
-        "argmax/argmin (values, indices), minmax (min, max), meanvar (variance, mean); None where the general "
-        "path must take the call.");
+        "argmax/argmin (values, indices), minmax (min, max), meanvar (variance, mean); want: which of the two "
+        "(bit 0 the first, bit 1 the second; one alone is returned as itself); None where the general path must "
+        "take the call.");
   m.def(
       "_torch_scalar",
       [](int device, int code, std::uintptr_t stream, nb::handle like) {

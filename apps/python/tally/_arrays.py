@@ -113,40 +113,13 @@ class _ScalarSlab:
         return tuple(zip(*cols)), block.data_ptr()
 
     def pair_block(self, code, like):
-        """A block of N pairs of dtype `code`: per pair its (2,) view and the 0-d views of its elements."""
-        # Never an inference tensor (made under torch.inference_mode): finish() writes into it with
-        # out=, which PyTorch refuses for inference tensors outside inference mode.
+        """A block of N pairs of dtype `code` (var_mean's full results, written by the compiled call's
+        kernel): per pair the 0-d views of its elements."""
+        # Never an inference tensor (made under torch.inference_mode): the block outlives the call
+        # and its later results may be used outside inference mode.
         with self.torch.inference_mode(False):
             block = self.torch.empty((self.N, 2), dtype=self.types[code], device=like.device)
-        return tuple(zip(block.unbind(), block[:, 0].unbind(), block[:, 1].unbind())), block.data_ptr()
-
-    def scratch(self, like):
-        """One float64 Moments struct (count, mean, m2) on like's device: its (mean, m2) view, its pointer."""
-        with self.torch.inference_mode(False):  # as pair_block's, though only read by finish()
-            t = self.torch.empty(3, dtype=self.types[3], device=like.device)
-            return t[1:], t.data_ptr()
-
-    def divisors(self, b, like):
-        with self.torch.inference_mode(False):
-            return self.torch.tensor([1.0, b], dtype=self.types[3], device=like.device)
-
-    def finish(self, moments, divisors, out):
-        self.torch.div(moments, divisors, out=out)
-
-    def struct_views(self, kept, reducer, code, like):
-        """Reductions that keep axes: a new buffer of structs (kept + (words,)) on like's device, its
-        fields' views, its pointer (the general path's results, made in one call)."""
-        words, fields = _tally.REDUCER_FIELDS[_tally.REDUCERS[reducer], _DTYPES[code]]
-        buf = self.torch.empty(kept + (words,), dtype=self.types[1], device=like.device)
-        return tuple(buf.view(self.types[fc])[..., off // _ITEMSIZE[fc]] for _, fc, off in fields), buf.data_ptr()
-
-    def moments_views(self, kept, code, like):
-        """Variances and means that keep axes: the Moments structs' pointer and (mean, m2) view, the
-        (mean, variance) pairs of dtype `code` that finish() fills, and their (variance, mean) views."""
-        dev = like.device
-        buf = self.torch.empty(kept + (3,), dtype=self.types[3], device=dev)
-        pairs = self.torch.empty(kept + (2,), dtype=self.types[code], device=dev)
-        return buf.data_ptr(), buf[..., 1:], pairs, pairs[..., 1], pairs[..., 0]
+        return tuple(zip(block[:, 0].unbind(), block[:, 1].unbind())), block.data_ptr()
 
     def take(self, dev, code, stream, like):
         """(a fresh 0-d tensor, its raw description)."""
@@ -168,9 +141,7 @@ class _Torch:
         # tally.reduce's fast path (torch_binding.cpp) for torch.Tensor on CUDA; none without the raw getter.
         _tally._torch_setup(torch.Tensor, tuple(self.types[c] for c in range(4)), self._raw_stream, self.empty,
                             self.scalars.block)
-        _tally._torch_reducers_setup(self.scalars.struct_block, self.scalars.pair_block, self.scalars.scratch,
-                                     self.scalars.divisors, self.scalars.finish, self.scalars.struct_views,
-                                     self.scalars.moments_views)
+        _tally._torch_reducers_setup(self.scalars.struct_block, self.scalars.pair_block, torch.empty)
 
     def code(self, a):
         return self.codes.get(a.dtype, -1)

@@ -2,21 +2,24 @@
 MinMax, MeanVar in tally/reduce/reducers.hpp) on the caller's arrays, in one pass over x; tally.mean
 of floats is the library's Mean operator instead (tally.reduce(x, "mean"): the sum's speed).
 
-The library writes one struct per result (value and index, min and max, count/mean/M2) into a buffer
-of int64 words that the caller's array family allocates on x's device; the results handed back are
-views of its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, where a field needs
-finishing (a variance divided by its count, a cast to float32), new arrays made by the family's own
-elementwise operations on the results only, on the call's stream.
+The library writes one struct per result (value and index, min and max, count/mean/M2). The
+commonest calls take all of it in one compiled call (a call's host time is otherwise most of a
+small reduction's cost), making only the results the call returns: NumPy arrays (reducer_host in
+reducers_binding.cpp: the structs in host memory, each field copied into its own new array,
+var_mean's m2 / d and cast in C++), and PyTorch CUDA tensors on the current stream (reducer_torch
+in torch_binding.cpp: full reductions' results are 0-d views of structs carved from shared blocks
+whose views are made once per block, as tally.reduce's scalars; reductions that keep axes write
+their structs into a scratch buffer of the (device, stream), and one small kernel of ours
+(fields.cu) writes each returned field into a new contiguous tensor of the result dtype, var_mean's
+m2 / (count - correction) in float64 rounded once, as the full var_mean's pair). Both give the
+general path's bits.
 
-The commonest calls take all of that in one compiled call (a call's host time is otherwise most of
-a small reduction's cost): NumPy arrays (reducer_host in reducers_binding.cpp: the structs in host
-memory, each field copied into its own new array, var_mean's m2 / d and cast in C++), and PyTorch
-CUDA tensors on the current stream (reducer_torch in torch_binding.cpp: full reductions' results
-are 0-d views of structs carved from shared blocks whose views are made once per block, as
-tally.reduce's scalars; var_mean's finishing is one torch.div of (mean, m2) by (1, count -
-correction) into the result dtype, float64 division rounded once on the store). Both give the
-general path's bits. Anything else (an explicit stream, an empty x, a layout or an arg-order the
-view refuses, a bad argument) runs the general path below, which reports errors.
+Anything else (an explicit stream, an empty x, a layout or an arg-order the view refuses, a bad
+argument, CuPy and other families) runs the general path below, which reports errors: the structs
+in a buffer of int64 words that the caller's family allocates on x's device, the results views of
+its fields (dtype and byte offset from _tally.REDUCER_FIELDS), or, where a field needs finishing (a
+variance divided by its count, a cast to float32), new arrays made by the family's own elementwise
+operations on the results only, on the call's stream.
 
 Arg-reductions' indices are the library's flat index within the reduced axes, which is NumPy's (C
 order over x's reduced axes) wherever the strided view keeps the reduced axes in x's order. Where it
@@ -44,11 +47,12 @@ except ImportError:
     _ndarray = None
 
 
-def _compiled(x, code, axis, corr=0):
-    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise."""
+def _compiled(x, code, axis, corr=0, want=3):
+    """The compiled call for a CUDA tensor on the current stream or a NumPy array; None otherwise.
+    want: the results made (bit 0 the first, bit 1 the second); one alone is returned as itself."""
     if type(x) is _ndarray:
-        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr)
-    return _fast(x, code, axis, corr)
+        return _tally.reducer_host(x, code, _axis_mask(axis, x.ndim), corr, want)
+    return _fast(x, code, axis, corr, want)
 
 
 class _Structs:
@@ -145,9 +149,9 @@ def _correction(correction):
 
 def _arg(reducer, x, axis, return_values, stream, copy):
     if stream is None:
-        r = _compiled(x, _CODE_OF[reducer], axis)
+        r = _compiled(x, _CODE_OF[reducer], axis, 0, 3 if return_values else 2)
         if r is not None:
-            return r if return_values else r[1]
+            return r
     ad, x, back = _family(x)
     try:
         values, index = _values_indices(reducer, ad, x, _axis_mask(axis, len(x.shape)), stream)
@@ -210,9 +214,11 @@ def argmax(x, axis=None, *, return_values=False, stream=None, copy=False):
     with return_values=True the pair (values, indices), as torch.max(x, dim) (values of x's dtype).
     Ties: the first index wins. NaN: the first NaN wins (NumPy's and PyTorch's rule). The same
     (value, index) on every backend, layout and launch shape. An empty reduced set raises
-    ValueError (there is no identity). On the GPU values and indices are strided views of one
-    buffer of (value, index) structs (the indices a new array where the reduction ran in stages);
-    NumPy results are arrays of their own.
+    ValueError (there is no identity). NumPy arrays and PyTorch CUDA tensors (stream=None): new
+    contiguous arrays of their own (full reductions of tensors: 0-d tensors carved from shared
+    blocks, as tally.reduce's). Otherwise (an explicit stream, CuPy) values and indices are strided
+    views of one buffer of (value, index) structs (the indices a new array where the reduction ran
+    in stages).
     """
     return _arg("argmax", x, axis, return_values, stream, copy)
 
@@ -227,7 +233,8 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 
     NaN anywhere in a reduced set gives NaN in both; -0.0 < +0.0. An empty reduced set gives the
     library's identities (+inf, -inf) (integers: (max, lowest) of the dtype), as tally.reduce's max
-    and min do. Both results are of x's dtype (on the GPU views of one buffer of (min, max) pairs).
+    and min do. Both results are of x's dtype: arrays of their own as tally.argmax's (with an
+    explicit stream or from CuPy, views of one buffer of (min, max) pairs).
     """
     if stream is None:
         r = _compiled(x, 2, axis)
@@ -240,9 +247,9 @@ def aminmax(x, axis=None, *, stream=None, copy=False):
 def _moments(x, axis, correction, stream, copy, want_var, want_mean):
     corr = _correction(correction)
     if stream is None and corr < 1 << 62:
-        r = _compiled(x, 3, axis, corr)
+        r = _compiled(x, 3, axis, corr, want_var | want_mean << 1)
         if r is not None:
-            return r if want_var and want_mean else r[0] if want_var else r[1]
+            return r
     call = _Call(x, "meanvar", axis, stream, copy)
     ad = call.ad
     out = 2 if call.code == 2 else 3  # float32 -> float32, others -> float64 (as NumPy and PyTorch)
