@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exact.hpp"
+#include "gram_ws.cuh"
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
@@ -101,6 +102,9 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
+// 5..8: the warp-specialised pipeline (gram_ws.cuh, sm_90a), variants 0..3 (96 x 2, 64 x 3, 32 x 6,
+// 32 x 7 slices x stages).
+constexpr int gram_ws_first_cfg = 5;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -145,7 +149,7 @@ class CudaEngine final : public Engine<T> {
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
     // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (TcDoubleTmaN above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
+    // (TcDoubleTmaN above, 5..8 the warp-specialised ones; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
     // 2 256 B; unset: each tile's own).
     if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
       const std::string e(v);
@@ -372,6 +376,21 @@ class CudaEngine final : public Engine<T> {
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
   }
+  /// The warp-specialised 64 x 64 double tile (gram_ws.cuh), variant v: sm_90a code, on sm_90.
+  [[nodiscard]] bool use_gram_ws() const { return k::wg::built() && prop_.major == 9 && prop_.minor == 0; }
+  void launch_gang_ws(int v) {
+#if TALLY_MATMUL_WGMMA
+    const k::ws::GramWs w = k::ws::gram_ws(v);
+    const SplitGrid g = split_k_grid(w.kernel, w.bm, w.bn, w.bk, w.block, w.smem);
+    if (!maps_)
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bm), true),
+               tensor_map(b_.data(), s_.k, s_.n, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bk), true)};
+    k::ws::launch_gram_ws(v, g.grid, maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
+                          tickets_.data(), stream_);
+#else
+    (void)v;
+#endif
+  }
   [[nodiscard]] bool use_tma() const {
     constexpr idx ch = 16 / sizeof(T);
     return tma_allowed_ && prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
@@ -426,7 +445,10 @@ class CudaEngine final : public Engine<T> {
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              default: launch_gang_tma<TcDoubleTma>();
+              default:
+                if (gram_cfg_ >= gram_ws_first_cfg && gram_cfg_ < gram_ws_first_cfg + k::ws::variants && use_gram_ws())
+                  launch_gang_ws(gram_cfg_ - gram_ws_first_cfg);
+                else launch_gang_tma<TcDoubleTma>();
             }
           }
           else launch_gang_tc<TcDouble>();
