@@ -28,6 +28,10 @@ using Ws0 = WsConfig<96, 2>;
 using Ws1 = WsConfig<64, 3>;
 using Ws2 = WsConfig<32, 6>;
 using Ws3 = WsConfig<32, 7>;
+// 64 x 32 tiles of C: two blocks share each K range (A's slice read twice, from L2), half the ranges.
+using Ws4 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 64, 4, 1, true, 1, true>;
+using Ws5 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true>;
+using Ws6 = tc::TcConfig<tc::Dmma<8>, 64, 32, 32, 32, 4, 32, 8, 1, true, 1, true>;
 
 // Registers: the consumers' tile needs 238 (TcDoubleTma); 4 producer warps at 24 and 8 consumer warps
 // at 240 fill the 64K register file exactly (384 threads at 168 each at entry).
@@ -39,8 +43,8 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(Threads) : "memory");
 }
 
-/// Block (64, KG + 2): rows y < KG the consumers (worker group y, TcProduct's layout), rows KG, KG + 1
-/// the producer warpgroup (warps 8-11).
+/// Block (group_threads, KG + 128 / group_threads): rows y < KG the consumers (worker group y,
+/// TcProduct's layout), the rows after them the producer warpgroup.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads + producer_threads, 1)
     gram_ws_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, double* __restrict__ d_c,
@@ -50,7 +54,7 @@ __global__ void __launch_bounds__(Cfg::threads + producer_threads, 1)
   using P = tc::TcProduct<Cfg>;
   constexpr int S = Cfg::stages, C = Cfg::threads;
   constexpr idx width = idx{Cfg::BM} * Cfg::BN;
-  static_assert(Cfg::tma && Cfg::group_threads == 64 && C % 128 == 0, "consumer warpgroups of TcProduct's 2-D layout");
+  static_assert(Cfg::tma && producer_threads % Cfg::group_threads == 0 && C % 128 == 0, "warpgroups of TcProduct's 2-D layout");
   static_assert(producer_threads * producer_regs + C * consumer_regs <= 65536, "register file");
   static_assert(std::size_t{Cfg::MT} * Cfg::NT * 4 * C * sizeof(T) <= std::size_t{S} * Cfg::stage_elems * sizeof(T),
                 "the groups' tiles fit the stages' shared memory");
@@ -137,6 +141,9 @@ GramWs gram_ws(int variant) {
     case 1: return shape_of<Ws1>();
     case 2: return shape_of<Ws2>();
     case 3: return shape_of<Ws3>();
+    case 4: return shape_of<Ws4>();
+    case 5: return shape_of<Ws5>();
+    case 6: return shape_of<Ws6>();
     default: return shape_of<Ws0>();
   }
 }
@@ -148,6 +155,9 @@ void launch_gram_ws(int variant, dim3 grid, const CUtensorMap& ta, const CUtenso
     case 1: return launch<Ws1>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     case 2: return launch<Ws2>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     case 3: return launch<Ws3>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
+    case 4: return launch<Ws4>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
+    case 5: return launch<Ws5>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
+    case 6: return launch<Ws6>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     default: return launch<Ws0>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
   }
 }

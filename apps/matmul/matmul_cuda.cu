@@ -102,9 +102,11 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-// 5..8: the warp-specialised pipeline (gram_ws.cuh, sm_90a), variants 0..3 (96 x 2, 64 x 3, 32 x 6,
-// 32 x 7 slices x stages).
+// 5..11: the warp-specialised pipeline (gram_ws.cuh, sm_90a), its variants 0..6.
 constexpr int gram_ws_first_cfg = 5;
+// 12: 64 x 32 tiles of C (two blocks a K range, A's slices read twice from L2, half the K ranges of
+// 64 x 64), 1 warp of 64 x 32 a group, 8 groups of 128-deep slices, 2 stages, early issue.
+using TcDoubleTma12 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true, true>;
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -445,6 +447,7 @@ class CudaEngine final : public Engine<T> {
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              case 12: launch_gang_tma<TcDoubleTma12>(); break;
               default:
                 if (gram_cfg_ >= gram_ws_first_cfg && gram_cfg_ < gram_ws_first_cfg + k::ws::variants && use_gram_ws())
                   launch_gang_ws(gram_cfg_ - gram_ws_first_cfg);
