@@ -32,6 +32,8 @@ using Ws3 = WsConfig<32, 7>;
 using Ws4 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 64, 4, 1, true, 1, true>;
 using Ws5 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true>;
 using Ws6 = tc::TcConfig<tc::Dmma<8>, 64, 32, 32, 32, 4, 32, 8, 1, true, 1, true>;
+// 32 x 32 tiles (four blocks a K range, as cuBLAS's DGEMM for this shape): 8 groups of one 32 x 32 warp.
+using Ws7 = tc::TcConfig<tc::Dmma<8>, 32, 32, 32, 32, 8, 64, 6, 1, true, 1, true>;
 
 // Registers: the consumers' tile needs 238 (TcDoubleTma); 4 producer warps at 24 and 8 consumer warps
 // at 240 fill the 64K register file exactly (384 threads at 168 each at entry).
@@ -144,6 +146,7 @@ GramWs gram_ws(int variant) {
     case 4: return shape_of<Ws4>();
     case 5: return shape_of<Ws5>();
     case 6: return shape_of<Ws6>();
+    case 7: return shape_of<Ws7>();
     default: return shape_of<Ws0>();
   }
 }
@@ -158,6 +161,7 @@ void launch_gram_ws(int variant, dim3 grid, const CUtensorMap& ta, const CUtenso
     case 4: return launch<Ws4>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     case 5: return launch<Ws5>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     case 6: return launch<Ws6>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
+    case 7: return launch<Ws7>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     default: return launch<Ws0>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
   }
 }

@@ -102,8 +102,7 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-// 5..11: the warp-specialised pipeline (gram_ws.cuh, sm_90a), its variants 0..6.
-constexpr int gram_ws_first_cfg = 5;
+// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a).
 // 12: 64 x 32 tiles of C (two blocks a K range, A's slices read twice from L2, half the K ranges of
 // 64 x 64), 1 warp of 64 x 32 a group, 8 groups of 128-deep slices, 2 stages, early issue.
 using TcDoubleTma12 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true, true>;
@@ -151,7 +150,8 @@ class CudaEngine final : public Engine<T> {
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
     // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (TcDoubleTmaN above, 5..8 the warp-specialised ones; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
+    // (TcDoubleTmaN above; 0 the default), or "ws=V" the warp-specialised tile's variant V
+    // (gram_ws.cuh), and the L2 promotion P of every tensor map (0 none, 1 128 B,
     // 2 256 B; unset: each tile's own).
     if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
       const std::string e(v);
@@ -160,6 +160,7 @@ class CudaEngine final : public Engine<T> {
         return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
       };
       gram_cfg_ = std::max(knob("cfg"), 0);
+      gram_ws_ = knob("ws");
       gram_l2_ = knob("l2");
     }
   }
@@ -442,16 +443,14 @@ class CudaEngine final : public Engine<T> {
             else launch_gang_tc<TcFloat>();
           }
           else if (use_tma()) {
+            if (gram_ws_ >= 0 && gram_ws_ < k::ws::variants && use_gram_ws()) return launch_gang_ws(gram_ws_);
             switch (gram_cfg_) {
               case 1: launch_gang_tma<TcDoubleTma1>(); break;
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
               case 12: launch_gang_tma<TcDoubleTma12>(); break;
-              default:
-                if (gram_cfg_ >= gram_ws_first_cfg && gram_cfg_ < gram_ws_first_cfg + k::ws::variants && use_gram_ws())
-                  launch_gang_ws(gram_cfg_ - gram_ws_first_cfg);
-                else launch_gang_tma<TcDoubleTma>();
+              default: launch_gang_tma<TcDoubleTma>();
             }
           }
           else launch_gang_tc<TcDouble>();
@@ -513,7 +512,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
-  int gram_cfg_ = 0, gram_l2_ = -1;  // TALLY_MATMUL_GRAM
+  int gram_cfg_ = 0, gram_l2_ = -1, gram_ws_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
   bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
