@@ -20,20 +20,14 @@ using tc::mbar_init;
 using tc::mbar_wait;
 using tc::set_max_regs;
 
-// The 64 x 64 tile's consumers as in TcDoubleTma (tensor_core.cuh): 64 x 32 per warp, 4 worker groups
-// of 2 warps, each group's k-steps of a slice in a rolled loop; slice depth x stages per variant.
-template <int BK, int Stages>
-using WsConfig = tc::TcConfig<tc::Dmma<8>, 64, 64, 64, 32, 4, BK, Stages, 1, true, 1, true>;
-using Ws0 = WsConfig<96, 2>;
-using Ws1 = WsConfig<64, 3>;
-using Ws2 = WsConfig<32, 6>;
-using Ws3 = WsConfig<32, 7>;
-// 64 x 32 tiles of C: two blocks share each K range (A's slice read twice, from L2), half the ranges.
-using Ws4 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 64, 4, 1, true, 1, true>;
-using Ws5 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true>;
-using Ws6 = tc::TcConfig<tc::Dmma<8>, 64, 32, 32, 32, 4, 32, 8, 1, true, 1, true>;
-// 32 x 32 tiles (four blocks a K range, as cuBLAS's DGEMM for this shape): 8 groups of one 32 x 32 warp.
-using Ws7 = tc::TcConfig<tc::Dmma<8>, 32, 32, 32, 32, 8, 64, 6, 1, true, 1, true>;
+// The consumers as in TcDoubleTma (tensor_core.cuh): 64 x 32 per warp, worker groups splitting each
+// slice, a group's k-steps of a slice in a rolled loop. H200, 2026-11-24 (apps/matmul/README.md), all
+// slower than TcDoubleTma's synchronous loop: 0 (its slices and stages: 96 x 2, the same bits),
+// 1 (32 x 7, the fastest 64 x 64 one), 2 (64 x 32 tiles, two blocks a K range reading A's slices
+// once from DRAM and twice from L2, half the K ranges; 64 x 4, the fastest of those).
+using Ws0 = tc::TcConfig<tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true>;
+using Ws1 = tc::TcConfig<tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 7, 1, true, 1, true>;
+using Ws2 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 64, 4, 1, true, 1, true>;
 
 // Registers: the consumers' tile needs 238 (TcDoubleTma); 4 producer warps at 24 and 8 consumer warps
 // at 240 fill the 64K register file exactly (384 threads at 168 each at entry).
@@ -142,11 +136,6 @@ GramWs gram_ws(int variant) {
   switch (variant) {
     case 1: return shape_of<Ws1>();
     case 2: return shape_of<Ws2>();
-    case 3: return shape_of<Ws3>();
-    case 4: return shape_of<Ws4>();
-    case 5: return shape_of<Ws5>();
-    case 6: return shape_of<Ws6>();
-    case 7: return shape_of<Ws7>();
     default: return shape_of<Ws0>();
   }
 }
@@ -157,11 +146,6 @@ void launch_gram_ws(int variant, dim3 grid, const CUtensorMap& ta, const CUtenso
   switch (variant) {
     case 1: return launch<Ws1>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     case 2: return launch<Ws2>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
-    case 3: return launch<Ws3>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
-    case 4: return launch<Ws4>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
-    case 5: return launch<Ws5>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
-    case 6: return launch<Ws6>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
-    case 7: return launch<Ws7>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
     default: return launch<Ws0>(grid, ta, tb, d_c, m, n, k, k_chunk, d_partials, d_tickets, stream);
   }
 }

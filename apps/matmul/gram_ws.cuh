@@ -10,6 +10,8 @@
 // the split-K partials by the last block, as everywhere in the gang level (bitwise reproducible; the
 // 96-deep, 2-stage variant computes exactly the sums of TcDoubleTma, the same bits).
 // Compiled for sm_90a alone, in the object library of tiled_wgmma.cu (kernels::wg::built()).
+// Not the default: slower than TcDoubleTma's synchronous loop on the H200 in every variant measured
+// (2026-11-24; apps/matmul/README.md, issue 21 round 3); reached by TALLY_MATMUL_GRAM=ws=V.
 
 #include <cuda.h>  // CUtensorMap
 #include <cuda_runtime.h>
@@ -28,10 +30,9 @@ struct GramWs {
   std::size_t smem;
 };
 
-/// Variants (slice depth x stages, 192-224 KiB): 64 x 64 of C per block: 0: 96 x 2, 1: 64 x 3,
-/// 2: 32 x 6, 3: 32 x 7; 64 x 32 (two blocks a K range): 4: 64 x 4, 5: 128 x 2, 6 (32 x 32 warps): 32 x 8;
-/// 32 x 32 (four blocks a K range): 7: 64 x 6.
-inline constexpr int variants = 8;
+/// Variants (slice depth x stages, 192-224 KiB of shared memory): 64 x 64 of C per block: 0: 96 x 2
+/// (TcDoubleTma's), 1: 32 x 7; 64 x 32 (two blocks a K range): 2: 64 x 4.
+inline constexpr int variants = 3;
 
 /// Variant v (0 <= v < variants); defined only where kernels::wg::built().
 GramWs gram_ws(int variant);

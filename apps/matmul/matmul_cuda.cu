@@ -102,10 +102,8 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a).
-// 12: 64 x 32 tiles of C (two blocks a K range, A's slices read twice from L2, half the K ranges of
-// 64 x 64), 1 warp of 64 x 32 a group, 8 groups of 128-deep slices, 2 stages, early issue.
-using TcDoubleTma12 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 32, 64, 32, 8, 128, 2, 1, true, 1, true, true>;
+// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
+// on the H200 in every variant tried (apps/matmul/README.md).
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -449,7 +447,6 @@ class CudaEngine final : public Engine<T> {
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              case 12: launch_gang_tma<TcDoubleTma12>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
