@@ -30,7 +30,7 @@ using Ws1 = tc::TcConfig<tc::Dmma<8>, 64, 64, 64, 32, 4, 32, 7, 1, true, 1, true
 using Ws2 = tc::TcConfig<tc::Dmma<8>, 64, 32, 64, 32, 8, 64, 4, 1, true, 1, true>;
 
 // Registers: the consumers' tile needs 238 (TcDoubleTma); 4 producer warps at 24 and 8 consumer warps
-// at 240 fill the 64K register file exactly (384 threads at 168 each at entry).
+// at 240 take exactly what the block holds at entry (384 threads at 168: 64512 of the 64K).
 constexpr int producer_regs = 24, consumer_regs = 240, producer_threads = 128;
 
 /// bar.sync 1 among the consumer threads alone (the producer warpgroup has left).
