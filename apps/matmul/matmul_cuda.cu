@@ -102,6 +102,10 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
+// 5: cuBLAS's DGEMM tile for this shape (Nsight Compute, H200, 2026-11-24: 32 x 32 tiles, 4 warps of
+// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range (compiled,
+// not yet run on a GPU).
+using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2, true, 1, false, true>;
 // ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
 // on the H200 in every variant tried (apps/matmul/README.md).
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
@@ -447,6 +451,7 @@ class CudaEngine final : public Engine<T> {
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              case 5: launch_gang_tma<TcDoubleTma5>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
