@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exact.hpp"
+#include "gram_ws.cuh"
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
@@ -101,6 +102,12 @@ using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1
 using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
+// 5: cuBLAS's DGEMM tile for this shape (Nsight Compute, H200, 2026-11-24: 32 x 32 tiles, 4 warps of
+// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range (compiled,
+// not yet run on a GPU).
+using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2, true, 1, false, true>;
+// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
+// on the H200 in every variant tried (apps/matmul/README.md).
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -145,7 +152,8 @@ class CudaEngine final : public Engine<T> {
     // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
     if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
     // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (TcDoubleTmaN above; 0 the default) and the L2 promotion P of every tensor map (0 none, 1 128 B,
+    // (TcDoubleTmaN above; 0 the default), or "ws=V" the warp-specialised tile's variant V
+    // (gram_ws.cuh), and the L2 promotion P of every tensor map (0 none, 1 128 B,
     // 2 256 B; unset: each tile's own).
     if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
       const std::string e(v);
@@ -154,6 +162,7 @@ class CudaEngine final : public Engine<T> {
         return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
       };
       gram_cfg_ = std::max(knob("cfg"), 0);
+      gram_ws_ = knob("ws");
       gram_l2_ = knob("l2");
     }
   }
@@ -372,6 +381,21 @@ class CudaEngine final : public Engine<T> {
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
   }
+  /// The warp-specialised 64 x 64 double tile (gram_ws.cuh), variant v: sm_90a code, on sm_90.
+  [[nodiscard]] bool use_gram_ws() const { return k::wg::built() && prop_.major == 9 && prop_.minor == 0; }
+  void launch_gang_ws(int v) {
+#if TALLY_MATMUL_WGMMA
+    const k::ws::GramWs w = k::ws::gram_ws(v);
+    const SplitGrid g = split_k_grid(w.kernel, w.bm, w.bn, w.bk, w.block, w.smem);
+    if (!maps_)
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bm), true),
+               tensor_map(b_.data(), s_.k, s_.n, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bk), true)};
+    k::ws::launch_gram_ws(v, g.grid, maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
+                          tickets_.data(), stream_);
+#else
+    (void)v;
+#endif
+  }
   [[nodiscard]] bool use_tma() const {
     constexpr idx ch = 16 / sizeof(T);
     return tma_allowed_ && prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
@@ -421,11 +445,13 @@ class CudaEngine final : public Engine<T> {
             else launch_gang_tc<TcFloat>();
           }
           else if (use_tma()) {
+            if (gram_ws_ >= 0 && gram_ws_ < k::ws::variants && use_gram_ws()) return launch_gang_ws(gram_ws_);
             switch (gram_cfg_) {
               case 1: launch_gang_tma<TcDoubleTma1>(); break;
               case 2: launch_gang_tma<TcDoubleTma2>(); break;
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
+              case 5: launch_gang_tma<TcDoubleTma5>(); break;
               default: launch_gang_tma<TcDoubleTma>();
             }
           }
@@ -488,7 +514,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   bool tma_allowed_ = true;
-  int gram_cfg_ = 0, gram_l2_ = -1;  // TALLY_MATMUL_GRAM
+  int gram_cfg_ = 0, gram_l2_ = -1, gram_ws_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
   bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once

@@ -83,6 +83,23 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
       " @!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 #endif
 }
+/// One arrival (release) on a barrier whose count is the number of arriving threads.
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+/// setmaxnreg (sm_90a code only; elsewhere nothing): a warpgroup's register budget raised (Inc) or
+/// lowered to Regs, so that warps with different roles share the register file unevenly. It takes
+/// effect only with a register cap at entry (__launch_bounds__(threads, 1)) and when each
+/// warpgroup's role is one branch of a single if / else.
+template <int Regs, bool Inc>
+__device__ __forceinline__ void set_max_regs() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (Inc) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
 /// The box of `map` at (c0 innermost, c1) into dst; what lies outside the tensor arrives as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* bar) {
 #if __CUDA_ARCH__ >= 900
@@ -340,6 +357,22 @@ struct TcProduct {
       }
   }
 
+  /// Tensor copies of the slice at K offset k0 into stage buffer `as` (A's BK / tile_w tiles of
+  /// BM x tile_w, then B's BN / tile_w tiles of BK x tile_w), completing on `bar`, which is told
+  /// the stage's bytes (the boxes' whole bytes: what lies outside A or B arrives as zeros). One thread.
+  __device__ __forceinline__ static void issue_slice(T* as, const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0,
+                                                     idx k0, std::uint64_t* bar) {
+    T* bs = as + Cfg::a_elems;
+    const int k = static_cast<int>(k0);  // K <= 2^31 - 1 (host)
+    mbar_arrive_expect_tx(bar, static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
+#pragma unroll
+    for (int h = 0; h < Cfg::BK / Cfg::tile_w; ++h)
+      tma_load_2d(as + h * Cfg::BM * Cfg::tile_w, ta, k + Cfg::tile_w * h, static_cast<int>(row0), bar);
+#pragma unroll
+    for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
+      tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k, bar);
+  }
+
   /// The block's K range with tensor copies (Cfg::tma): thread 0 issues slice t + stages - 1 into the
   /// buffer every thread has left behind (after the barrier; with Cfg::early_issue before waiting for
   /// slice t), each buffer's mbarrier counts its bytes. smem: 1024-byte aligned.
@@ -354,16 +387,7 @@ struct TcProduct {
     __syncthreads();
     const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
     auto load = [&](int buf, idx t) {  // by the issuer
-      T* as = smem + buf * Cfg::stage_elems;
-      T* bs = as + Cfg::a_elems;
-      const int k0 = static_cast<int>(k_begin + t * Cfg::BK);  // K <= 2^31 - 1 (host)
-      mbar_arrive_expect_tx(&bars[buf], static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
-#pragma unroll
-      for (int h = 0; h < Cfg::BK / Cfg::tile_w; ++h)
-        tma_load_2d(as + h * Cfg::BM * Cfg::tile_w, ta, k0 + Cfg::tile_w * h, static_cast<int>(row0), &bars[buf]);
-#pragma unroll
-      for (int h = 0; h < Cfg::BN / Cfg::tile_w; ++h)
-        tma_load_2d(bs + h * Cfg::BK * Cfg::tile_w, tb, static_cast<int>(col0) + Cfg::tile_w * h, k0, &bars[buf]);
+      issue_slice(smem + buf * Cfg::stage_elems, ta, tb, row0, col0, k_begin + t * Cfg::BK, &bars[buf]);
     };
     if (issuer)
       for (int s = 0; s < Cfg::stages - 1; ++s)

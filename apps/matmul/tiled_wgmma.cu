@@ -15,16 +15,14 @@
 namespace tally::matmul::kernels::wg {
 namespace {
 
+using tc::mbar_arrive;
 using tc::mbar_arrive_expect_tx;
 using tc::mbar_init;
 using tc::mbar_wait;
+using tc::set_max_regs;
 using tc::smem_addr;
 using tc::tma_load_2d;
 using tc::Tf32x3;
-
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
 
 // Shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile (rows of 32 floats, 8-row
 // atoms 1024 bytes apart, 1024-byte aligned): start >> 4, leading offset 16 bytes (unused within one
@@ -71,13 +69,6 @@ template <int Pending>
 __device__ __forceinline__ void wgmma_wait() {
 #if TALLY_WG_ARCH && defined(__CUDA_ARCH__)
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
-#endif
-}
-template <int Regs, bool Inc>
-__device__ __forceinline__ void set_max_regs() {
-#if TALLY_WG_ARCH && defined(__CUDA_ARCH__)
-  if constexpr (Inc) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
-  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
 #endif
 }
 
