@@ -24,6 +24,18 @@ struct SumSq {
   }
 };
 
+/// A float carried in 16 bytes: SumSq over these must give SumSq's bits over the floats (the CUDA
+/// segmented engine reads elements over 8 bytes from global memory, not shared memory).
+struct Wide {
+  double v, pad;
+};
+struct SumSqWide {
+  using value_type = SumSqCount;
+  TALLY_HD static value_type identity() { return SumSq::identity(); }
+  TALLY_HD static value_type load(Wide x) { return {x.v, x.v * x.v, 1}; }
+  TALLY_HD static value_type combine(const value_type& a, const value_type& b) { return SumSq::combine(a, b); }
+};
+
 struct Point2 {
   float x, y;
 };

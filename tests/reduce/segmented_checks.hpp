@@ -517,7 +517,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented ArgMax, ArgMin and MinMax give the CPU
   }
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": a user's reducers over segments through the header-only engine (SumSq, BBox2)", "[reduce][segmented][custom]") {
+TEST_CASE(TALLY_TEST_BACKEND ": a user's reducers over segments through the header-only engine (SumSq, BBox2, 16-byte elements)", "[reduce][segmented][custom]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 28000;
   for (int mix = 0; mix < kMixes; ++mix) {
@@ -541,8 +541,22 @@ TEST_CASE(TALLY_TEST_BACKEND ": a user's reducers over segments through the head
                                                                   std::span<SumSqCount>(d_s.data(), off.size() - 1), ws);
     TestBackend::template segmented_custom<BBox2, Point2, int32_t>(std::span<const Point2>(d_p.data(), n), std::span<const int32_t>(d_o32.data(), off.size()),
                                                                    std::span<Box2>(d_b.data(), off.size() - 1), ws);
+    std::vector<Wide> wide(n);
+    for (std::size_t i = 0; i < n; ++i) wide[i] = {static_cast<double>(x[i]), -1.0};
+    auto d_w = TestBackend::upload(wide);
+    auto d_sw = TestBackend::template poisoned<SumSqCount>(off.size() - 1, 0x5A);
+    TestBackend::template segmented_custom<SumSqWide, Wide, int64_t>(std::span<const Wide>(d_w.data(), n), std::span<const int64_t>(d_o64.data(), off.size()),
+                                                                      std::span<SumSqCount>(d_sw.data(), off.size() - 1), ws);
     const auto s = TestBackend::download(d_s);
+    const auto sw = TestBackend::download(d_sw);
     const auto b = TestBackend::download(d_b);
+    // 16-byte elements: the same operations in the same order as the floats, so the same bits.
+    int64_t wide_differ = 0;
+    for (std::size_t q = 0; q + 1 < off.size(); ++q)
+      wide_differ += sw[q].count != s[q].count || std::memcmp(&sw[q].sum, &s[q].sum, sizeof(double)) != 0 ||
+                     std::memcmp(&sw[q].sumsq, &s[q].sumsq, sizeof(double)) != 0;
+    INFO(mix_name(mix) << ": " << wide_differ << " segments of 16-byte elements differ from the floats'");
+    CHECK(wide_differ == 0);
     int64_t bad = 0;
     std::string first;
     for (std::size_t q = 0; q + 1 < off.size(); ++q) {
