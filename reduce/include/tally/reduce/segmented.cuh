@@ -36,6 +36,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"
@@ -59,6 +60,13 @@ inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
 inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
 inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
 
+/// An offset as int64, int32 ones zero-extended (offsets are >= 0): no instruction reads the loaded word
+/// until the value is used.
+template <class Off>
+__device__ __forceinline__ std::int64_t widen(Off o) {
+  return static_cast<std::int64_t>(static_cast<std::make_unsigned_t<Off>>(o));
+}
+
 TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
 
 template <class Op, class T, class Acc, class Off>
@@ -72,15 +80,19 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size;  // warp-uniform
   // The next tile's offsets are loaded while this one is reduced: one dependent round trip per tile
   // fewer (a tile of short segments is otherwise two: its offsets, then its elements). Held as int64
-  // whatever Off is: with int32 registers the kernel spilled 8 bytes and ran uniform 16 at 311 us, not 300.
+  // whatever Off is (with int32 registers the kernel spilled 8 bytes), and widened from int32 by zero
+  // extension (offsets are >= 0): a sign extension reads the loaded word, so the warp waited for the
+  // next tile's offsets right after asking for them (ncu, H200: 18% of the tile kernel's stall samples
+  // on that one instruction, which is why int64 offsets ran the power law faster than int32 ones).
+  // The loads are unconditional (a lane past the end rereads the last segment's offsets and takes
+  // length 0), so that nothing is selected or copied from the loaded words before their use.
   std::int64_t nb = 0, ne = 0;
-  if (tile * kTile + lane < n_seg) nb = off[tile * kTile + lane], ne = off[tile * kTile + lane + 1];
+  if (tile < tiles) nb = widen(off[min(tile * kTile + lane, n_seg - 1)]), ne = widen(off[min(tile * kTile + lane, n_seg - 1) + 1]);
   for (; tile < tiles; tile += warps) {
     const std::int64_t s = tile * kTile + lane;
-    const std::int64_t b = nb, len = static_cast<std::int64_t>(ne) - b;
-    const std::int64_t next = s + warps * kTile;
-    nb = ne = 0;
-    if (next < n_seg) nb = off[next], ne = off[next + 1];
+    const std::int64_t b = nb, len = s < n_seg ? ne - b : 0;
+    const std::int64_t next = min(s + warps * kTile, n_seg - 1);
+    nb = widen(off[next]), ne = widen(off[next + 1]);
     if (s < n_seg && len <= kThreadMax) out[s] = device::thread_segment_reduce<Op, Acc>(in, n, b, b + len);
     for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
       const int src = __ffs(static_cast<int>(mid)) - 1;
