@@ -9,7 +9,7 @@
 // * offsets: out.size() + 1 entries, int32 or int64, non-decreasing, from >= 0 to <= in.size(); on
 //   CUDA they live in device memory like `in` and `out`. Segments may be empty (the identity of Op),
 //   of length 1, or of any mix of lengths: a segment of 10^8 next to 10^5 of length 1 costs what the
-//   elements cost (see reduce/README.md, "Segmented reductions", for how the work is balanced).
+//   elements cost (see reduce/docs/segmented.md for how the work is balanced).
 // * Every operator of reduce() (Sum, Prod, Max, Min, the integer bit and logical operators) and the
 //   same (T, Acc) pairs; Max and Min propagate NaN. The library's reducers (reducers.hpp: ArgMax,
 //   ArgMin, MinMax, MeanVar) too, one value_type per segment; ArgMax's index is within the segment.
