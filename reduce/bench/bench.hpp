@@ -66,6 +66,9 @@ Report run_cuda(const Options& o);
 Report run_cpu(const Options& o);
 /// Host wall time of f in microseconds: the median of `reps` runs after one warm-up (bench_cpu.cpp).
 double median_us(const std::function<void()>& f, int reps);
+/// The medians of several functions timed in turns (each rep runs every one, a different one first),
+/// so that a slow phase of a noisy host, or the order of the timings, falls on all of them alike.
+std::vector<double> median_us_interleaved(const std::vector<std::function<void()>>& fs, int reps);
 /// --suite ops (bench_ops.cu, bench_ops_cpu.cpp): the generic reducers against tally's sum, CUB, Eigen.
 Report run_cuda_ops(const Options& o);
 Report run_cpu_ops(const Options& o);

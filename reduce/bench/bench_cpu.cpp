@@ -31,6 +31,24 @@ double median_us(const std::function<void()>& f, int reps) {
   return t[t.size() / 2];
 }
 
+std::vector<double> median_us_interleaved(const std::vector<std::function<void()>>& fs, int reps) {
+  for (const auto& f : fs) f();  // warm-up
+  std::vector<std::vector<double>> t(fs.size());
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t k = 0; k < fs.size(); ++k) {
+      const std::size_t i = (k + static_cast<std::size_t>(r)) % fs.size();  // each goes first in turn
+      const auto t0 = std::chrono::steady_clock::now();
+      fs[i]();
+      t[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+  std::vector<double> m;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    m.push_back(v[v.size() / 2]);
+  }
+  return m;
+}
+
 Report run_cpu(const Options& o) {
   Report rep;
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
