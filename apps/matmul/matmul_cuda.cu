@@ -89,11 +89,11 @@ using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6,
 // 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
 // in a rolled loop: one step's fragments live, 240 registers, no spills), 2 stages of 96 KiB, one
 // block of 8 warps per SM, each slice issued before the wait for the previous one (EarlyIssue). A
-// 64 x 32 warp reads half the shared-memory fragment bytes per DMMA of a 32 x 16 one, and deeper
-// slices mean fewer block barriers, which are what cost (about 0.2 us a slice; more bytes in flight
-// changed nothing). H200, 2026-11-24: 4.05-4.32 ms, 0.90-0.96x cuBLAS (96-101% of copy), against
-// 4.65-5.36 for the earlier 32 x 16 tile; the alternatives measured slower (a decoupled pipeline,
-// other warp tiles, depths and stages, two blocks per SM) are in apps/matmul/README.md.
+// 64 x 32 warp reads half the shared-memory fragment bytes per DMMA of a 32 x 16 one. H200,
+// 2026-11-24: 4.05-4.32 ms, 0.90-0.96x cuBLAS (96-101% of copy), against 4.65-5.36 for the earlier
+// 32 x 16 tile; more bytes in flight changed nothing, and neither did taking the block barrier out of
+// the K loop (the warp-specialised tile, ws=V below). The alternatives measured slower (a decoupled
+// pipeline, other warp tiles, depths and stages, two blocks per SM) are in apps/matmul/README.md.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
 // For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2 the 64-deep one;
 // 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
@@ -103,8 +103,8 @@ using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2
 // 4: the default but issuing each slice only once the previous one has landed (the default before).
 using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
 // 5: cuBLAS's DGEMM tile for this shape (Nsight Compute, H200, 2026-11-24: 32 x 32 tiles, 4 warps of
-// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range (compiled,
-// not yet run on a GPU).
+// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range; in this
+// synchronous loop 4.98-5.65 ms, 0.69-0.91x cuBLAS (H200, 2026-11-25).
 using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2, true, 1, false, true>;
 // ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
 // on the H200 in every variant tried (apps/matmul/README.md).

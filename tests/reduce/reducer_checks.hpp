@@ -239,6 +239,20 @@ Moments moments_of(Workspace& ws, const std::vector<T>& x) {
   return run<A, MeanVar, T>(ws, in, Levels::all())[0];
 }
 
+/// check_shape for every input type, shape, layout (contiguous, strided) and ties or not, each call
+/// with the next salt after `salt`.
+template <class A>
+void check_shapes(const std::vector<Extents>& shapes, std::uint64_t salt) {
+  Workspace ws(A::backend);
+  const auto each_type = [&](auto f) { f(std::int32_t{}), f(std::int64_t{}), f(float{}), f(double{}); };
+  each_type([&](auto t) {
+    using T = decltype(t);
+    for (const Extents& e : shapes)
+      for (bool strided : {false, true})
+        for (bool ties : {false, true}) check_shape<A, T>(ws, e, strided, ties, ++salt);
+  });
+}
+
 }  // namespace tally::test::reducer_checks
 
 // ==== the test cases, for TestBackend =============================================================
@@ -246,29 +260,13 @@ Moments moments_of(Workspace& ws, const std::vector<T>& x) {
 namespace tally::test::reducer_checks {
 
 TEST_CASE(TALLY_TEST_BACKEND ": arg-max/min, min-max, mean-var x type x level set on 3-D shapes against naive references", "[reduce][reducers]") {
-  Workspace ws(TestBackend::backend);
-  std::uint64_t salt = 16000;
-  const auto each_type = [&](auto f) { f(std::int32_t{}), f(std::int64_t{}), f(float{}), f(double{}); };
-  each_type([&](auto t) {
-    using T = decltype(t);
-    for (const Extents& e : reduce_checks::matrix_shapes())
-      for (bool strided : {false, true})
-        for (bool ties : {false, true}) check_shape<TestBackend, T>(ws, e, strided, ties, ++salt);
-  });
+  check_shapes<TestBackend>(reduce_checks::matrix_shapes(), 16000);
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": long rows, contiguous or strided, every row aligned or not (the GPU's vector loads and their tails)", "[reduce][reducers]") {
   // Rows of 20000 and 16387 elements: on the GPU a contiguous row aligned to 16 bytes is read in
   // batches of whole vectors with a tail of < V elements; 16387 leaves three of four rows unaligned.
-  Workspace ws(TestBackend::backend);
-  std::uint64_t salt = 16300;
-  const auto each_type = [&](auto f) { f(std::int32_t{}), f(std::int64_t{}), f(float{}), f(double{}); };
-  each_type([&](auto t) {
-    using T = decltype(t);
-    for (const Extents& e : {Extents{2, 3, 20000}, Extents{1, 4, 16387}})
-      for (bool strided : {false, true})
-        for (bool ties : {false, true}) check_shape<TestBackend, T>(ws, e, strided, ties, ++salt);
-  });
+  check_shapes<TestBackend>({Extents{2, 3, 20000}, Extents{1, 4, 16387}}, 16300);
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": full reductions of 1-D arrays up to 2^20+7, aligned or not", "[reduce][reducers]") {

@@ -119,4 +119,11 @@ inline void check_struct_out(const Desc& x, const Desc& out, std::int64_t* want,
   check_out_layout(x, out);
 }
 
+/// A reducer's results as the compiled calls return them: `want` bit 0 the first, bit 1 the second;
+/// both as a tuple, one alone as itself (reducer_host, reducer_torch).
+inline nanobind::object picked(nanobind::handle first, nanobind::handle second, int want) {
+  if (want == 3) return nanobind::make_tuple(first, second);
+  return nanobind::borrow(want == 1 ? first : second);
+}
+
 }  // namespace tally::python

@@ -89,12 +89,10 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
   out.data = words.data();
   dispatch_reducer(xx, m, out, 0, reducer);
   const std::int64_t n_out = out.size() / out.shape[rank], n = dx.size() / n_out;
-  // The wanted arrays: both as a tuple, one alone as itself.
+  // Only the wanted arrays are made (picked: both as a tuple, one alone as itself).
   const auto pick = [&](auto&& first, auto&& second) -> nb::object {
-    if (want == 1) return first();
-    if (want == 2) return second();
-    nb::object a = first();
-    return nb::make_tuple(a, second());
+    nb::object a = (want & 1) ? first() : nb::object(), b = (want & 2) ? second() : nb::object();
+    return picked(a, b, want);
   };
   return with_reducer(reducer, dx.dtype, [&]<class R, class T>() -> nb::object {
     using V = typename R::value_type;

@@ -292,12 +292,6 @@ void* structs_buffer(Torch& T, int device, std::uintptr_t stream, std::int64_t w
   return sc.data;
 }
 
-/// The results `want` asks for (bit 0 the first, bit 1 the second): both as a tuple, one alone.
-nb::object picked(nb::handle first, nb::handle second, int want) {
-  if (want == 3) return nb::make_tuple(first, second);
-  return nb::borrow(want == 1 ? first : second);
-}
-
 /// A reducer over axes of a torch.Tensor on CUDA, on PyTorch's current stream: argmax and argmin ->
 /// (values, indices), minmax -> (min, max), meanvar -> (variance, mean) with `correction` (float32
 /// for float32 x, float64 otherwise); `want` picks the results made (bit 0: the first, bit 1: the

@@ -87,12 +87,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   // The loads are unconditional (a lane past the end rereads the last segment's offsets and takes
   // length 0), so that nothing is selected or copied from the loaded words before their use.
   std::int64_t nb = 0, ne = 0;
-  if (tile < tiles) nb = widen(off[min(tile * kTile + lane, n_seg - 1)]), ne = widen(off[min(tile * kTile + lane, n_seg - 1) + 1]);
+  const auto fetch = [&](std::int64_t s) {  // segment s's offsets (the last segment's past the end)
+    s = min(s, n_seg - 1);
+    nb = widen(off[s]), ne = widen(off[s + 1]);
+  };
+  if (tile < tiles) fetch(tile * kTile + lane);
   for (; tile < tiles; tile += warps) {
     const std::int64_t s = tile * kTile + lane;
     const std::int64_t b = nb, len = s < n_seg ? ne - b : 0;
-    const std::int64_t next = min(s + warps * kTile, n_seg - 1);
-    nb = widen(off[next]), ne = widen(off[next + 1]);
+    fetch(s + warps * kTile);
     if (s < n_seg && len <= kThreadMax) out[s] = device::thread_segment_reduce<Op, Acc>(in, n, b, b + len);
     for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
       const int src = __ffs(static_cast<int>(mid)) - 1;

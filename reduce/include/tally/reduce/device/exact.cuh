@@ -202,11 +202,6 @@ __device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<
 
 inline constexpr int kNoWindow = -0x7fffffff - 1;
 
-/// The warp's bins: when every lane has the same window (the usual case) their counts summed in
-/// 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m in [0, 2^21), |a| <= 2^20
-/// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
-/// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
-/// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
 /// The batches of U vectors of V values at in + i, in + i + step, ... (while i + (U - 1) step < n)
 /// into t's add_batch; returns the first i not taken. Prefetch: the next batch's loads are issued
 /// before this one is binned, so that the binning's arithmetic (about 8 operations a value) does not
@@ -248,6 +243,11 @@ __device__ __forceinline__ std::int64_t exact_add_batches(ExactThread<T>& t, con
   return i;
 }
 
+/// The warp's bins: when every lane has the same window (the usual case) their counts summed in
+/// 32-bit pieces by warp reductions (S = a 2^42 + m 2^21 + l with l, m in [0, 2^21), |a| <= 2^20
+/// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
+/// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
+/// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
 template <class T>
 __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[2], std::int64_t (&hi)[2]) {
   auto& b = t.bins;
