@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 #include <vector>
@@ -327,3 +328,56 @@ TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) an
 }
 
 }  // namespace tally::test::exact_checks
+
+namespace tally::test::reduce_checks {
+
+/// What lane 0 of a group of G lanes computes for one row of L elements read as V-element vectors
+/// (kernels.cuh): each lane folds its vector from the identity with thread.cuh's pairwise tree, then
+/// the lanes' values are joined by the xor tree (level w: lane i < w takes combine(own, lane i + w)).
+template <class Acc, class T>
+Acc lane_group_order(const T* row, int64_t L, int V) {
+  int64_t G = 1;
+  while (G * V < L) G *= 2;
+  std::vector<Acc> x(static_cast<std::size_t>(G), Acc{0});
+  for (int64_t i = 0; i * V < L; ++i) {
+    std::vector<Acc> t(row + i * V, row + i * V + V);
+    for (int w = 1; w < V; w *= 2)
+      for (int k = 0; k + w < V; k += 2 * w) t[static_cast<std::size_t>(k)] += t[static_cast<std::size_t>(k + w)];
+    x[static_cast<std::size_t>(i)] = Acc{0} + t[0];
+  }
+  for (int64_t w = G / 2; w > 0; w /= 2)
+    for (int64_t i = 0; i < w; ++i) x[static_cast<std::size_t>(i)] += x[static_cast<std::size_t>(i + w)];
+  return x[0];
+}
+
+TEST_CASE("cuda: short rows (up to 4 vectors, a thread each) are summed in the lane-group order", "[reduce][determinism]") {
+  // Rows of up to 4 vectors are reduced one a thread (inner_thread_kernel), computing what a group
+  // of lanes and its shuffle tree compute for longer rows; checked against that order written out.
+  Workspace ws(Backend::cuda);
+  std::uint64_t salt = 9100;
+  const auto check = [&]<class T, class Acc>(int64_t L) {
+    const int64_t rows = 3001;
+    const auto x = make_input<Sum, T, Acc>(static_cast<std::size_t>(rows * L), L, ++salt);
+    auto d = CudaBackend::upload(x);
+    constexpr int V16 = static_cast<int>(16 / sizeof(T));  // the plan's vectors: 16 bytes, else 8 (4-byte T), else 1
+    const int V = L % V16 == 0 ? V16 : (V16 / 2 > 1 && L % (V16 / 2) == 0 ? V16 / 2 : 1);
+    DeviceBuffer<Acc> out(static_cast<std::size_t>(rows));
+    segmented_reduce_fixed<Sum, T, Acc>(Backend::cuda, std::span<const T>(d.data(), x.size()), L, out.span(), ws);
+    const auto got = out.to_host();
+    int64_t differ = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const Acc want = lane_group_order<Acc>(x.data() + r * L, L, V);
+      differ += std::memcmp(&want, &got[static_cast<std::size_t>(r)], sizeof(Acc)) != 0;
+    }
+    INFO("rows of " << L << " " << (sizeof(T) == 4 ? "float" : "double") << " into " << (sizeof(Acc) == 4 ? "float" : "double")
+                    << ", vectors of " << V << " (seed " << tally::test::seed() << ", salt " << salt << "): " << differ << " rows differ");
+    CHECK(differ == 0);
+  };
+  for (int64_t L : {1, 2, 3, 4, 6, 8, 12, 16, 32}) {
+    check.template operator()<float, float>(L);
+    check.template operator()<float, double>(L);
+    check.template operator()<double, double>(L);
+  }
+}
+
+}  // namespace tally::test::reduce_checks
