@@ -5,6 +5,8 @@
 //   * inner_group_kernel: G lanes per output (G = 1..32 from the row length, so that each lane issues
 //     16-byte loads), a lane-group shuffle tree; for many short segments. inner_row_kernel: the same
 //     for single ragged rows of up to kRowBatch vectors per lane, loaded in one batch.
+//     inner_thread_kernel: single rows of at most kThreadRowVecs vectors, the lane group's order
+//     computed by one thread.
 //   * inner_block_kernel: a whole block per (output, chunk); an output's segment is split over S blocks
 //     when there are too few outputs to fill the GPU. Each block writes its partial to the workspace,
 //     the last block of the segment (per-segment ticket) combines the S partials in chunk order: one
