@@ -30,6 +30,7 @@
 
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/launch.cuh"
 #include "tally/reduce/device/thread.cuh"
 #include "tally/reduce/generic.hpp"
 
@@ -240,9 +241,7 @@ __global__ void fill_kernel(typename R::value_type* out, std::int64_t n) {
 /// Resident blocks per SM of a kernel at kBlock threads (once per kernel).
 template <class K>
 int occupancy(K kernel) {
-  int nb = 0;
-  TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, kBlock, 0));
-  return std::max(nb, 1);
+  return cuda::resident_blocks(kernel, kBlock);
 }
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

@@ -42,4 +42,14 @@ void launch(void (*kernel)(Params...), std::int64_t grid, int block, const Tunin
   TALLY_CHECK_LAUNCH();
 }
 
+/// Blocks of `block` threads of `kernel` resident on one SM (at least 1; cached by the callers, once
+/// per kernel). A grid-stride kernel's grid sized as a multiple of this runs whole rounds of blocks,
+/// not a last round on a fraction of the SMs.
+template <class... Params>
+int resident_blocks(void (*kernel)(Params...), int block) {
+  int nb = 0;
+  TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, block, 0));
+  return nb > 1 ? nb : 1;
+}
+
 }  // namespace tally::reduce::detail::cuda

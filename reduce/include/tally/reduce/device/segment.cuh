@@ -27,7 +27,9 @@
 
 namespace tally::reduce::device {
 
-/// Loads in flight per thread in the thread (unaligned x) and warp forms (scalar loads: 32 bytes of floats).
+/// Loads in flight per thread in the thread (unaligned x) and warp forms (scalar loads: 32 bytes of
+/// floats; 16 in the warp form took the segmented tile kernel's registers past the 48 its 5 blocks
+/// an SM allow, and it spilled: power law 800 against 668 us, H200).
 inline constexpr int segment_unroll = 8;
 /// Loads in flight per thread in the block form: 64 bytes of T (16 floats, 8 doubles). 32 bytes per
 /// thread left a long chunk's block latency-bound on the H200 (4 blocks of 256 threads per SM kept
@@ -35,40 +37,46 @@ inline constexpr int segment_unroll = 8;
 template <class T>
 inline constexpr int block_segment_unroll = sizeof(T) >= 8 ? 8 : 16;
 
-/// Elements [begin, end) of x[0, n), folded in element order by this thread. Where x is 16-byte
-/// aligned, the aligned 16-byte blocks covering the segment are loaded whole (those inside x[0, n))
-/// and only the segment's elements folded: a warp of short segments reads whole sectors, not one
-/// element per sector per load.
+/// The most elements thread_segment_fold takes in one call (its positions are 32-bit).
+inline constexpr std::int64_t thread_fold_max = std::int64_t{1} << 30;
+
+/// acc folded with x[begin, begin + len) of x[0, n) in element order by this thread, 0 <= begin,
+/// 0 < len <= thread_fold_max; element i is loaded as position index0 + i of its segment. Where x is
+/// 16-byte aligned, the aligned 16-byte blocks covering the run are loaded whole (those inside
+/// x[0, n)) and only the run's elements folded: a warp of short segments reads whole sectors, not one
+/// element per sector per load. Positions are 32-bit and relative to the first block, so a round's
+/// bounds are two subtractions (64-bit clamps and divisions were a fifth of the short-segment kernel's
+/// instructions; ncu, H200).
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, std::int64_t n, std::int64_t begin,
-                                                     std::int64_t end) {
+__device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t n, std::int64_t begin, int len,
+                                                   std::int64_t index0 = 0) {
   constexpr int V = vec16<T>, B = 4;
-  if (begin >= end) return detail::empty_segment<Op, Acc>();
-  Acc acc = detail::op_identity<Op, Acc>();
   if (V > 1 && is_aligned<V>(x)) {
-    const std::int64_t k1 = (end + V - 1) / V;
-    const bool inside = k1 * V <= n;  // every block of the segment inside x[0, n): loaded whole, unchecked
-    for (std::int64_t k = begin / V; k < k1; k += B) {
-      // Flat position p = u V + j of this round's B blocks is the segment's when db <= p < de: one
-      // pair of compares against constants per element (per-element 64-bit index tests and per-block
+    const auto ub = static_cast<std::uint64_t>(begin);  // >= 0: / and % are shifts and masks
+    const int a = static_cast<int>(ub % V), last = a + len;   // the run is flat positions [a, last) of xk
+    const T* xk = x + ub / V * V;
+    const std::int64_t k0 = static_cast<std::int64_t>(ub / V * V);
+    const bool inside = k0 + (last + V - 1) / V * V <= n;  // every block of the run inside x[0, n): loaded whole, unchecked
+    for (int r = 0; r < last; r += B * V, xk += B * V) {
+      // Flat position p = u V + j of this round's B blocks is the run's when db <= p < de: one pair
+      // of compares against constants per element (per-element 64-bit index tests and per-block
       // branches made this fold ~250 instructions a round, the short-segment kernel's bottleneck).
-      const int db = static_cast<int>(max(begin - k * V, std::int64_t{-1}));
-      const int de = static_cast<int>(min(end - k * V, std::int64_t{B * V}));
-      Vec<T, V> v[B];
+      const int db = a - r, de = last - r;
+      Vec<T, V> v[B] = {};  // defined where not loaded: nothing carried from the round before
       if (inside) {  // the common case: B predicated 16-byte loads, no branches
 #pragma unroll
         for (int u = 0; u < B; ++u)
-          if (u * V < de) v[u] = load_vec<V>(x + (k + u) * V);
+          if (u * V < de) v[u] = load_vec<V>(xk + u * V);
       } else {
 #pragma unroll
         for (int u = 0; u < B; ++u) {
           if (u * V >= de) continue;
-          const std::int64_t at = (k + u) * V;
+          const std::int64_t at = k0 + r + u * V;
           if (at + V <= n) {
-            v[u] = load_vec<V>(x + at);
+            v[u] = load_vec<V>(xk + u * V);
           } else {
 #pragma unroll
-            for (int j = 0; j < V; ++j) v[u].v[j] = at + j < end ? x[at + j] : T{};
+            for (int j = 0; j < V; ++j) v[u].v[j] = u * V + j < de ? xk[u * V + j] : T{};
           }
         }
       }
@@ -77,29 +85,41 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           const int p = u * V + j;
-          if (p >= db && p < de) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], k * V + p - begin));
+          if (p >= db && p < de) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], index0 + (p - db)));
         }
     }
     return acc;
   }
-  for (std::int64_t i = begin; i < end; i += segment_unroll) {
-    T v[segment_unroll];
+  const T* xb = x + begin;
+  for (int i = 0; i < len; i += segment_unroll) {
+    T v[segment_unroll] = {};
 #pragma unroll
     for (int u = 0; u < segment_unroll; ++u)
-      if (i + u < end) v[u] = x[i + u];
+      if (i + u < len) v[u] = xb[i + u];
 #pragma unroll
     for (int u = 0; u < segment_unroll; ++u)
-      if (i + u < end) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], i + u - begin));
+      if (i + u < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + (i + u)));
   }
+  return acc;
+}
+
+/// Elements [begin, end) of x[0, n), 0 <= begin, folded in element order by this thread
+/// (thread_segment_fold's loads), runs of thread_fold_max at a time.
+template <class Op, class Acc, class T>
+__device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, std::int64_t n, std::int64_t begin,
+                                                     std::int64_t end) {
+  if (begin >= end) return detail::empty_segment<Op, Acc>();
+  Acc acc = detail::op_identity<Op, Acc>();
+  for (std::int64_t b = begin; b < end; b += thread_fold_max)
+    acc = thread_segment_fold<Op, Acc>(acc, x, n, b, static_cast<int>(min(end - b, thread_fold_max)), b - begin);
   return acc;
 }
 
 /// acc folded with x[first], x[first + step], ... below len, in that order, U loads in flight (U does
 /// not change the order); element i is loaded as position index0 + i of its segment.
-template <class Op, class Acc, int U = segment_unroll, class T>
-__device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t first, std::int64_t len,
-                                                    std::int64_t step, std::int64_t index0 = 0) {
-  std::int64_t i = first;
+template <class Op, class Acc, int U = segment_unroll, class T, class I = std::int64_t>
+__device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, I first, I len, I step, std::int64_t index0 = 0) {
+  I i = first;
   for (; i + (U - 1) * step < len; i += U * step) {
     T v[U];
 #pragma unroll
@@ -118,11 +138,11 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
 }
 
 /// x[0, len) by the calling warp: lane l folds x[l], x[l + 32], ... in order, then the xor tree of
-/// warp_reduce. Every lane gets the result.
-template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, std::int64_t len) {
-  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<std::int64_t>(lane_id()), len,
-                                                std::int64_t{warp_size});
+/// warp_reduce. Every lane gets the result. I: the index type (int where the caller knows len < 2^31:
+/// 32-bit loop bounds).
+template <class Op, class Acc, class T, class I = std::int64_t>
+__device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, I len) {
+  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane_id()), len, I{warp_size});
   return warp_reduce<Op>(acc);
 }
 
