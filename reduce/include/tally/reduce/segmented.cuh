@@ -49,9 +49,9 @@ namespace tally::reduce::detail::cuda::seg {
 
 inline constexpr int kBlock = 256;       ///< threads per block (the library's production kernels' too)
 inline constexpr int kMinBlocksSm = 4;   ///< residency the register budget is held to (launch bounds)
-/// The tile kernel's: 5 blocks (48 registers) ran the power law 10% faster than 4 (H200; its warps
-/// wait on one dependent round trip after another, so more of them hide more); 6 (40 registers)
-/// spilled and ran it 9% slower than 5, uniform 16 and 1000 5-7% slower.
+/// The tile kernel's (its warps wait on one dependent round trip after another, so more of them hide
+/// more). H200, power law: 5 blocks (48 registers) 668 us; 4 (55 registers, the medium loop 16 loads
+/// deep) 734; 6 (40 registers) spilled, 732, uniform 16 and 1000 5-7% slower than at 5.
 inline constexpr int kShortBlocksSm = 5;
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 /// Blocks that fill the device once at kMinBlocksSm per SM (the Tuning's SM count).
