@@ -54,8 +54,8 @@ __device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict_
   if (V > 1 && is_aligned<V>(x)) {
     const auto ub = static_cast<std::uint64_t>(begin);  // >= 0: / and % are shifts and masks
     const int a = static_cast<int>(ub % V), last = a + len;   // the run is flat positions [a, last) of xk
-    const T* xk = x + ub / V * V;
-    const std::int64_t k0 = static_cast<std::int64_t>(ub / V * V);
+    const auto k0 = static_cast<std::int64_t>(ub / V * V);  // the first block's element
+    const T* xk = x + k0;
     const bool inside = k0 + (last + V - 1) / V * V <= n;  // every block of the run inside x[0, n): loaded whole, unchecked
     for (int r = 0; r < last; r += B * V, xk += B * V) {
       // Flat position p = u V + j of this round's B blocks is the run's when db <= p < de: one pair
