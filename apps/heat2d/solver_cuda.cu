@@ -52,6 +52,12 @@ constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the o
 constexpr std::int64_t chain_sweeps = 32;
 constexpr std::int64_t chain_lookahead = 3;
 static_assert(chain_sweeps <= slots / 2);
+// Across ranks the rows between the boundary rows are this many waves of the registers kernel's
+// blocks, not one: in one wave no block ends before the sweep does, so the exchange's and the
+// residual's NCCL kernels (high priority, but without a free SM slot) started only after it and the
+// next sweep waited for them. 2 x H200 (NVLink, 2026-11-28), 16384^2 float checked every sweep:
+// strong scaling 86.8% -> 93.2%, weak 89.6% -> 98.0%; 4 waves the same; double unchanged.
+constexpr long long rank_interior_waves = 2;
 
 template <class T>
 using Kernel = void (*)(const T*, T*, SweepArgs<T>);
@@ -465,8 +471,9 @@ class CudaSolver final : public Solver<T> {
       a.jb = -1;
       a.partial_out = res;
       a.partial_in = res + 1;
-      const long long most_y = std::max<long long>(1, a.rows / 4);
-      kernel<<<dim3(grid_.x, static_cast<unsigned>(std::min<long long>(grid_.y, most_y))), block, 0, stream_>>>(u, v, a);
+      const long long most_y = std::min<long long>(std::max<long long>(1, a.rows / 4), 65535);
+      const auto grid_y = static_cast<unsigned>(std::min<long long>(rank_interior_waves * grid_.y, most_y));
+      kernel<<<dim3(grid_.x, grid_y), block, 0, stream_>>>(u, v, a);
       TALLY_CHECK_LAUNCH();
     }
     auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
