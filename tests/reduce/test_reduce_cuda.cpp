@@ -332,7 +332,7 @@ TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) an
 namespace tally::test::reduce_checks {
 
 /// What lane 0 of a group of G lanes computes for one row of L elements read as V-element vectors
-/// (kernels.cuh): each lane folds its vector from the identity with thread.cuh's pairwise tree, then
+/// (inner_lanes.cuh): each lane folds its vector from the identity with thread.cuh's pairwise tree, then
 /// the lanes' values are joined by the xor tree (level w: lane i < w takes combine(own, lane i + w)).
 template <class Acc, class T>
 Acc lane_group_order(const T* row, int64_t L, int V) {
