@@ -498,8 +498,9 @@ class CudaSolver final : public Solver<T> {
     connected_ = true;
   }
 
-  /// Several ranks, passes of t > 1: after the work on `after` so far, the n own rows of v next to
-  /// each neighbour to it, its n into v's halo rows, on the halo stream (halo_done_ marks the end).
+  /// Several ranks (passes of t > 1, and connect_ranks with n = 1): after the work on `after` so far,
+  /// the n own rows of v next to each neighbour to it, its n into v's halo rows, on the halo stream
+  /// (halo_done_ marks the end).
   void exchange(T* v, long long n, cudaStream_t after) {
     const long long js = lay_.first(), je = lay_.end();
     const bool prev = ranks_->rank() > 0, next = ranks_->rank() + 1 < ranks_->size();
