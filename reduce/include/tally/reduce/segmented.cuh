@@ -19,21 +19,26 @@
 // Three launches:
 //   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
 //      reduces its short segment, then the warp reduces the tile's medium segments one after the
-//      other; lane 0 writes the tile's count of long chunks (the next tile's offsets already in
-//      flight). A tile's serial work is at most 32 kWarpMax elements, so no warp is left with much
-//      more than its share. (Staging a tile's range in shared memory was measured slower: lanes
-//      walking their own segments there conflict on banks, 16-way for segments of 16.)
-//   2. cub::DeviceScan over the tiles' chunk counts: the global chunk numbering (no atomics).
+//      other (the next tile's offsets already in flight); a tile holding long segments appends
+//      itself and its count of long chunks to a list (an atomic slot). A tile's serial work is at
+//      most 32 kWarpMax elements, so no warp is left with much more than its share. (Staging a
+//      tile's range in shared memory was measured slower: lanes walking their own segments there
+//      conflict on banks, 16-way for segments of 16.)
+//   2. scan_list_kernel, one block: the list's inclusive scan, the global chunk numbering. A call
+//      without long segments finds an empty list (a scan of every tile's count, 8.6 us for the
+//      524 288 tiles of 2^28 floats in segments of 16, was 3% of that call; H200).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
-//      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first tile
-//      whose scan exceeds the chunk's number by a 32-ary warp search, then a warp scan of the tile's
-//      32 chunk counts) and kept while the block stays in it.
-// Nothing depends on the grid size or the order in which blocks run: bitwise reproducible.
+//      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first list
+//      entry whose scan exceeds the chunk's number by a 32-ary warp search, then a warp scan of that
+//      tile's 32 chunk counts) and kept while the block stays in it.
+// Nothing depends on the grid size or the order in which blocks run or append to the list (a
+// segment's chunks are numbered consecutively wherever its tile lands, and combined in chunk order):
+// bitwise reproducible.
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -73,10 +78,20 @@ __device__ __forceinline__ std::int64_t widen(Off o) {
 
 TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
 
+/// The tiles holding long segments, in the order they were appended, and their chunk counts (made
+/// their inclusive scan by scan_list_kernel). count is zeroed before the short kernel; entries past
+/// cap (only from offsets that break the rules) are dropped.
+struct LongList {
+  unsigned long long* count = nullptr;  ///< null: no segment can be long, nothing appended
+  std::int64_t* tile = nullptr;
+  int* chunks = nullptr;
+  std::int64_t cap = 0;
+};
+
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
     short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
-                 int* __restrict__ tile_chunks) {
+                 LongList list) {
   enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kBlock / device::warp_size);
@@ -111,9 +126,13 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
       const Acc r = device::warp_segment_reduce<Op, Acc>(in + sb, sl);
       if (lane == 0) out[tile * kTile + src] = r;
     }
-    int chunks = 0;  // counted only where the tile has a long segment (the 64-bit division and the warp sum)
-    if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) chunks = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len))));
-    if (lane == 0) tile_chunks[tile] = chunks;
+    if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) {  // rare: the 64-bit division, the warp sum, the slot
+      const auto chunks = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len))));
+      if (lane == 0 && list.count != nullptr) {
+        const auto slot = static_cast<std::int64_t>(atomicAdd(list.count, 1ull));
+        if (slot < list.cap) list.tile[slot] = tile, list.chunks[slot] = chunks;
+      }
+    }
   }
 }
 
@@ -122,8 +141,8 @@ struct ChunkSlot {
   std::int64_t seg, begin, len, count, first;  ///< segment, its extent, its chunk count, its first chunk's number
 };
 
-/// The first tile t < tiles with prefix[t] > c (one exists: c < prefix[tiles - 1]), by the calling
-/// warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 tiles, not 20).
+/// The first entry t < tiles with prefix[t] > c (one exists: c < prefix[tiles - 1]), by the calling
+/// warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 entries, not 20).
 __device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t tiles, std::int64_t c, int lane) {
   std::int64_t lo = 0, hi = tiles - 1;  // the answer lies in [lo, hi]; prefix[hi] > c
   while (lo < hi) {
@@ -141,29 +160,56 @@ __device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix
   return lo;
 }
 
+/// Entries of the list the kernels may read (at most cap, whatever offsets that break the rules did).
+__device__ __forceinline__ std::int64_t list_size(const LongList& list) {
+  return min(static_cast<std::int64_t>(*list.count), list.cap);
+}
+
+inline constexpr int kScanBlock = 1024;
+
+/// The list's chunk counts made their inclusive scan, in place, by one block: thread t sums a
+/// contiguous run, a block scan of the runs, then each run rewritten from its offset. An empty list
+/// (no long segment) is one load.
+template <int Block = kScanBlock>  // a template: defined in every translation unit that launches it
+__global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
+  enter_after_predecessor();
+  using Scan = cub::BlockScan<int, Block>;
+  __shared__ typename Scan::TempStorage tmp;
+  const std::int64_t size = list_size(list);
+  if (size == 0) return;
+  const std::int64_t per = (size + Block - 1) / Block, b = min(size, per * threadIdx.x), e = min(size, b + per);
+  int run = 0;
+  for (std::int64_t i = b; i < e; ++i) run += list.chunks[i];
+  Scan(tmp).ExclusiveSum(run, run);
+  for (std::int64_t i = b; i < e; ++i) list.chunks[i] = run += list.chunks[i];
+}
+
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
-    long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
-                const int* __restrict__ prefix, std::int64_t tiles, std::int64_t max_chunks, Acc* __restrict__ partials,
-                unsigned int* __restrict__ tickets) {
+    long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
+                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
+  const std::int64_t entries = list_size(list);
+  if (entries == 0) return;  // no long segment
+  const int* __restrict__ prefix = list.chunks;
   __shared__ device::BlockReduceStorage<Acc> tmp;
   __shared__ ChunkSlot slot;
   __shared__ bool last;
   // The inclusive scan's last value is the total; at most max_chunks, the bound the partials and
   // tickets were sized for, which only offsets that break the rules (SegmentCheck::trusted) could pass.
-  const std::int64_t total = min(static_cast<std::int64_t>(prefix[tiles - 1]), max_chunks);
+  const std::int64_t total = min(static_cast<std::int64_t>(prefix[entries - 1]), max_chunks);
   // Block b takes the consecutive chunks [b total / grid, (b + 1) total / grid): mostly of one segment,
-  // which is looked up once (find_tile, then a warp scan of the tile's chunk counts), not per chunk.
+  // which is looked up once (find_tile over the list, then a warp scan of the tile's chunk counts),
+  // not per chunk.
   const std::int64_t c_end = total * (blockIdx.x + 1) / gridDim.x;
   ChunkSlot my{0, 0, 0, 0, 0};
   for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end; ++c) {
     if (c < my.first || c >= my.first + my.count) {  // block-uniform: another segment
       if (threadIdx.x < device::warp_size) {
         const int lane = static_cast<int>(threadIdx.x);
-        const std::int64_t t = find_tile(prefix, tiles, c, lane);
-        const std::int64_t before = t > 0 ? prefix[t - 1] : 0;
-        const std::int64_t s = t * kTile + lane;
+        const std::int64_t at = find_tile(prefix, entries, c, lane);
+        const std::int64_t before = at > 0 ? prefix[at - 1] : 0;
+        const std::int64_t s = list.tile[at] * kTile + lane;
         std::int64_t b = 0, len = 0;
         if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
         const auto count = static_cast<int>(chunks_of(len));
@@ -223,25 +269,30 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   const Tuning& tune = ws.tuning();
   const std::int64_t tiles = ceil_div(n_seg, kTile);
   const std::int64_t max_chunks = n / kChunk + std::min(n_seg, n / (kWarpMax + 1));
-  int* const no_ints = nullptr;
-  std::size_t scan_bytes = 0;
-  TALLY_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, no_ints, no_ints, tiles, stream));
-  const std::size_t prefix_bytes = round256(static_cast<std::size_t>(tiles) * sizeof(int));
-  const std::size_t temp_at = prefix_bytes, part_at = temp_at + round256(scan_bytes);
-  ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(std::max<std::int64_t>(max_chunks, 1)), stream);
-  auto* const base = static_cast<unsigned char*>(ws.scratch());
-  int* const prefix = reinterpret_cast<int*>(base);
+  // Scratch: the list's count, its tiles and chunk counts (at most one entry per long segment), the
+  // long chunks' partials.
+  const std::int64_t cap = std::min(tiles, n / (kWarpMax + 1));
+  const std::size_t tile_at = 256, chunks_at = tile_at + round256(static_cast<std::size_t>(cap) * sizeof(std::int64_t)),
+                    part_at = chunks_at + round256(static_cast<std::size_t>(cap) * sizeof(int));
+  LongList list;
+  if (max_chunks > 0) {
+    ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks), stream);
+    auto* const base = static_cast<unsigned char*>(ws.scratch());
+    list = LongList{reinterpret_cast<unsigned long long*>(base), reinterpret_cast<std::int64_t*>(base + tile_at),
+                    reinterpret_cast<int*>(base + chunks_at), cap};
+    TALLY_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(unsigned long long), stream));
+  }
   // Four rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts 4:
   // a grid of 4 x 4 a SM then ran a fifth of a round last, uniform 16 4% slower; H200).
   static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
   const std::int64_t short_grid =
       std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * 4);
-  launch(short_kernel<Op, T, Acc, Off>, short_grid, kBlock, tune, stream, in, n, off, n_seg, out, prefix);
+  launch(short_kernel<Op, T, Acc, Off>, short_grid, kBlock, tune, stream, in, n, off, n_seg, out, list);
   if (max_chunks == 0) return;  // no segment can be long
-  TALLY_CUDA_TRY(cub::DeviceScan::InclusiveSum(base + temp_at, scan_bytes, prefix, prefix, tiles, stream));
+  launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
-  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, prefix, tiles, max_chunks,
-         reinterpret_cast<Acc*>(base + part_at), ws.ticket_array());
+  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks,
+         reinterpret_cast<Acc*>(static_cast<unsigned char*>(ws.scratch()) + part_at), ws.ticket_array());
 }
 
 template <class Off>
