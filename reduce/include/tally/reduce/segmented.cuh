@@ -16,7 +16,7 @@
 //   * long   (L > kWarpMax):               chunks of kChunk elements (chunk k = [k kChunk, (k+1) kChunk)
 //     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
 //     order by the last chunk to finish (a ticket per segment, gang_arrive).
-// Three launches:
+// A memset of the list's count, then three launches:
 //   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
 //      reduces its short segment, then the warp reduces the tile's medium segments one after the
 //      other (the next tile's offsets already in flight); a tile holding long segments appends
