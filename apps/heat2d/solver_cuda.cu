@@ -56,7 +56,8 @@ static_assert(chain_sweeps <= slots / 2);
 // blocks, not one: in one wave no block ends before the sweep does, so the exchange's and the
 // residual's NCCL kernels (high priority, but without a free SM slot) started only after it and the
 // next sweep waited for them. 2 x H200 (NVLink, 2026-11-28), 16384^2 float checked every sweep:
-// strong scaling 86.8% -> 93.2%, weak 89.6% -> 98.0%; 4 waves the same; double unchanged.
+// strong scaling 86.8% -> 93.8%, weak 89.6% -> 98.2% (apps/heat2d/README.md); 4 waves the same;
+// double unchanged.
 constexpr long long rank_interior_waves = 2;
 
 template <class T>

@@ -141,10 +141,11 @@ struct ChunkSlot {
   std::int64_t seg, begin, len, count, first;  ///< segment, its extent, its chunk count, its first chunk's number
 };
 
-/// The first entry t < tiles with prefix[t] > c (one exists: c < prefix[tiles - 1]), by the calling
-/// warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 entries, not 20).
-__device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t tiles, std::int64_t c, int lane) {
-  std::int64_t lo = 0, hi = tiles - 1;  // the answer lies in [lo, hi]; prefix[hi] > c
+/// The first list entry t < entries with prefix[t] > c (one exists: c < prefix[entries - 1]), by the
+/// calling warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 entries,
+/// not 20).
+__device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t entries, std::int64_t c, int lane) {
+  std::int64_t lo = 0, hi = entries - 1;  // the answer lies in [lo, hi]; prefix[hi] > c
   while (lo < hi) {
     const std::int64_t step = (hi - lo + device::warp_size) / device::warp_size;  // ceil((hi - lo + 1) / 32)
     const std::int64_t q = min(lo + lane * step, hi);
@@ -275,11 +276,13 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   const std::size_t tile_at = 256, chunks_at = tile_at + round256(static_cast<std::size_t>(cap) * sizeof(std::int64_t)),
                     part_at = chunks_at + round256(static_cast<std::size_t>(cap) * sizeof(int));
   LongList list;
+  Acc* partials = nullptr;
   if (max_chunks > 0) {
     ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks), stream);
     auto* const base = static_cast<unsigned char*>(ws.scratch());
     list = LongList{reinterpret_cast<unsigned long long*>(base), reinterpret_cast<std::int64_t*>(base + tile_at),
                     reinterpret_cast<int*>(base + chunks_at), cap};
+    partials = reinterpret_cast<Acc*>(base + part_at);
     TALLY_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(unsigned long long), stream));
   }
   // Four rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts 4:
@@ -291,8 +294,8 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
-  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks,
-         reinterpret_cast<Acc*>(static_cast<unsigned char*>(ws.scratch()) + part_at), ws.ticket_array());
+  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
+         ws.ticket_array());
 }
 
 template <class Off>
