@@ -16,7 +16,7 @@
 //   * long   (L > kWarpMax):               chunks of kChunk elements (chunk k = [k kChunk, (k+1) kChunk)
 //     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
 //     order by the last chunk to finish (a ticket per segment, gang_arrive).
-// A memset of the list's count, then three launches:
+// Three launches (no memset: the list's count is a workspace ticket, zero between calls):
 //   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
 //      reduces its short segment, then the warp reduces the tile's medium segments one after the
 //      other (the next tile's offsets already in flight); a tile holding long segments appends
@@ -24,9 +24,10 @@
 //      most 32 kWarpMax elements, so no warp is left with much more than its share. (Staging a
 //      tile's range in shared memory was measured slower: lanes walking their own segments there
 //      conflict on banks, 16-way for segments of 16.)
-//   2. scan_list_kernel, one block: the list's inclusive scan, the global chunk numbering. A call
-//      without long segments finds an empty list (a scan of every tile's count, 8.6 us for the
-//      524 288 tiles of 2^28 floats in segments of 16, was 3% of that call; H200).
+//   2. scan_list_kernel, one block: the list's inclusive scan, the global chunk numbering; it moves
+//      the count to the list's size and zeroes the ticket. A call without long segments finds an
+//      empty list (a scan of every tile's count, 8.6 us for the 524 288 tiles of 2^28 floats in
+//      segments of 16, was 3% of that call; H200).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
 //      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first list
 //      entry whose scan exceeds the chunk's number by a 32-ary warp search, then a warp scan of that
@@ -79,10 +80,12 @@ __device__ __forceinline__ std::int64_t widen(Off o) {
 TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len + kChunk - 1) / kChunk : 0; }
 
 /// The tiles holding long segments, in the order they were appended, and their chunk counts (made
-/// their inclusive scan by scan_list_kernel). count is zeroed before the short kernel; entries past
-/// cap (only from offsets that break the rules) are dropped.
+/// their inclusive scan by scan_list_kernel). count is a workspace ticket (zero between calls: the
+/// scan kernel copies it to size and zeroes it, so no memset node precedes the short kernel, 1-2 us
+/// a call on the H200); entries past cap (only from offsets that break the rules) are dropped.
 struct LongList {
-  unsigned long long* count = nullptr;  ///< null: no segment can be long, nothing appended
+  unsigned int* count = nullptr;  ///< null: no segment can be long, nothing appended
+  std::int64_t* size = nullptr;   ///< the count, as the long kernel reads it
   std::int64_t* tile = nullptr;
   int* chunks = nullptr;
   std::int64_t cap = 0;
@@ -129,7 +132,7 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
     if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) {  // rare: the 64-bit division, the warp sum, the slot
       const auto chunks = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len))));
       if (lane == 0 && list.count != nullptr) {
-        const auto slot = static_cast<std::int64_t>(atomicAdd(list.count, 1ull));
+        const auto slot = static_cast<std::int64_t>(atomicAdd(list.count, 1u));
         if (slot < list.cap) list.tile[slot] = tile, list.chunks[slot] = chunks;
       }
     }
@@ -162,21 +165,23 @@ __device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix
 }
 
 /// Entries of the list the kernels may read (at most cap, whatever offsets that break the rules did).
-__device__ __forceinline__ std::int64_t list_size(const LongList& list) {
-  return min(static_cast<std::int64_t>(*list.count), list.cap);
-}
+__device__ __forceinline__ std::int64_t list_size(std::int64_t count, const LongList& list) { return min(count, list.cap); }
 
 inline constexpr int kScanBlock = 1024;
 
 /// The list's chunk counts made their inclusive scan, in place, by one block: thread t sums a
-/// contiguous run, a block scan of the runs, then each run rewritten from its offset. An empty list
-/// (no long segment) is one load.
+/// contiguous run, a block scan of the runs, then each run rewritten from its offset. The count is
+/// moved to size and its ticket zeroed (after every thread has read it). An empty list (no long
+/// segment) is a load and two stores.
 template <int Block = kScanBlock>  // a template: defined in every translation unit that launches it
 __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
   enter_after_predecessor();
   using Scan = cub::BlockScan<int, Block>;
   __shared__ typename Scan::TempStorage tmp;
-  const std::int64_t size = list_size(list);
+  const std::int64_t count = *list.count;
+  __syncthreads();
+  if (threadIdx.x == 0) *list.size = count, *list.count = 0;
+  const std::int64_t size = list_size(count, list);
   if (size == 0) return;
   const std::int64_t per = (size + Block - 1) / Block, b = min(size, per * threadIdx.x), e = min(size, b + per);
   int run = 0;
@@ -190,7 +195,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
                 std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
-  const std::int64_t entries = list_size(list);
+  const std::int64_t entries = list_size(*list.size, list);
   if (entries == 0) return;  // no long segment
   const int* __restrict__ prefix = list.chunks;
   __shared__ device::BlockReduceStorage<Acc> tmp;
@@ -270,26 +275,31 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   const Tuning& tune = ws.tuning();
   const std::int64_t tiles = ceil_div(n_seg, kTile);
   const std::int64_t max_chunks = n / kChunk + std::min(n_seg, n / (kWarpMax + 1));
-  // Scratch: the list's count, its tiles and chunk counts (at most one entry per long segment), the
-  // long chunks' partials.
+  // Scratch: the list's size, its tiles and chunk counts (at most one entry per long segment), the
+  // long chunks' partials. Tickets: one per long chunk, then the list's count.
   const std::int64_t cap = std::min(tiles, n / (kWarpMax + 1));
   const std::size_t tile_at = 256, chunks_at = tile_at + round256(static_cast<std::size_t>(cap) * sizeof(std::int64_t)),
                     part_at = chunks_at + round256(static_cast<std::size_t>(cap) * sizeof(int));
   LongList list;
   Acc* partials = nullptr;
   if (max_chunks > 0) {
-    ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks), stream);
+    ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks) + 1, stream);
     auto* const base = static_cast<unsigned char*>(ws.scratch());
-    list = LongList{reinterpret_cast<unsigned long long*>(base), reinterpret_cast<std::int64_t*>(base + tile_at),
+    list = LongList{ws.ticket_array() + max_chunks, reinterpret_cast<std::int64_t*>(base), reinterpret_cast<std::int64_t*>(base + tile_at),
                     reinterpret_cast<int*>(base + chunks_at), cap};
     partials = reinterpret_cast<Acc*>(base + part_at);
-    TALLY_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(unsigned long long), stream));
   }
-  // Four rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts 4:
-  // a grid of 4 x 4 a SM then ran a fifth of a round last, uniform 16 4% slower; H200).
+  // Whole rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts
+  // 4: a grid of 4 x 4 an SM ran a fifth of a round last, uniform 16 4% slower), how many by the mean
+  // segment length. Where it is 16 or more a tile is full 16-byte rounds, bandwidth-bound, and short
+  // blocks even out the end: 32 rounds, ~3 tiles a warp for segments of 16. Shorter segments are
+  // latency-bound and each warp's first tile waits for its offsets, which later tiles find loaded:
+  // 8 rounds. H200, 2^28 floats, us by rounds 4 / 8 / 16 / 32 / 64: uniform 16 287.0 / 285.3 /
+  // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
   static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
-  const std::int64_t short_grid =
-      std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * 4);
+  const int rounds = n >= 16 * n_seg ? 32 : 8;
+  const std::int64_t short_grid = std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1,
+                                                           std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
   launch(short_kernel<Op, T, Acc, Off>, short_grid, kBlock, tune, stream, in, n, off, n_seg, out, list);
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
