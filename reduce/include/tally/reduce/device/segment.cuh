@@ -6,6 +6,10 @@
 //
 //   // one thread per short segment [b, e) of x[0, n) (element order; 16-byte loads where x allows)
 //   float s = tally::reduce::device::thread_segment_reduce<Sum, float>(x, n, b, e);
+//   // the same order and bits from a staged copy (16-byte aligned, readable in whole rounds), or by
+//   // element loads (fewer registers)
+//   float t = tally::reduce::device::thread_segment_fold_blocks<Sum, float>(0.f, smem, b, e - b);
+//   float u = tally::reduce::device::thread_segment_fold_scalar<Sum, float>(0.f, x + b, e - b);
 //   // one warp per segment: lane l folds elements l, l + 32, ...; a fixed shuffle tree; every lane gets it
 //   float s = tally::reduce::device::warp_segment_reduce<Sum, float>(x + b, e - b);
 //   // one block per segment (or chunk): thread t folds t, t + blockDim, ...; block_reduce; thread 0 has it
@@ -41,6 +45,67 @@ inline constexpr int block_segment_unroll = sizeof(T) >= 8 ? 8 : 16;
 /// The most elements thread_segment_fold takes in one call (its positions are 32-bit).
 inline constexpr std::int64_t thread_fold_max = std::int64_t{1} << 30;
 
+/// acc folded with x[0, len) in element order by this thread, element loads segment_unroll at a time
+/// (thread_segment_fold's order and bits, fewer registers); element i is loaded as position index0 + i.
+template <class Op, class Acc, class T>
+__device__ __forceinline__ Acc thread_segment_fold_scalar(Acc acc, const T* __restrict__ x, int len, std::int64_t index0 = 0) {
+  for (int i = 0; i < len; i += segment_unroll) {
+    T v[segment_unroll] = {};
+#pragma unroll
+    for (int u = 0; u < segment_unroll; ++u)
+      if (i + u < len) v[u] = x[i + u];
+#pragma unroll
+    for (int u = 0; u < segment_unroll; ++u)
+      if (i + u < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + (i + u)));
+  }
+  return acc;
+}
+
+/// Blocks of a round of the block-wise folds below: B 16-byte blocks, B V elements.
+inline constexpr int segment_round_blocks = 4;
+
+/// One round of the block-wise folds: acc folded, in order, with the slots of v (flat positions
+/// p = u V + j) that lie in [db, de) of the round, each loaded as position index0 + p - db.
+template <class Op, class Acc, class T, int V, int B>
+__device__ __forceinline__ Acc fold_round(Acc acc, const Vec<T, V> (&v)[B], int db, int de, std::int64_t index0) {
+  // Slot p is the run's when db <= p < de: bit p of a mask made once a round, so each element costs
+  // one bit test (a pair of compares against constants each was a quarter more instructions;
+  // per-element 64-bit index tests and per-block branches made the fold ~250 instructions a round,
+  // the short-segment kernel's bottleneck).
+  const int lo = db > 0 ? db : 0, hi = de < B * V ? de : B * V;  // lo < hi: the run meets this round
+  using Mask = std::conditional_t<(B * V >= 32), std::uint64_t, std::uint32_t>;  // 1 << hi defined: hi < bits
+  Mask below_hi = ~Mask{0};
+  if constexpr (B * V < 64) below_hi = (Mask{1} << hi) - 1;
+  else if (hi < 64) below_hi = (Mask{1} << hi) - 1;
+  const Mask mask = below_hi & (~Mask{0} << lo);
+#pragma unroll
+  for (int u = 0; u < B; ++u)
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int p = u * V + j;
+      if (((mask >> p) & 1u) != 0) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], index0 + (p - db)));
+    }
+  return acc;
+}
+
+/// acc folded with x[begin, begin + len) in element order by this thread, 0 <= begin, 0 < len, where x
+/// is 16-byte aligned and readable in whole rounds: x[k, k + B V r) with k = begin rounded down to V and
+/// r = ceil((begin - k + len) / (B V)) (a staged window in shared memory, padded). thread_segment_fold's
+/// rounds and bits, without its bounds checks: every round's loads unpredicated, nothing zeroed.
+template <class Op, class Acc, class T>
+__device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __restrict__ x, int begin, int len, std::int64_t index0 = 0) {
+  constexpr int V = vec16<T>, B = segment_round_blocks;
+  const int a = begin % V, last = a + len;  // the run is flat positions [a, last) of xk
+  const T* xk = x + (begin - a);
+  for (int r = 0; r < last; r += B * V, xk += B * V) {
+    Vec<T, V> v[B];
+#pragma unroll
+    for (int u = 0; u < B; ++u) v[u] = load_vec<V>(xk + u * V);
+    acc = fold_round<Op, Acc>(acc, v, a - r, last - r, index0);
+  }
+  return acc;
+}
+
 /// acc folded with x[begin, begin + len) of x[0, n) in element order by this thread, 0 <= begin,
 /// 0 < len <= thread_fold_max; element i is loaded as position index0 + i of its segment. Where x is
 /// 16-byte aligned, the aligned 16-byte blocks covering the run are loaded whole (those inside
@@ -51,7 +116,7 @@ inline constexpr std::int64_t thread_fold_max = std::int64_t{1} << 30;
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t n, std::int64_t begin, int len,
                                                    std::int64_t index0 = 0) {
-  constexpr int V = vec16<T>, B = 4;
+  constexpr int V = vec16<T>, B = segment_round_blocks;
   if (V > 1 && is_aligned<V>(x)) {
     const auto ub = static_cast<std::uint64_t>(begin);  // >= 0: / and % are shifts and masks
     const int a = static_cast<int>(ub % V), last = a + len;   // the run is flat positions [a, last) of xk
@@ -59,17 +124,7 @@ __device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict_
     const T* xk = x + k0;
     const bool inside = k0 + (last + V - 1) / V * V <= n;  // every block of the run inside x[0, n): loaded whole, unchecked
     for (int r = 0; r < last; r += B * V, xk += B * V) {
-      // Flat position p = u V + j of this round's B blocks is the run's when db <= p < de: bit p of
-      // a mask made once a round, so each element costs one bit test (a pair of compares against
-      // constants each was a quarter more instructions; per-element 64-bit index tests and per-block
-      // branches made this fold ~250 instructions a round, the short-segment kernel's bottleneck).
       const int db = a - r, de = last - r;
-      const int lo = db > 0 ? db : 0, hi = de < B * V ? de : B * V;  // lo < hi: the run meets this round
-      using Mask = std::conditional_t<(B * V >= 32), std::uint64_t, std::uint32_t>;  // 1 << hi defined: hi < bits
-      Mask below_hi = ~Mask{0};
-      if constexpr (B * V < 64) below_hi = (Mask{1} << hi) - 1;
-      else if (hi < 64) below_hi = (Mask{1} << hi) - 1;
-      const Mask mask = below_hi & (~Mask{0} << lo);
       Vec<T, V> v[B] = {};  // defined where not loaded: nothing carried from the round before
       if (inside) {  // the common case: B predicated 16-byte loads, no branches
 #pragma unroll
@@ -88,27 +143,11 @@ __device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict_
           }
         }
       }
-#pragma unroll
-      for (int u = 0; u < B; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const int p = u * V + j;
-          if (((mask >> p) & 1u) != 0) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], index0 + (p - db)));
-        }
+      acc = fold_round<Op, Acc>(acc, v, db, de, index0);
     }
     return acc;
   }
-  const T* xb = x + begin;
-  for (int i = 0; i < len; i += segment_unroll) {
-    T v[segment_unroll] = {};
-#pragma unroll
-    for (int u = 0; u < segment_unroll; ++u)
-      if (i + u < len) v[u] = xb[i + u];
-#pragma unroll
-    for (int u = 0; u < segment_unroll; ++u)
-      if (i + u < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + (i + u)));
-  }
-  return acc;
+  return thread_segment_fold_scalar<Op, Acc>(acc, x + begin, len, index0);
 }
 
 /// Elements [begin, end) of x[0, n), 0 <= begin, folded in element order by this thread
@@ -147,10 +186,10 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
 
 /// x[0, len) by the calling warp: lane l folds x[l], x[l + 32], ... in order, then the xor tree of
 /// warp_reduce. Every lane gets the result. I: the index type (int where the caller knows len < 2^31:
-/// 32-bit loop bounds).
+/// 32-bit loop bounds); lane: lane_id(), which a caller that knows it passes (fewer instructions).
 template <class Op, class Acc, class T, class I = std::int64_t>
-__device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, I len) {
-  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane_id()), len, I{warp_size});
+__device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, I len, unsigned lane = lane_id()) {
+  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane), len, I{warp_size});
   return warp_reduce<Op>(acc);
 }
 
