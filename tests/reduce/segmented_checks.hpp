@@ -98,13 +98,15 @@ struct Problem {
 /// unaligned start when shift is odd).
 template <class A, class Op, class T, class Acc, class Off>
 std::vector<Acc> run_segments(Workspace& ws, const Problem<Op, T, Acc>& p, int64_t shift = 0,
-                              SegmentCheck check = SegmentCheck::full) {
+                              SegmentCheck check = SegmentCheck::full, bool to_last_offset = false) {
   std::vector<T> shifted(static_cast<std::size_t>(shift), pad_value<Op, T>());
   shifted.insert(shifted.end(), p.x.begin(), p.x.end());
   auto d_x = A::upload(shifted);
   auto d_off = A::upload(std::vector<Off>(p.offsets.begin(), p.offsets.end()));
   auto d_out = A::template poisoned<Acc>(static_cast<std::size_t>(p.segments()), 0x5A);
-  segmented_reduce<Op, T, Acc, Off>(A::backend, std::span<const T>(d_x.data() + shift, p.x.size()),
+  // The input ends where the last segment does (to_last_offset) or after the problem's padding.
+  const auto n = to_last_offset ? static_cast<std::size_t>(p.offsets.back()) : p.x.size();
+  segmented_reduce<Op, T, Acc, Off>(A::backend, std::span<const T>(d_x.data() + shift, n),
                                     std::span<const Off>(d_off.data(), d_off.size()), std::span<Acc>(d_out.data(), d_out.size()),
                                     ws, A::stream(), check);
   return A::download(d_out);
@@ -321,8 +323,12 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
       INFO(mix_name(mix) << ", grids sized for " << sms << " SMs");
       CHECK(bitwise_equal(first, run_segments<TestBackend, Sum, float, float, int64_t>(ws, p)));
       CHECK(bitwise_equal(first_d, run_segments<TestBackend, Sum, float, double, int32_t>(ws, pd)));
-      // The input pointer off the 16-byte grid (other loads, the same order): the same bits.
+      // The input pointer off the 16-byte grid (other loads, the same order): the same bits; and with
+      // int32 offsets (CUDA: aligned input takes the staged kernel, shifted input the tile kernel).
       CHECK(bitwise_equal(first, run_segments<TestBackend, Sum, float, float, int64_t>(ws, p, 3)));
+      CHECK(bitwise_equal(first, run_segments<TestBackend, Sum, float, float, int32_t>(ws, p)));
+      CHECK(bitwise_equal(first, run_segments<TestBackend, Sum, float, float, int32_t>(ws, p, 1)));
+      CHECK(bitwise_equal(first_d, run_segments<TestBackend, Sum, float, double, int32_t>(ws, pd, 2)));
     }
     tune = real;
   }
@@ -358,6 +364,43 @@ TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and le
   };
   check.template operator()<float, int32_t>(22500);
   check.template operator()<double, int64_t>(22501);
+}
+
+TEST_CASE(TALLY_TEST_BACKEND ": segments at the edges of a tile's staged window, and input ending at the last segment",
+          "[reduce][segmented][determinism]") {
+  // CUDA's staged kernel copies a tile's first 512 floats (256 doubles) from its first segment's
+  // 16-byte block to shared memory and reads the segments lying inside from there, the others from
+  // global memory. Tiles of 32 segments built to fall on each side of that edge: a medium segment
+  // across it; short segments past it behind a medium one; a window that starts mid-block; and an
+  // input that ends with its last segment at n = 3 mod 4, inside a 16-byte block. Every segment is
+  // checked against the naive reference, and the bits against the same call off the 16-byte grid
+  // (the tile kernel) and with int64 offsets.
+  std::vector<int64_t> len;
+  for (int s = 0; s < 31; ++s) len.push_back(16);  // tile 0: 496 floats, then 33 across the edge
+  len.push_back(33);
+  len.push_back(500);  // tile 1: a medium segment, then short ones from 1 to 31 elements past the edge
+  for (int s = 1; s < 32; ++s) len.push_back(s);
+  for (int s = 0; s < 32; ++s) len.push_back(s % 3 == 0 ? 0 : 17 + s % 16);  // tile 2: empties among 17-32
+  for (int s = 0; s < 32; ++s) len.push_back(s == 31 ? 255 : 7);  // tile 3: 255 doubles' worth at the end
+  len.push_back(3);  // the last segment, a tile of its own, lengthened below to end at 3 mod 4
+  const auto check = [&]<class T, class Acc>(std::uint64_t salt, int64_t lead) {
+    std::vector<int64_t> l = len;
+    l.back() += ((3 - (lead + offsets_of(l).back()) % 4) + 4) % 4;
+    const Problem<Sum, T, Acc> p(l, lead, salt, false);
+    REQUIRE(p.offsets.back() % 4 == 3);
+    const auto ref = p.reference();
+    Workspace ws(TestBackend::backend);
+    const auto aligned = run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 0, SegmentCheck::full, true);
+    INFO("seed " << tally::test::seed() << ", salt " << salt << ", " << (sizeof(T) == 4 ? "float" : "double") << " input, lead " << lead);
+    CHECK(compare<Sum>(aligned, ref).empty());
+    CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 1, SegmentCheck::full, true)));
+    CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int64_t>(ws, p, 0, SegmentCheck::full, true)));
+  };
+  for (int64_t lead : {0, 2, 5}) {  // windows starting at, and off, a 16-byte block
+    check.template operator()<float, float>(22700 + static_cast<std::uint64_t>(lead), lead);
+    check.template operator()<float, double>(22710 + static_cast<std::uint64_t>(lead), lead);
+    check.template operator()<double, double>(22720 + static_cast<std::uint64_t>(lead), lead);
+  }
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give the CPU backend's bits", "[reduce][segmented][determinism]") {

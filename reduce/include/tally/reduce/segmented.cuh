@@ -17,13 +17,13 @@
 //     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
 //     order by the last chunk to finish (a ticket per segment, gang_arrive).
 // Three launches (no memset: the list's count is a workspace ticket, zero between calls):
-//   1. short_kernel: a warp per tile of 32 consecutive segments (grid-stride over tiles): each lane
-//      reduces its short segment, then the warp reduces the tile's medium segments one after the
-//      other (the next tile's offsets already in flight); a tile holding long segments appends
-//      itself and its count of long chunks to a list (an atomic slot). A tile's serial work is at
-//      most 32 kWarpMax elements, so no warp is left with much more than its share. (Staging a
-//      tile's range in shared memory was measured slower: lanes walking their own segments there
-//      conflict on banks, 16-way for segments of 16.)
+//   1. staged_kernel (16-byte aligned input) or short_kernel: a warp per tile of 32 consecutive
+//      segments (grid-stride over tiles): each lane reduces its short segment, then the warp reduces
+//      the tile's medium segments one after the other; a tile holding long segments appends itself
+//      and its count of long chunks to a list (an atomic slot). A tile's serial work is at most
+//      32 kWarpMax elements, so no warp is left with much more than its share. short_kernel loads
+//      the next tile's offsets while it reduces a tile; staged_kernel also copies the next tile's
+//      elements to shared memory (cp.async), so a tile's round trips overlap the tile before.
 //   2. scan_list_kernel, one block: the list's inclusive scan, the global chunk numbering; it moves
 //      the count to the list's size and zeroes the ticket. A call without long segments finds an
 //      empty list (a scan of every tile's count, 8.6 us for the 524 288 tiles of 2^28 floats in
@@ -91,6 +91,31 @@ struct LongList {
   std::int64_t cap = 0;
 };
 
+/// A tile's medium segments (lanes with kThreadMax < len <= kWarpMax), one after the other by the whole
+/// warp, each read from the staged window win = in[wb, wend) where it lies inside (the staged kernel)
+/// and from in otherwise; then, where the tile holds long segments, the tile and its chunk count
+/// appended to the list (rare: the 64-bit division, the warp sum, the slot).
+template <class Op, class T, class Acc, bool Staged, class P>
+__device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const T* win, P wb, P wend, P tile, P b, P len, Acc* __restrict__ out,
+                                                 const LongList& list, int lane) {
+  for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
+    const int src = __ffs(static_cast<int>(mid)) - 1;
+    const P sb = __shfl_sync(0xffffffffu, b, src);
+    const int sl = __shfl_sync(0xffffffffu, static_cast<int>(len), src);
+    // Two calls, not one on a selected pointer: each is compiled for its own memory (LDS, LDG).
+    const Acc r = Staged && sb >= wb && sb + sl <= wend ? device::warp_segment_reduce<Op, Acc>(win + (sb - wb), sl, lane)
+                                                        : device::warp_segment_reduce<Op, Acc>(in + sb, sl, lane);
+    if (lane == 0) out[tile * kTile + src] = r;
+  }
+  if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) {
+    const auto chunks = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len))));
+    if (lane == 0 && list.count != nullptr) {
+      const auto slot = static_cast<std::int64_t>(atomicAdd(list.count, 1u));
+      if (slot < list.cap) list.tile[slot] = tile, list.chunks[slot] = chunks;
+    }
+  }
+}
+
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
     short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
@@ -122,20 +147,107 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
     if (s < n_seg && len <= kThreadMax)
       out[s] = len > 0 ? device::thread_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), in, n, b, static_cast<int>(len))
                        : detail::empty_segment<Op, Acc>();
-    for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
-      const int src = __ffs(static_cast<int>(mid)) - 1;
-      const std::int64_t sb = __shfl_sync(0xffffffffu, b, src);
-      const int sl = __shfl_sync(0xffffffffu, static_cast<int>(len), src);
-      const Acc r = device::warp_segment_reduce<Op, Acc>(in + sb, sl);
-      if (lane == 0) out[tile * kTile + src] = r;
+    tile_medium_long<Op, T, Acc, false, std::int64_t>(in, in, 0, 0, tile, b, len, out, list, lane);
+  }
+}
+
+/// Bytes of each of a warp's two staging buffers in the staged kernel: 512 floats, which hold every
+/// short segment of 99% of the power law's tiles and 95% of its medium segments (a tile's 32 segments
+/// span 172 floats on average, with a heavy tail).
+inline constexpr int kStageBytes = 2048;
+/// The staged kernel's residency: 4 blocks an SM (64 registers; at 5, i.e. 48 registers, its loop
+/// state spilled), 4 x 33 KB of shared memory.
+inline constexpr int kStagedBlocksSm = 4;
+
+/// Whether the staged kernel takes T: whole elements in a 16-byte block (cp.async's unit).
+template <class T>
+inline constexpr bool stageable = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
+
+/// 16 bytes from global to shared memory, asynchronously (cp.async, L2 only: the window is read once).
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+  const auto to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Waits until at most one of this thread's committed groups is still in flight.
+__device__ __forceinline__ void copy_async_wait_but_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
+/// short_kernel for 16-byte aligned input, its tiles' elements staged: while a warp reduces a tile, the
+/// next tile's elements (from its first segment's 16-byte block, at most kStageBytes) are copied to
+/// the warp's other buffer by cp.async, which holds no registers; segments lying inside the window are
+/// folded from shared memory, those past it (rare: a window of 512 floats holds 99% of the power
+/// law's short segments and 95% of its medium ones) from global memory as short_kernel does. The folds
+/// are short_kernel's (the window starts on a 16-byte block of in, so thread_segment_fold's rounds and
+/// masks are the same): the same bits. Offsets are loaded two tiles ahead, a tile's window issued
+/// one tile ahead: the round trips that short_kernel waits for (its offsets, then its short
+/// segments' rounds, then each medium segment's) are overlapped with the reduction of the tile before.
+/// H200, 2^28 floats, int32 offsets: power law 562-563 us against short_kernel's 625-627 (ncu: issue
+/// active 86% of cycles against ~65%, long-scoreboard stalls 0.27 per issue), uniform 1000 0.87 of
+/// the full sum against 0.86, uniform 16 unchanged (0.86).
+template <class Op, class T, class Acc, class Off>
+__global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
+    staged_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                  LongList list, std::int64_t n_tiles, std::int64_t n_window_end) {
+  // Positions and segment numbers in 32 bits, as the offsets are (the loop's state is ten of them;
+  // in 64 bits it spilled, and with int64 offsets the kernel ran uniform 1000 at 0.30 of the full sum,
+  // short_kernel at 0.86: H200, 2026-11-29).
+  static_assert(sizeof(Off) <= 4, "staged_kernel takes 32-bit offsets");
+  using P = std::uint32_t;
+  constexpr int V = device::vec16<T>, W = kStageBytes / static_cast<int>(sizeof(T));
+  constexpr int kWarps = kBlock / device::warp_size;
+  // Padded by a round of thread_segment_fold_blocks (which reads whole rounds; what lies past a
+  // window is never folded).
+  __shared__ __align__(16) unsigned char stage[kWarps * 2 * kStageBytes + device::segment_round_blocks * 16];
+  enter_after_predecessor();
+  const int lane = static_cast<int>(threadIdx.x) % device::warp_size, wid = static_cast<int>(threadIdx.x) / device::warp_size;
+  const P warps = static_cast<P>(gridDim.x) * kWarps, tiles = static_cast<P>(n_tiles), last = static_cast<P>(n_seg - 1);
+  P tile = static_cast<P>(blockIdx.x) * kWarps + wid;  // warp-uniform
+  if (tile >= tiles) return;
+  const P n_end = static_cast<P>(n_window_end);
+  const auto offsets = [&](P t, P& b, P& e) {  // the lane's segment of tile t (the last one past the end)
+    const P s = min(t * kTile + lane, last);
+    b = static_cast<P>(off[s]), e = static_cast<P>(off[s + 1]);
+  };
+  // Tile t's window [wb, wb + wlen) to buffer k: from its first segment's 16-byte block to its last
+  // segment's end, at most W elements, whole blocks inside in[0, n); lanes copy blocks lane, lane + 32, ...
+  const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {
+    wb = __shfl_sync(0xffffffffu, b, 0) / V * V;
+    const P we = __shfl_sync(0xffffffffu, e, device::warp_size - 1), wend = min(min(wb + W, (we + V - 1) / V * V), n_end);
+    wlen = wend > wb ? static_cast<int>(wend - wb) : 0;
+    const int at = lane * V;  // then + 32 V a copy: immediate offsets from one address
+    T* const dst = reinterpret_cast<T*>(stage + (2 * wid + k) * kStageBytes) + at;
+    const T* const src = in + wb + at;
+#pragma unroll
+    for (int j = 0; j < W / V / device::warp_size; ++j)
+      if (at + j * device::warp_size * V < wlen) copy16_async(dst + j * device::warp_size * V, src + j * device::warp_size * V);
+    copy_async_commit();
+  };
+  P b, e, nb, ne, wb, nwb = 0;
+  int wlen, nwlen = 0;
+  offsets(tile, b, e);
+  issue(b, e, 0, wb, wlen);
+  offsets(tile + warps, nb, ne);
+  for (int k = 0; tile < tiles; tile += warps, k ^= 1) {
+    const P s = tile * kTile + lane;
+    const P len = s < n_seg ? e - b : 0;
+    if (tile + warps < tiles) issue(nb, ne, k ^ 1, nwb, nwlen);
+    else copy_async_commit();  // an empty group: the wait below counts groups
+    P nnb, nne;
+    offsets(tile + 2 * warps, nnb, nne);
+    copy_async_wait_but_one();
+    __syncwarp();  // every lane's copies of this tile's window visible to the warp
+    const T* const win = reinterpret_cast<const T*>(stage + (2 * wid + k) * kStageBytes);
+    if (s < n_seg && len <= kThreadMax) {
+      Acc r = detail::empty_segment<Op, Acc>();
+      if (len > 0)
+        r = b >= wb && b - wb + len <= static_cast<P>(wlen)
+                ? device::thread_segment_fold_blocks<Op, Acc>(detail::op_identity<Op, Acc>(), win, static_cast<int>(b - wb), static_cast<int>(len))
+                : device::thread_segment_fold_scalar<Op, Acc>(detail::op_identity<Op, Acc>(), in + b, static_cast<int>(len));
+      out[s] = r;
     }
-    if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) {  // rare: the 64-bit division, the warp sum, the slot
-      const auto chunks = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(chunks_of(len))));
-      if (lane == 0 && list.count != nullptr) {
-        const auto slot = static_cast<std::int64_t>(atomicAdd(list.count, 1u));
-        if (slot < list.cap) list.tile[slot] = tile, list.chunks[slot] = chunks;
-      }
-    }
+    tile_medium_long<Op, T, Acc, true, P>(in, win, wb, wb + wlen, tile, b, len, out, list, lane);
+    __syncwarp();  // the window read before the next tile's copy reuses its buffer
+    b = nb, e = ne, nb = nnb, ne = nne, wb = nwb, wlen = nwlen;
   }
 }
 
@@ -296,11 +408,27 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   // latency-bound and each warp's first tile waits for its offsets, which later tiles find loaded:
   // 8 rounds. H200, 2^28 floats, us by rounds 4 / 8 / 16 / 32 / 64: uniform 16 287.0 / 285.3 /
   // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
-  static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
   const int rounds = n >= 16 * n_seg ? 32 : 8;
-  const std::int64_t short_grid = std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1,
-                                                           std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
-  launch(short_kernel<Op, T, Acc, Off>, short_grid, kBlock, tune, stream, in, n, off, n_seg, out, list);
+  const auto grid_of = [&](int resident) {
+    return std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
+  };
+  // The staged kernel wherever it can run: 16-byte aligned input of a type cp.async copies whole,
+  // 32-bit offsets (segment numbers below 2^31); short_kernel otherwise.
+  bool staged = false;
+  if constexpr (stageable<T> && sizeof(Off) <= 4) {
+    staged = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && n_seg < (std::int64_t{1} << 31);
+    if (staged) {
+      static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
+      // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
+      constexpr std::int64_t v = device::vec16<T>;
+      const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
+      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, n, off, n_seg, out, list, tiles, window_end);
+    }
+  }
+  if (!staged) {
+    static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
+    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, n, off, n_seg, out, list);
+  }
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
