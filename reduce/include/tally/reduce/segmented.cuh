@@ -186,8 +186,8 @@ __device__ __forceinline__ void copy_async_wait_but_one() { asm volatile("cp.asy
 /// the full sum against 0.86, uniform 16 unchanged (0.86).
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
-    staged_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
-                  LongList list, std::int64_t n_tiles, std::int64_t n_window_end) {
+    staged_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
+                  std::int64_t n_tiles, std::int64_t n_window_end) {
   // Positions and segment numbers in 32 bits, as the offsets are (the loop's state is ten of them;
   // in 64 bits it spilled, and with int64 offsets the kernel ran uniform 1000 at 0.30 of the full sum,
   // short_kernel at 0.86: H200, 2026-11-29).
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
     b = static_cast<P>(off[s]), e = static_cast<P>(off[s + 1]);
   };
   // Tile t's window [wb, wb + wlen) to buffer k: from its first segment's 16-byte block to its last
-  // segment's end, at most W elements, whole blocks inside in[0, n); lanes copy blocks lane, lane + 32, ...
+  // segment's end, at most W elements, whole blocks below n_end; lanes copy blocks lane, lane + 32, ...
   const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {
     wb = __shfl_sync(0xffffffffu, b, 0) / V * V;
     const P we = __shfl_sync(0xffffffffu, e, device::warp_size - 1), wend = min(min(wb + W, (we + V - 1) / V * V), n_end);
@@ -422,7 +422,7 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
       // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
       constexpr std::int64_t v = device::vec16<T>;
       const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
-      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, n, off, n_seg, out, list, tiles, window_end);
+      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, off, n_seg, out, list, tiles, window_end);
     }
   }
   if (!staged) {
