@@ -163,10 +163,16 @@ inline constexpr int kStagedBlocksSm = 4;
 template <class T>
 inline constexpr bool stageable = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
 
-/// 16 bytes from global to shared memory, asynchronously (cp.async, L2 only: the window is read once).
-__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+/// 16 bytes from global to shared memory where `copy`, asynchronously (cp.async, L2 only: the window
+/// is read once). The predicate is the instruction's: the addresses are computed unconditionally, from
+/// one base with immediate offsets (an `if` around the copy had the compiler rebuild each copy's
+/// 64-bit address under its own predicate: ~6 instructions a copy).
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool copy) {
   const auto to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(gmem) : "memory");
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16;\n\t}" ::"r"(to), "l"(gmem),
+      "r"(static_cast<int>(copy))
+      : "memory");
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /// Waits until at most one of this thread's committed groups is still in flight.
@@ -219,7 +225,7 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
     const T* const src = in + wb + at;
 #pragma unroll
     for (int j = 0; j < W / V / device::warp_size; ++j)
-      if (at + j * device::warp_size * V < wlen) copy16_async(dst + j * device::warp_size * V, src + j * device::warp_size * V);
+      copy16_async(dst + j * device::warp_size * V, src + j * device::warp_size * V, at + j * device::warp_size * V < wlen);
     copy_async_commit();
   };
   P b, e, nb, ne, wb, nwb = 0;
