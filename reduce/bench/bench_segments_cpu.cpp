@@ -17,7 +17,8 @@
 namespace tally::reduce::bench {
 
 std::vector<SegmentCase> segment_cases(std::int64_t n) {
-  std::vector<SegmentCase> c = {{"uniform 16", 16, false}, {"uniform 1000", 1000, false}};
+  // Segments of 4: CSR rows of a very sparse matrix, where the pair kernel (CUDA) takes over.
+  std::vector<SegmentCase> c = {{"uniform 4", 4, false}, {"uniform 16", 16, false}, {"uniform 1000", 1000, false}};
   if (n >= (std::int64_t{1} << 22)) c.push_back({"uniform 2^20", std::int64_t{1} << 20, false});
   c.push_back({"power law", 0, true});
   c.push_back({"10^5 ones + 1 giant", 0, false});

@@ -265,13 +265,17 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions: every operator x type, int
       salt += 2;
       const Problem<Op, T, Acc> p(mix_lengths(mix, salt), mix % 2 == 0 ? 0 : 3, salt + 1, false);
       const auto ref = p.reference();
-      const int64_t shift = mix % 2;  // odd mixes: an input pointer off the 16-byte grid
+      // Odd mixes put the int64 call's input pointer off the 16-byte grid; int32 offsets run on both
+      // (CUDA: aligned input takes a staged kernel, the pair kernel for the zeros and ones).
+      const int64_t shift = mix % 2;
       const std::string e64 = compare<Op>(run_segments<TestBackend, Op, T, Acc, int64_t>(ws, p, shift), ref);
-      const std::string e32 = compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 1 - shift), ref);
+      const std::string e32 = compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 0), ref);
+      const std::string e32s = compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 1), ref);
       INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << " (" << p.segments() << " segments): int64 offsets: " << e64
-                                     << " int32 offsets: " << e32);
+                                     << " int32 offsets: " << e32 << " int32, input off the grid: " << e32s);
       CHECK(e64.empty());
       CHECK(e32.empty());
+      CHECK(e32s.empty());
     }
   });
 }
@@ -311,7 +315,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
   auto& tune = const_cast<Tuning&>(ws.tuning());
   const Tuning real = tune;
   std::uint64_t salt = 22000;
-  for (int mix : {1, 2, 3, 4}) {
+  for (int mix : {0, 1, 2, 3, 4}) {
     salt += 2;
     const Problem<Sum, float, float> p(mix_lengths(mix, salt), 0, salt + 1, false);
     salt += 2;
@@ -366,41 +370,57 @@ TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and le
   check.template operator()<double, int64_t>(22501);
 }
 
+/// Segments on each side of the edge of a staged window of `w` elements over tiles of `tile`
+/// segments (CUDA's staged kernels: a window from a tile's first segment's 16-byte block): a medium
+/// segment across it; short segments past it behind a medium one; empties among 17-32; a tile ending
+/// with a 255-element segment; then `filler` segments of 0 and 1 (bringing the mean length down to
+/// where the pair kernel runs) and a last segment of 3 (lengthened by the caller).
+inline std::vector<int64_t> window_edge_lengths(int64_t tile, int64_t w, int64_t filler) {
+  std::vector<int64_t> len;
+  const int64_t l0 = (w - 20 + tile - 2) / (tile - 1);  // tile 0: tile - 1 of these end within 20 of w
+  for (int64_t s = 0; s + 1 < tile; ++s) len.push_back(l0);
+  len.push_back(33);
+  len.push_back(w - 12);  // tile 1: a medium segment, then short ones from 1 to 31 elements past the edge
+  for (int64_t s = 1; s < tile; ++s) len.push_back((s - 1) % 31 + 1);
+  for (int64_t s = 0; s < tile; ++s) len.push_back(s % 3 == 0 ? 0 : 17 + s % 16);
+  for (int64_t s = 0; s < tile; ++s) len.push_back(s == tile - 1 ? 255 : 7);
+  for (int64_t s = 0; s < filler; ++s) len.push_back(s % 2);
+  len.push_back(3);
+  return len;
+}
+
 TEST_CASE(TALLY_TEST_BACKEND ": segments at the edges of a tile's staged window, and input ending at the last segment",
           "[reduce][segmented][determinism]") {
-  // CUDA's staged kernel copies a tile's first 512 floats (256 doubles) from its first segment's
-  // 16-byte block to shared memory and reads the segments lying inside from there, the others from
-  // global memory. Tiles of 32 segments built to fall on each side of that edge: a medium segment
-  // across it; short segments past it behind a medium one; a window that starts mid-block; and an
-  // input that ends with its last segment at n = 3 mod 4, inside a 16-byte block. Every segment is
-  // checked against the naive reference, and the bits against the same call off the 16-byte grid
-  // (the tile kernel) and with int64 offsets.
-  std::vector<int64_t> len;
-  for (int s = 0; s < 31; ++s) len.push_back(16);  // tile 0: 496 floats, then 33 across the edge
-  len.push_back(33);
-  len.push_back(500);  // tile 1: a medium segment, then short ones from 1 to 31 elements past the edge
-  for (int s = 1; s < 32; ++s) len.push_back(s);
-  for (int s = 0; s < 32; ++s) len.push_back(s % 3 == 0 ? 0 : 17 + s % 16);  // tile 2: empties among 17-32
-  for (int s = 0; s < 32; ++s) len.push_back(s == 31 ? 255 : 7);  // tile 3: 255 doubles' worth at the end
-  len.push_back(3);  // the last segment, a tile of its own, lengthened below to end at 3 mod 4
-  const auto check = [&]<class T, class Acc>(std::uint64_t salt, int64_t lead) {
-    std::vector<int64_t> l = len;
+  // CUDA's staged kernel copies 2 KB from a tile of 32 segments, its pair kernel (segments of at most
+  // 32 bytes on average) 3 KB from a tile of 64, and reads the segments lying inside from there, the
+  // others from global memory. The layouts put segments on each side of those edges, in windows that
+  // start at and off a 16-byte block, with an input that ends at n = 3 mod 4, inside a 16-byte block.
+  // Every segment is checked against the naive reference, and the bits against the same call off the
+  // 16-byte grid (the tile kernel) and with int64 offsets.
+  const auto check = [&]<class T, class Acc>(std::uint64_t salt, int64_t lead, bool pair) {
+    const int64_t w = (pair ? 3072 : 2048) / static_cast<int64_t>(sizeof(T));
+    std::vector<int64_t> l = window_edge_lengths(pair ? 64 : 32, w, pair ? 64 * 16 : 0);
     l.back() += ((3 - (lead + offsets_of(l).back()) % 4) + 4) % 4;
     const Problem<Sum, T, Acc> p(l, lead, salt, false);
     REQUIRE(p.offsets.back() % 4 == 3);
+    // Which CUDA kernel: the pair kernel where the mean segment is at most 32 bytes.
+    REQUIRE(pair == ((p.offsets.back() - lead) * static_cast<int64_t>(sizeof(T)) <= 32 * p.segments()));
     const auto ref = p.reference();
     Workspace ws(TestBackend::backend);
     const auto aligned = run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 0, SegmentCheck::full, true);
-    INFO("seed " << tally::test::seed() << ", salt " << salt << ", " << (sizeof(T) == 4 ? "float" : "double") << " input, lead " << lead);
+    INFO("seed " << tally::test::seed() << ", salt " << salt << ", " << (sizeof(T) == 4 ? "float" : "double") << " input, lead " << lead
+                 << (pair ? ", pair layout" : ", tile layout"));
     CHECK(compare<Sum>(aligned, ref).empty());
     CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 1, SegmentCheck::full, true)));
     CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int64_t>(ws, p, 0, SegmentCheck::full, true)));
   };
-  for (int64_t lead : {0, 2, 5}) {  // windows starting at, and off, a 16-byte block
-    check.template operator()<float, float>(22700 + static_cast<std::uint64_t>(lead), lead);
-    check.template operator()<float, double>(22710 + static_cast<std::uint64_t>(lead), lead);
-    check.template operator()<double, double>(22720 + static_cast<std::uint64_t>(lead), lead);
-  }
+  for (bool pair : {false, true})
+    for (int64_t lead : {0, 2, 5}) {  // windows starting at, and off, a 16-byte block
+      const auto salt = 22700 + static_cast<std::uint64_t>(lead) + (pair ? 100 : 0);
+      check.template operator()<float, float>(salt, lead, pair);
+      check.template operator()<float, double>(salt + 10, lead, pair);
+      check.template operator()<double, double>(salt + 20, lead, pair);
+    }
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give the CPU backend's bits", "[reduce][segmented][determinism]") {

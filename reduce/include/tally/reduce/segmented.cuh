@@ -151,15 +151,7 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
   }
 }
 
-/// Bytes of each of a warp's two staging buffers in the staged kernel: 512 floats, which hold every
-/// short segment of 99% of the power law's tiles and 95% of its medium segments (a tile's 32 segments
-/// span 172 floats on average, with a heavy tail).
-inline constexpr int kStageBytes = 2048;
-/// The staged kernel's residency: 4 blocks an SM (64 registers; at 5, i.e. 48 registers, its loop
-/// state spilled), 4 x 33 KB of shared memory.
-inline constexpr int kStagedBlocksSm = 4;
-
-/// Whether the staged kernel takes T: whole elements in a 16-byte block (cp.async's unit).
+/// Whether the staged kernels take T: whole elements in a 16-byte block (cp.async's unit).
 template <class T>
 inline constexpr bool stageable = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
 
@@ -174,9 +166,55 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool 
       "r"(static_cast<int>(copy))
       : "memory");
 }
+/// 4 bytes likewise (cp.async.ca: copies under 16 bytes go through L1).
+__device__ __forceinline__ void copy4_async(void* smem, const void* gmem, bool copy) {
+  const auto to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.ca.shared.global [%0], [%1], 4;\n\t}" ::"r"(to), "l"(gmem),
+      "r"(static_cast<int>(copy))
+      : "memory");
+}
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /// Waits until at most one of this thread's committed groups is still in flight.
 __device__ __forceinline__ void copy_async_wait_but_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+/// A tile's window of at most W elements: from the 16-byte block holding its first segment's start
+/// (first) to its last segment's end (last), whole blocks below n_end, into dst asynchronously (the
+/// caller commits); lanes copy blocks lane, lane + 32, ... Sets [wb, wb + wlen).
+template <int W, class T, class P>
+__device__ __forceinline__ void copy_window(T* dst, const T* __restrict__ in, P first, P last, P n_end, int lane, P& wb, int& wlen) {
+  constexpr int V = device::vec16<T>;
+  wb = first / V * V;
+  const P wend = min(min(wb + W, (last + V - 1) / V * V), n_end);
+  wlen = wend > wb ? static_cast<int>(wend - wb) : 0;
+  const int at = lane * V;  // then + 32 V a copy: immediate offsets from one address
+  T* const d = dst + at;
+  const T* const s = in + wb + at;
+#pragma unroll
+  for (int j = 0; j < W / V / device::warp_size; ++j)
+    copy16_async(d + j * device::warp_size * V, s + j * device::warp_size * V, at + j * device::warp_size * V < wlen);
+}
+
+/// A lane's short segment s = [b, b + len) of a staged tile: from the window win = in[wb, wb + wlen)
+/// where it lies inside, from global memory otherwise, in thread_segment_fold's order either way.
+template <class Op, class T, class Acc, class P>
+__device__ __forceinline__ void staged_short(const T* __restrict__ in, const T* win, P wb, int wlen, P s, P b, P len, Acc* __restrict__ out) {
+  Acc r = detail::empty_segment<Op, Acc>();
+  if (len > 0)
+    r = b >= wb && b - wb + len <= static_cast<P>(wlen)
+            ? device::thread_segment_fold_blocks<Op, Acc>(detail::op_identity<Op, Acc>(), win, static_cast<int>(b - wb), static_cast<int>(len))
+            : device::thread_segment_fold_scalar<Op, Acc>(detail::op_identity<Op, Acc>(), in + b, static_cast<int>(len));
+  out[s] = r;
+}
+
+/// Bytes of each of a warp's two staging buffers in the staged kernel: 512 floats, which hold every
+/// short segment of 99% of the power law's tiles and 95% of its medium segments (a tile's 32 segments
+/// span 172 floats on average, with a heavy tail).
+inline constexpr int kStageBytes = 2048;
+/// The staged kernel's residency: 4 blocks an SM (64 registers; at 5, i.e. 48 registers, its loop
+/// state spilled), 4 x 33 KB of shared memory.
+inline constexpr int kStagedBlocksSm = 4;
 
 /// short_kernel for 16-byte aligned input, its tiles' elements staged: while a warp reduces a tile, the
 /// next tile's elements (from its first segment's 16-byte block, at most kStageBytes) are copied to
@@ -187,7 +225,7 @@ __device__ __forceinline__ void copy_async_wait_but_one() { asm volatile("cp.asy
 /// masks are the same): the same bits. Offsets are loaded two tiles ahead, a tile's window issued
 /// one tile ahead: the round trips that short_kernel waits for (its offsets, then its short
 /// segments' rounds, then each medium segment's) are overlapped with the reduction of the tile before.
-/// H200, 2^28 floats, int32 offsets: power law 562-563 us against short_kernel's 625-627 (ncu: issue
+/// H200, 2^28 floats, int32 offsets: power law 549-552 us against short_kernel's 625-627 (ncu: issue
 /// active 86% of cycles against ~65%, long-scoreboard stalls 0.27 per issue), uniform 1000 0.87 of
 /// the full sum against 0.86, uniform 16 unchanged (0.86).
 template <class Op, class T, class Acc, class Off>
@@ -199,7 +237,7 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   // short_kernel at 0.86: H200, 2026-11-29).
   static_assert(sizeof(Off) <= 4, "staged_kernel takes 32-bit offsets");
   using P = std::uint32_t;
-  constexpr int V = device::vec16<T>, W = kStageBytes / static_cast<int>(sizeof(T));
+  constexpr int W = kStageBytes / static_cast<int>(sizeof(T));
   constexpr int kWarps = kBlock / device::warp_size;
   // Padded by a round of thread_segment_fold_blocks (which reads whole rounds; what lies past a
   // window is never folded).
@@ -214,18 +252,9 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
     const P s = min(t * kTile + lane, last);
     b = static_cast<P>(off[s]), e = static_cast<P>(off[s + 1]);
   };
-  // Tile t's window [wb, wb + wlen) to buffer k: from its first segment's 16-byte block to its last
-  // segment's end, at most W elements, whole blocks below n_end; lanes copy blocks lane, lane + 32, ...
-  const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {
-    wb = __shfl_sync(0xffffffffu, b, 0) / V * V;
-    const P we = __shfl_sync(0xffffffffu, e, device::warp_size - 1), wend = min(min(wb + W, (we + V - 1) / V * V), n_end);
-    wlen = wend > wb ? static_cast<int>(wend - wb) : 0;
-    const int at = lane * V;  // then + 32 V a copy: immediate offsets from one address
-    T* const dst = reinterpret_cast<T*>(stage + (2 * wid + k) * kStageBytes) + at;
-    const T* const src = in + wb + at;
-#pragma unroll
-    for (int j = 0; j < W / V / device::warp_size; ++j)
-      copy16_async(dst + j * device::warp_size * V, src + j * device::warp_size * V, at + j * device::warp_size * V < wlen);
+  const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kStageBytes); };
+  const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {  // tile (b, e)'s window to buffer k
+    copy_window<W>(buffer(k), in, __shfl_sync(0xffffffffu, b, 0), __shfl_sync(0xffffffffu, e, device::warp_size - 1), n_end, lane, wb, wlen);
     copy_async_commit();
   };
   P b, e, nb, ne, wb, nwb = 0;
@@ -242,19 +271,83 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
     offsets(tile + 2 * warps, nnb, nne);
     copy_async_wait_but_one();
     __syncwarp();  // every lane's copies of this tile's window visible to the warp
-    const T* const win = reinterpret_cast<const T*>(stage + (2 * wid + k) * kStageBytes);
-    if (s < n_seg && len <= kThreadMax) {
-      Acc r = detail::empty_segment<Op, Acc>();
-      if (len > 0)
-        r = b >= wb && b - wb + len <= static_cast<P>(wlen)
-                ? device::thread_segment_fold_blocks<Op, Acc>(detail::op_identity<Op, Acc>(), win, static_cast<int>(b - wb), static_cast<int>(len))
-                : device::thread_segment_fold_scalar<Op, Acc>(detail::op_identity<Op, Acc>(), in + b, static_cast<int>(len));
-      out[s] = r;
-    }
+    const T* const win = buffer(k);
+    if (s < n_seg && len <= kThreadMax) staged_short<Op>(in, win, wb, wlen, s, b, len, out);
     tile_medium_long<Op, T, Acc, true, P>(in, win, wb, wb + wlen, tile, b, len, out, list, lane);
     __syncwarp();  // the window read before the next tile's copy reuses its buffer
     b = nb, e = ne, nb = nnb, ne = nne, wb = nwb, wlen = nwlen;
   }
+}
+
+/// The pair kernel's blocks (4 warps; registers held to 64, for 8 an SM, but 29 KB of shared memory
+/// each lets 7 in), its tiles (two of 32 segments, a pair a warp) and its windows (768 floats: a pair
+/// of the power law's segments spans 344 on average).
+inline constexpr int kPairBlock = 128;
+inline constexpr int kPairBlocksSm = 8;
+inline constexpr int kPairStageBytes = 3072;
+
+/// staged_kernel for short segments (a mean under 32 bytes): tiles of 64 segments, lane l reducing
+/// segments l and l + 32 (the per-tile work of the window, its copies and the wait paid once for two
+/// of staged_kernel's tiles), the offsets staged too (tile t's 65 copied to shared memory two tiles
+/// ahead, its elements one tile ahead, one cp.async group a tile: the loop holds no offsets in
+/// registers). The same folds from the same windowed or global memory: the same bits.
+/// H200, 2^28 floats: power law 490 us against staged_kernel's 548-552 (0.49 of the full sum against
+/// 0.44), uniform 4 397 against 474, uniform 8 316 against 323; longer segments are slower here
+/// (uniform 16 365 against 281: the window holds three quarters of a tile's 1024 floats).
+template <class Op, class T, class Acc, class Off>
+__global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
+    staged_pair_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
+                       std::int64_t n_pairs, std::int64_t n_window_end) {
+  static_assert(sizeof(Off) == 4, "staged_pair_kernel copies 32-bit offsets");
+  using P = std::uint32_t;
+  constexpr int W = kPairStageBytes / static_cast<int>(sizeof(T)), S = 2 * kTile, kWarps = kPairBlock / device::warp_size;
+  constexpr int OS = (S + 1 + 3) / 4 * 4;  // a tile's offsets, padded to 16 bytes
+  __shared__ __align__(16) unsigned char stage[kWarps * 2 * kPairStageBytes + device::segment_round_blocks * 16];
+  __shared__ __align__(16) P offs[kWarps][3][OS];
+  enter_after_predecessor();
+  const int lane = static_cast<int>(threadIdx.x) % device::warp_size, wid = static_cast<int>(threadIdx.x) / device::warp_size;
+  const P warps = static_cast<P>(gridDim.x) * kWarps, pairs = static_cast<P>(n_pairs), segs = static_cast<P>(n_seg);
+  P pair = static_cast<P>(blockIdx.x) * kWarps + wid;  // warp-uniform
+  if (pair >= pairs) return;
+  const P n_end = static_cast<P>(n_window_end);
+  const auto copy_offsets = [&](P t, int q) {  // pair t's S + 1 offsets (clamped to off[n_seg]) to stage q
+#pragma unroll
+    for (int h = 0; h <= 2; ++h) {
+      const int at = h * device::warp_size + lane;
+      copy4_async(&offs[wid][q][at], off + min(t * S + at, segs), at <= S);
+    }
+  };
+  const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kPairStageBytes); };
+  const auto issue = [&](int q, int k, P& wb, int& wlen) { copy_window<W>(buffer(k), in, offs[wid][q][0], offs[wid][q][S], n_end, lane, wb, wlen); };
+  P wb = 0, nwb = 0;
+  int wlen = 0, nwlen = 0;
+  copy_offsets(pair, 0);
+  copy_async_commit();
+  copy_async_wait_all();
+  __syncwarp();
+  issue(0, 0, wb, wlen);
+  copy_offsets(pair + warps, 1);  // past the end: clamped, never read
+  copy_async_commit();
+  for (int k = 0, q = 0; pair < pairs; pair += warps, k ^= 1, q = q == 2 ? 0 : q + 1) {
+    copy_async_wait_all();
+    __syncwarp();  // this pair's elements and the next pair's offsets landed for every lane, and the
+                   // buffers about to be refilled were read by every lane in the iteration before
+    const int q1 = q == 2 ? 0 : q + 1, q2 = q1 == 2 ? 0 : q1 + 1;
+    if (pair + warps < pairs) issue(q1, k ^ 1, nwb, nwlen);
+    copy_offsets(pair + 2 * warps, q2);
+    copy_async_commit();
+    const T* const win = buffer(k);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int at = h * device::warp_size + lane;
+      const P s = pair * S + at, b = offs[wid][q][at];
+      const P len = s < segs ? offs[wid][q][at + 1] - b : 0;
+      if (s < segs && len <= kThreadMax) staged_short<Op>(in, win, wb, wlen, s, b, len, out);
+      tile_medium_long<Op, T, Acc, true, P>(in, win, wb, wb + wlen, pair * 2 + h, b, len, out, list, lane);
+    }
+    wb = nwb, wlen = nwlen;
+  }
+  copy_async_wait_all();  // no copy may still target shared memory at exit
 }
 
 /// Where a long chunk lies (found by the block's first warp, read by all).
@@ -415,19 +508,32 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   // 8 rounds. H200, 2^28 floats, us by rounds 4 / 8 / 16 / 32 / 64: uniform 16 287.0 / 285.3 /
   // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
   const int rounds = n >= 16 * n_seg ? 32 : 8;
-  const auto grid_of = [&](int resident) {
-    return std::clamp<std::int64_t>(ceil_div(tiles, kBlock / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
+  const auto grid_of = [&](int resident, std::int64_t units = 0, int block = kBlock) {  // units: tiles by default
+    return std::clamp<std::int64_t>(ceil_div(units > 0 ? units : tiles, block / device::warp_size), 1,
+                                    std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
   };
-  // The staged kernel wherever it can run: 16-byte aligned input of a type cp.async copies whole,
-  // 32-bit offsets (segment numbers below 2^31); short_kernel otherwise.
+  // The staged kernels wherever they can run: 16-byte aligned input of a type cp.async copies whole,
+  // 32-bit offsets (segment numbers below 2^31); the pair kernel where segments average at most 32
+  // bytes (H200: the power law's 21 bytes, uniform 4 and 8 faster there, uniform 16 slower);
+  // short_kernel otherwise.
   bool staged = false;
   if constexpr (stageable<T> && sizeof(Off) <= 4) {
     staged = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && n_seg < (std::int64_t{1} << 31);
-    if (staged) {
+    // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
+    constexpr std::int64_t v = device::vec16<T>;
+    const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
+    bool pair = false;
+    if constexpr (sizeof(Off) == 4) {
+      pair = staged && n * static_cast<std::int64_t>(sizeof(T)) <= 32 * n_seg;
+      if (pair) {
+        static const int resident = resident_blocks(staged_pair_kernel<Op, T, Acc, Off>, kPairBlock);
+        const std::int64_t pairs = ceil_div(n_seg, 2 * kTile);
+        launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, kPairBlock), kPairBlock, tune, stream, in, off, n_seg, out, list,
+               pairs, window_end);
+      }
+    }
+    if (staged && !pair) {
       static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
-      // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
-      constexpr std::int64_t v = device::vec16<T>;
-      const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
       launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, off, n_seg, out, list, tiles, window_end);
     }
   }
