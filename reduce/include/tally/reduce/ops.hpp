@@ -13,7 +13,7 @@
 
 #if defined(__CUDACC__)
 #include <cuda/std/limits>
-namespace tally::reduce::detail { using cuda::std::numeric_limits; }
+namespace tally::reduce::detail { using ::cuda::std::numeric_limits; }  // ::cuda: detail::cuda exists too
 #else
 #include <limits>
 namespace tally::reduce::detail { using std::numeric_limits; }
@@ -91,7 +91,7 @@ struct Max {
   template <class T> TALLY_HD static constexpr T combine(T a, T b) {
 #ifdef TALLY_FLOAT_MINMAX_NAN
     if constexpr (std::is_same_v<T, float>)
-      if (!cuda::std::is_constant_evaluated()) return detail::max_nan(a, b);
+      if (!::cuda::std::is_constant_evaluated()) return detail::max_nan(a, b);
 #endif
     return (a > b || is_nan(a)) ? a : b;
   }
@@ -106,7 +106,7 @@ struct Min {
   template <class T> TALLY_HD static constexpr T combine(T a, T b) {
 #ifdef TALLY_FLOAT_MINMAX_NAN
     if constexpr (std::is_same_v<T, float>)
-      if (!cuda::std::is_constant_evaluated()) return detail::min_nan(a, b);
+      if (!::cuda::std::is_constant_evaluated()) return detail::min_nan(a, b);
 #endif
     return (a < b || is_nan(a)) ? a : b;
   }

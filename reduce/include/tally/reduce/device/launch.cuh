@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "tally/common/cuda_check.cuh"
+#include "tally/reduce/config.hpp"
 #include "tally/reduce/strategy.hpp"
 
 namespace tally::reduce::detail::cuda {
