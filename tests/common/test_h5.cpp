@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <system_error>
 #include <unistd.h>
 
 #include "catch.hpp"
@@ -14,10 +15,19 @@ namespace fs = std::filesystem;
 using namespace tally;
 
 namespace {
+// This process's scratch directory, removed when it exits (ctest runs each case as a process: a
+// directory per case was left in /tmp before).
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("tally_test_h5_" + std::to_string(getpid()));
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
 std::string temp_dir() {
-  const fs::path d = fs::temp_directory_path() / ("tally_test_h5_" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d.string();
+  static const ScratchDir d;
+  return d.path.string();
 }
 }  // namespace
 
