@@ -252,14 +252,14 @@ inline constexpr int kPairBlock = 128;
 inline constexpr int kPairBlocksSm = 8;
 inline constexpr int kPairStageBytes = 3072;
 
-/// staged_kernel for short segments (a mean under 32 bytes): tiles of 64 segments, lane l reducing
+/// staged_kernel for short segments (at most 32 bytes on average): tiles of 64 segments, lane l reducing
 /// segments l and l + 32 (the per-tile work of the window, its copies and the wait paid once for two
 /// of staged_kernel's tiles), the offsets staged too (tile t's 65 copied to shared memory two tiles
 /// ahead, its elements one tile ahead, one cp.async group a tile: the loop holds no offsets in
 /// registers). The same folds from the same windowed or global memory: the same bits.
-/// H200, 2^28 floats: power law 490 us against staged_kernel's 548-552 (0.49 of the full sum against
-/// 0.44), uniform 4 397 against 474, uniform 8 316 against 323; longer segments are slower here
-/// (uniform 16 365 against 281: the window holds three quarters of a tile's 1024 floats).
+/// H200, 2^28 floats: power law 486-490 us against staged_kernel's 548-552 (0.50 of the full sum
+/// against 0.44), uniform 4 397-400 against 472-474, uniform 8 316 against 323; longer segments are
+/// slower here (uniform 16 365 against 281: the window holds three quarters of a tile's 1024 floats).
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
     staged_pair_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
