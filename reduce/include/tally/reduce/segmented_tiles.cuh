@@ -245,9 +245,10 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   }
 }
 
-/// The pair kernel's blocks (4 warps; registers held to 64, for 8 an SM, but 29 KB of shared memory
-/// each lets 7 in), its tiles (two of 32 segments, a pair a warp) and its windows (768 floats: a pair
-/// of the power law's segments spans 344 on average).
+/// The pair kernel's blocks (4 warps, 8 an SM: registers held to 64, and 8 x (27.3 KB of shared
+/// memory + 1 KB the system reserves a block) = 226 KB of the SM's 228), its tiles (two of 32
+/// segments, a pair a warp) and its windows (768 floats: a pair of the power law's segments spans
+/// 344 on average).
 inline constexpr int kPairBlock = 128;
 inline constexpr int kPairBlocksSm = 8;
 inline constexpr int kPairStageBytes = 3072;
