@@ -1,5 +1,5 @@
 // reduce-bench --suite segments on CUDA: the segmented float sum of 2^28 floats (uniform segments of
-// 16, 1000 and 2^20, a power-law mix, 10^5 ones next to one giant) against the full float sum of the
+// 4, 16, 1000 and 2^20, a power-law mix, 10^5 ones next to one giant) against the full float sum of the
 // same array in the same run and cub::DeviceSegmentedReduce::Sum on the same offsets. Times are GPU
 // times per call from CUDA-graph replays (medians), as in bench_cuda.cu; the library's calls are
 // SegmentCheck::trusted (the offsets check waits for the device, which a graph cannot), and one
