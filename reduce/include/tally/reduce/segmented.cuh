@@ -213,9 +213,8 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   // 8 rounds. H200, 2^28 floats, us by rounds 4 / 8 / 16 / 32 / 64: uniform 16 287.0 / 285.3 /
   // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
   const int rounds = n >= 16 * n_seg ? 32 : 8;
-  const auto grid_of = [&](int resident, std::int64_t units = 0, int block = kBlock) {  // units: tiles by default
-    return std::clamp<std::int64_t>(ceil_div(units > 0 ? units : tiles, block / device::warp_size), 1,
-                                    std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
+  const auto grid_of = [&](int resident, std::int64_t warp_tiles, int block) {  // a warp a tile
+    return std::clamp<std::int64_t>(ceil_div(warp_tiles, block / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
   };
   // The staged kernels wherever they can run: 16-byte aligned input of a type cp.async copies whole,
   // 32-bit offsets (segment numbers below 2^31); the pair kernel where segments average at most 32
@@ -239,12 +238,12 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
     }
     if (staged && !pair) {
       static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
-      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, off, n_seg, out, list, tiles, window_end);
+      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg, out, list, tiles, window_end);
     }
   }
   if (!staged) {
     static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
-    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident), kBlock, tune, stream, in, n, off, n_seg, out, list);
+    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, n, off, n_seg, out, list);
   }
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
