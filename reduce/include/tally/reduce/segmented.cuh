@@ -221,24 +221,22 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   // bytes (H200: the power law's 21 bytes, uniform 4 and 8 faster there, uniform 16 slower);
   // short_kernel otherwise.
   bool staged = false;
-  if constexpr (stageable<T> && sizeof(Off) <= 4) {
+  if constexpr (stageable<T> && sizeof(Off) == 4) {
     staged = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && n_seg < (std::int64_t{1} << 31);
-    // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
-    constexpr std::int64_t v = device::vec16<T>;
-    const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
-    bool pair = false;
-    if constexpr (sizeof(Off) == 4) {
-      pair = staged && n * static_cast<std::int64_t>(sizeof(T)) <= 32 * n_seg;
-      if (pair) {
+    if (staged) {
+      // Windows hold whole 16-byte blocks inside in[0, n), below 2^32 (positions are 32-bit).
+      constexpr std::int64_t v = device::vec16<T>;
+      const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
+      if (n * static_cast<std::int64_t>(sizeof(T)) <= 32 * n_seg) {
         static const int resident = resident_blocks(staged_pair_kernel<Op, T, Acc, Off>, kPairBlock);
         const std::int64_t pairs = ceil_div(n_seg, 2 * kTile);
         launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, kPairBlock), kPairBlock, tune, stream, in, off, n_seg, out, list,
                pairs, window_end);
+      } else {
+        static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
+        launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg, out, list, tiles,
+               window_end);
       }
-    }
-    if (staged && !pair) {
-      static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
-      launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg, out, list, tiles, window_end);
     }
   }
   if (!staged) {

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   // Positions and segment numbers in 32 bits, as the offsets are (the loop's state is ten of them;
   // in 64 bits it spilled, and with int64 offsets the kernel ran uniform 1000 at 0.30 of the full sum,
   // short_kernel at 0.86: H200, 2026-11-29).
-  static_assert(sizeof(Off) <= 4, "staged_kernel takes 32-bit offsets");
+  static_assert(sizeof(Off) == 4, "staged_kernel takes 32-bit offsets");
   using P = std::uint32_t;
   constexpr int W = kStageBytes / static_cast<int>(sizeof(T));
   constexpr int kWarps = kBlock / device::warp_size;
