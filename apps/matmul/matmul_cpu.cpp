@@ -149,8 +149,7 @@ double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c
     C.noalias() = A * B;
     if (r >= warmup) times.push_back(t.seconds());
   }
-  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
-  return times[times.size() / 2];
+  return median(std::move(times));
 }
 
 namespace {
@@ -180,8 +179,7 @@ class CpuEngine final : public Engine<T> {
       if (combine_) combine_(c_, nullptr);
       if (r >= warmup) times.push_back(t.seconds());
     }
-    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
-    return times[times.size() / 2];
+    return median(std::move(times));
   }
   std::vector<T> c() override { return c_; }
   std::vector<T> a() override { return a_; }

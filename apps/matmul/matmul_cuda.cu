@@ -25,6 +25,7 @@
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
 #include "tally/common/error.hpp"
+#include "tally/common/timing.hpp"
 
 namespace tally::matmul {
 namespace {
@@ -117,11 +118,6 @@ using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2
 // of 32 x 32 2.348 / 18.57. Double: 128 x 128, 16 warps of 32 x 32, 16-deep slices, 4 stages.
 using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
 using TcTiledD = k::tc::TcConfig<k::tc::Dmma<8>, 128, 128, 32, 32, 1, 16, 4, 1>;
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 template <class T>
 class CudaEngine final : public Engine<T> {

@@ -5,6 +5,7 @@
 
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
+#include "tally/common/timing.hpp"
 
 namespace tally {
 
@@ -19,8 +20,7 @@ double copy_bandwidth_gbs(void* d_dst, const void* d_src, std::size_t bytes, int
     const double s = timer.elapsed_s();
     if (rep >= warmups) seconds.push_back(s);
   }
-  std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2), seconds.end());
-  return 2.0 * static_cast<double>(bytes) / seconds[seconds.size() / 2] * 1e-9;
+  return 2.0 * static_cast<double>(bytes) / median(std::move(seconds)) * 1e-9;
 }
 
 double copy_bandwidth_gbs(std::size_t bytes, int repeats, cudaStream_t stream) {

@@ -1,12 +1,19 @@
 #pragma once
 // Host timers and a small registry of named timings that apps fill and write out.
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tally {
+
+/// The median of timed runs (the upper one of the middle two for an even count); v must not be empty.
+[[nodiscard]] inline double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 
 class HostTimer {
  public:
