@@ -95,19 +95,22 @@ struct Problem {
 };
 
 /// Runs segmented_reduce on backend A; the input is shifted by `shift` elements in its buffer (an
-/// unaligned start when shift is odd).
+/// unaligned start when shift is odd), the offsets by `off_shift`.
 template <class A, class Op, class T, class Acc, class Off>
 std::vector<Acc> run_segments(Workspace& ws, const Problem<Op, T, Acc>& p, int64_t shift = 0,
-                              SegmentCheck check = SegmentCheck::full, bool to_last_offset = false) {
+                              SegmentCheck check = SegmentCheck::full, bool to_last_offset = false, int64_t off_shift = 0) {
   std::vector<T> shifted(static_cast<std::size_t>(shift), pad_value<Op, T>());
   shifted.insert(shifted.end(), p.x.begin(), p.x.end());
   auto d_x = A::upload(shifted);
-  auto d_off = A::upload(std::vector<Off>(p.offsets.begin(), p.offsets.end()));
+  std::vector<Off> off(static_cast<std::size_t>(off_shift), Off{0});
+  off.insert(off.end(), p.offsets.begin(), p.offsets.end());
+  auto d_off_buffer = A::upload(off);
+  const std::span<const Off> d_off(d_off_buffer.data() + off_shift, p.offsets.size());
   auto d_out = A::template poisoned<Acc>(static_cast<std::size_t>(p.segments()), 0x5A);
   // The input ends where the last segment does (to_last_offset) or after the problem's padding.
   const auto n = to_last_offset ? static_cast<std::size_t>(p.offsets.back()) : p.x.size();
   segmented_reduce<Op, T, Acc, Off>(A::backend, std::span<const T>(d_x.data() + shift, n),
-                                    std::span<const Off>(d_off.data(), d_off.size()), std::span<Acc>(d_out.data(), d_out.size()),
+                                    d_off, std::span<Acc>(d_out.data(), d_out.size()),
                                     ws, A::stream(), check);
   return A::download(d_out);
 }
@@ -271,11 +274,17 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions: every operator x type, int
       const std::string e64 = compare<Op>(run_segments<TestBackend, Op, T, Acc, int64_t>(ws, p, shift), ref);
       const std::string e32 = compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 0), ref);
       const std::string e32s = compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 1), ref);
+      // Offsets off the 16-byte grid (a slice of a larger CSR array): the CUDA kernels copy or load
+      // them 4 bytes at a time.
+      const std::string e32o =
+          compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 0, SegmentCheck::full, false, 1), ref);
       INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << " (" << p.segments() << " segments): int64 offsets: " << e64
-                                     << " int32 offsets: " << e32 << " int32, input off the grid: " << e32s);
+                                     << " int32 offsets: " << e32 << " int32, input off the grid: " << e32s
+                                     << " int32, offsets off the grid: " << e32o);
       CHECK(e64.empty());
       CHECK(e32.empty());
       CHECK(e32s.empty());
+      CHECK(e32o.empty());
     }
   });
 }
