@@ -42,6 +42,9 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
     case 3:  // long: one and several chunks, the CPU's long limit, among empty and tiny ones
       len = {0, 1, 16384, 16385, 2049, 0, 40000, 3 * 16384 + 7, 5, 32768, 32769, 2048, 33, 32, 0};
       break;
+    case 5:  // sparse rows, 3% of them medium: CUDA's pair kernel, its half warps on medium pairs
+      for (int s = 0; s < 3001; ++s) len.push_back(uni(0, 99) < 3 ? uni(33, 90) : uni(0, 2));
+      break;
     default: {  // power law: P(L > x) ~ x^-1.1, capped, a third of the segments empty
       std::uniform_real_distribution<double> u(0.0, 1.0);
       for (int s = 0; s < 3000; ++s)
@@ -52,10 +55,10 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
   return len;
 }
 inline const char* mix_name(int mix) {
-  static const char* names[] = {"zeros and ones", "short (0-40)", "medium (25-2100)", "long", "power law"};
-  return names[std::min(mix, 4)];
+  static const char* names[] = {"zeros and ones", "short (0-40)", "medium (25-2100)", "long", "power law", "sparse, 3% medium"};
+  return names[std::min(mix, 5)];
 }
-inline constexpr int kMixes = 5;
+inline constexpr int kMixes = 6;
 
 /// A segmented problem on the host: offsets from `lead` (elements before the first segment), the
 /// input padded before and after with values that change Op's result if read.
@@ -324,7 +327,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
   auto& tune = const_cast<Tuning&>(ws.tuning());
   const Tuning real = tune;
   std::uint64_t salt = 22000;
-  for (int mix : {0, 1, 2, 3, 4}) {
+  for (int mix : {0, 1, 2, 3, 4, 5}) {
     salt += 2;
     const Problem<Sum, float, float> p(mix_lengths(mix, salt), 0, salt + 1, false);
     salt += 2;
@@ -440,7 +443,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give th
     using T = typename C::T;
     using Acc = typename C::Acc;
     if constexpr (order_free<Op, T, Acc>) {
-      for (int mix : {0, 3, 4}) {
+      for (int mix : {0, 3, 4, 5}) {
         salt += 2;
         const Problem<Op, T, Acc> p(mix_lengths(mix, salt), 0, salt + 1, true);
         const auto cpu = run_segments<CpuBackend, Op, T, Acc, int64_t>(cpu_ws, p);
