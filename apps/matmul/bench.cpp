@@ -135,6 +135,7 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o, c
   file.attr("status", ok ? "ok" : "failed");
   file.attr("repeats", o.repeats);
   file.attr("warmup", o.warmup);
+  file.attr("timing", o.timing);
   file.attr("seed", o.common.seed);
   if (!results.empty() && results.front().bandwidth_gbs) file.attr("copy_bandwidth_gbs", *results.front().bandwidth_gbs);
   for (std::size_t i = 0; i < results.size(); ++i) {

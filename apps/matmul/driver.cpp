@@ -222,11 +222,12 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     c_eigen = as_reference(c);
     cs.timings.set("eigen_s", wall.seconds());
   }
-  // cuBLAS (both modes) and the levels are timed in rounds, each run once a round, the order
-  // reversed every other round and forward in the last: all of them see the same clock and power
-  // state. Timed one after another, whichever ran first met a cooler chip: the double Gram takes
-  // the H200 to its 700 W limit within half a second, after which the SM clock falls from 1.98 GHz
-  // to 0.6-1.5 GHz (BENCHMARKS.md, twelfth session). Each one's C is judged after its last run.
+  // cuBLAS (both modes) and the levels are timed in rounds (--timing rounds, the default), each run
+  // once a round, the order reversed every other round and forward in the last: all of them meet
+  // the chip in the same clock and power state. Timed one after another (--timing sequential),
+  // long runs favour whichever runs first: 300 runs of the double Gram 64 x 64 x 2^24 take an H200
+  // to its 700 W limit, where the SM clock falls from 1.98 GHz to 0.55-1.46 GHz (BENCHMARKS.md,
+  // twelfth session). Each one's C is judged after its last run.
   struct Contender {
     std::string name;
     std::function<std::optional<double>()> once;  // one run, event- or host-timed; nullopt: not here
@@ -241,38 +242,43 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   std::vector<std::optional<Measured>> judged(cont.size());
   std::vector<std::vector<T>> pending(cont.size());  // Cs judged before cuBLAS's last run (compared at the end)
   const int rounds = o.warmup + o.repeats;
-  for (int r = 0; r < rounds; ++r) {
-    interrupt::check("before timing round " + std::to_string(r + 1));  // a safe point: between runs
-    const bool forward = (rounds - 1 - r) % 2 == 0;
-    for (std::size_t j = 0; j < cont.size(); ++j) {
-      const std::size_t i = forward ? j : cont.size() - 1 - j;
-      Contender& x = cont[i];
-      if (x.done) continue;
-      HostTimer wall;
-      const auto t = x.once();
-      x.wall += wall.seconds();
-      if (!t) {  // this backend has no such thing (cuBLAS on the CPU, TF32 in double)
-        x.done = true;
-        continue;
-      }
-      if (r >= o.warmup) x.times.push_back(*t);
-      // Without a cross-rank combine (every rank must make the same calls), a GPU run over 0.25 s
-      // is timed at most 3 times.
-      const bool long_run = backend == Backend::cuda && comm.size() == 1 && *t > 0.25 && r >= o.warmup &&
-                            static_cast<int>(x.times.size()) >= std::min(o.repeats, 3);
-      if (r + 1 < rounds && !long_run) continue;
+  const auto step = [&](std::size_t i, int r) {  // contender i's run in round r
+    Contender& x = cont[i];
+    if (x.done) return;
+    interrupt::check("before timing " + x.name);  // a safe point: between runs
+    HostTimer wall;
+    const auto t = x.once();
+    x.wall += wall.seconds();
+    if (!t) {  // this backend has no such thing (cuBLAS on the CPU, TF32 in double)
       x.done = true;
-      auto c = engine->c();
-      const double med = job_seconds(median(x.times));
-      const bool level = i >= 2;
-      Measured m = o.exact && level ? judge_exact<T>(x.name, med, c, ref, s) : judge<T>(x.name, med, c, ref, s);
-      if (i == 0) c_vendor = as_reference(c);
-      else if (c_vendor) m.diff_cublas = relative_error<T>(c, *c_vendor);
-      else pending[i] = c;
-      if (c_eigen && i != 1) m.diff_eigen = relative_error<T>(c, *c_eigen);
-      if (level) cs.timings.set("level_" + x.name + "_s", x.wall);
-      if (c_out && level && i == cont.size() - 1) *c_out = std::move(c);
-      judged[i] = std::move(m);
+      return;
+    }
+    if (r >= o.warmup) x.times.push_back(*t);
+    // Without a cross-rank combine (every rank must make the same calls), a GPU run over 0.25 s
+    // is timed at most 3 times.
+    const bool long_run = backend == Backend::cuda && comm.size() == 1 && *t > 0.25 && r >= o.warmup &&
+                          static_cast<int>(x.times.size()) >= std::min(o.repeats, 3);
+    if (r + 1 < rounds && !long_run) return;
+    x.done = true;
+    auto c = engine->c();
+    const double med = job_seconds(median(x.times));
+    const bool level = i >= 2;
+    Measured m = o.exact && level ? judge_exact<T>(x.name, med, c, ref, s) : judge<T>(x.name, med, c, ref, s);
+    if (i == 0) c_vendor = as_reference(c);
+    else if (c_vendor) m.diff_cublas = relative_error<T>(c, *c_vendor);
+    else pending[i] = c;
+    if (c_eigen && i != 1) m.diff_eigen = relative_error<T>(c, *c_eigen);
+    if (level) cs.timings.set("level_" + x.name + "_s", x.wall);
+    if (c_out && level && i == cont.size() - 1) *c_out = std::move(c);
+    judged[i] = std::move(m);
+  };
+  if (o.timing == "sequential") {
+    for (std::size_t i = 0; i < cont.size(); ++i)
+      for (int r = 0; r < rounds; ++r) step(i, r);
+  } else {
+    for (int r = 0; r < rounds; ++r) {
+      const bool forward = (rounds - 1 - r) % 2 == 0;
+      for (std::size_t j = 0; j < cont.size(); ++j) step(forward ? j : cont.size() - 1 - j, r);
     }
   }
   for (std::size_t i = 0; i < cont.size(); ++i) {
@@ -457,6 +463,10 @@ int run(int argc, char** argv, reduce::Comm& comm) {
   app.add_flag("--write-c", o.write_c, "Write C (of the last level run) into the output file as /C");
   cli::add_number(app, "--repeats", o.repeats, "Timed runs per level (the median is reported)", cli::in_range(1, 1000))->capture_default_str();
   cli::add_number(app, "--warmup", o.warmup, "Untimed runs before timing", cli::in_range(0, 100))->capture_default_str();
+  app.add_option("--timing", o.timing,
+                 "rounds: cuBLAS and the levels run once each a round (all meet the chip in the same state); sequential: each one's runs back to back")
+      ->check(CLI::IsMember({"rounds", "sequential"}))
+      ->capture_default_str();
   cli::add_number(app, "--split-k", o.split_k, "K splits of the gang level (0: one wave of blocks on the GPU, K/1024 up to 64 chunks on the CPU)",
                   cli::in_range(0, 65535))
       ->capture_default_str();

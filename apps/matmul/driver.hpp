@@ -28,6 +28,7 @@ struct Options {
   bool write_c = false, bench = false, no_eigen = false;
   bool exact = false;  ///< --exact: every level the correctly rounded C, checked bit for bit (exact.hpp)
   int repeats = 5, warmup = 1;
+  std::string timing = "rounds";  ///< --timing: rounds or sequential (driver.cpp)
   std::int64_t split_k = 0;
 };
 

@@ -21,6 +21,7 @@ void write_result(h5::Location& f, const Case& cs, const Options& o, Backend bac
   f.attr("seed", o.common.seed);
   f.attr("repeats", o.repeats);
   f.attr("warmup", o.warmup);
+  f.attr("timing", o.timing);
   f.attr("a", a_source);
   f.attr("b", b_source);
   f.attr("tolerance", tolerance<T>(s.k));

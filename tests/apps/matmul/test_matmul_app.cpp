@@ -60,6 +60,7 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
   CHECK(f.read_attr_string("status") == "ok");
   CHECK(f.read_attr_string("backend") == "cpu");
   CHECK(f.read_attr_string("precision") == "double");
+  CHECK(f.read_attr_string("timing") == "rounds");
   CHECK(f.read_attr_string("levels") == "vector,worker,worker+vector,gang,tiled");
   CHECK(f.read_attr<std::int64_t>("m") == 37);
   CHECK(f.read_attr<std::int64_t>("n") == 19);
@@ -102,6 +103,7 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
   rejects({"--level", "gang,tiled-tc"});                       // the tensor-core level: CUDA only
   rejects({"--m", "0"});                                       // empty matrix
   rejects({"--repeats", "0"});
+  rejects({"--timing", "interleaved"});                        // rounds or sequential
   if (tally::reduce::cuda_device_count() == 0) rejects({"--backend", "cuda"});  // no GPU here
 }
 
@@ -149,9 +151,11 @@ TEST_CASE("a subset of levels given as a list runs only those levels", "[matmul]
   TempDir dir;
   const std::string out = dir.file("one.h5");
   REQUIRE(run_matmul({"--backend", "cpu", "--precision", "float", "--m", "33", "--n", "17", "--k", "129", "--level",
-                      "gang,tiled", "--quiet", "--no-eigen", "--out", out}) == 0);
+                      "gang,tiled", "--quiet", "--no-eigen", "--timing", "sequential", "--repeats", "3", "--out", out}) == 0);
   const auto f = tally::h5::File::open(out);
   CHECK(f.read_attr_string("levels") == "gang,tiled");
+  CHECK(f.read_attr_string("timing") == "sequential");
+  for (const char* l : {"levels/gang", "levels/tiled"}) CHECK(f.open_group(l).read_attr<int>("passed") == 1);
   CHECK(f.has("levels/gang"));
   CHECK_FALSE(f.has("levels/vector"));
   CHECK_FALSE(f.has("eigen"));
