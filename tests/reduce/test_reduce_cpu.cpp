@@ -13,6 +13,7 @@ using TestBackend = tally::test::CpuBackend;
 #include "dot_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
+#include "segmented_reducer_checks.hpp"
 
 namespace tally::test::reduce_checks {
 
