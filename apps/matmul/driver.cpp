@@ -236,9 +236,9 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     bool done = false;
   };
   std::vector<Contender> cont;
-  cont.push_back({"cublas", [&] { return engine->run_vendor(0, 1); }});
-  cont.push_back({"cublas-tf32", [&] { return engine->run_vendor_tf32(0, 1); }});
-  for (Level l : levels) cont.push_back({to_string(l), [&, l] { return std::optional<double>(engine->run(l, 0, 1)); }});
+  cont.push_back({"cublas", [&] { return engine->run_vendor(); }});
+  cont.push_back({"cublas-tf32", [&] { return engine->run_vendor_tf32(); }});
+  for (Level l : levels) cont.push_back({to_string(l), [&, l] { return std::optional<double>(engine->run(l)); }});
   std::vector<std::optional<Measured>> judged(cont.size());
   std::vector<std::vector<T>> pending(cont.size());  // Cs judged before cuBLAS's last run (compared at the end)
   const int rounds = o.warmup + o.repeats;

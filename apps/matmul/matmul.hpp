@@ -102,8 +102,9 @@ template <class T>
 [[nodiscard]] Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s);
 
 // ---- backends ------------------------------------------------------------------------------------
-/// One backend holding A, B and C. run() returns the median seconds of `repeats` timed runs after
-/// `warmup` untimed ones; the last run's C stays available through c().
+/// One backend holding A, B and C. run() and the vendor's runs time one run each (the driver times
+/// them in rounds and takes medians); C is poisoned (NaN) before each, outside the timed region, and
+/// the run's C stays available through c().
 template <class T>
 class Engine {
  public:
@@ -113,21 +114,20 @@ class Engine {
   void generate(std::uint64_t seed) { generate(seed, KSlab{0, shape().k}); }
   /// The cross-rank step: called after every run of a level or of the vendor library, inside the
   /// timed region, with C's storage (device memory on the CUDA backend) and the engine's stream.
-  /// With one set, every run counts (no early stop of long runs), so that every rank makes the same
-  /// number of calls.
   using Combine = std::function<void(std::span<T> c, stream_t stream)>;
   virtual void set_combine(Combine combine) = 0;
   virtual void set_inputs(std::span<const T> a, std::span<const T> b) = 0;
-  virtual double run(Level level, int warmup, int repeats) = 0;
+  /// One run of the level, seconds.
+  virtual double run(Level level) = 0;
   [[nodiscard]] virtual std::vector<T> c() = 0;
   [[nodiscard]] virtual std::vector<T> a() = 0;
   [[nodiscard]] virtual std::vector<T> b() = 0;
   [[nodiscard]] virtual Reference reference() = 0;
-  /// The vendor library (cuBLAS without TF32) on this backend, median seconds; nullopt on the CPU.
-  virtual std::optional<double> run_vendor(int warmup, int repeats) = 0;
+  /// One run of the vendor library (cuBLAS without TF32) on this backend, seconds; nullopt on the CPU.
+  virtual std::optional<double> run_vendor() = 0;
   /// cuBLAS SGEMM in its fast-TF32 compute mode (float on the GPU; nullopt elsewhere), for comparison:
   /// its error is TF32's, above the FP32 tolerance.
-  virtual std::optional<double> run_vendor_tf32(int /*warmup*/, int /*repeats*/) { return std::nullopt; }
+  virtual std::optional<double> run_vendor_tf32() { return std::nullopt; }
   /// Exact mode (matmul --exact, exact.hpp): every level computes each element's exact dot product
   /// rounded once (the vendor library stays ordinary).
   virtual void set_exact(bool on) = 0;

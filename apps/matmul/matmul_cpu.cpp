@@ -169,23 +169,19 @@ class CpuEngine final : public Engine<T> {
     std::copy(a.begin(), a.end(), a_.begin());
     std::copy(b.begin(), b.end(), b_.begin());
   }
-  double run(Level level, int warmup, int repeats) override {
-    std::vector<double> times;
-    for (int r = 0; r < warmup + repeats; ++r) {
-      std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
-      HostTimer t;
-      if (exact_) exact_cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
-      else cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
-      if (combine_) combine_(c_, nullptr);
-      if (r >= warmup) times.push_back(t.seconds());
-    }
-    return median(std::move(times));
+  double run(Level level) override {
+    std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
+    HostTimer t;
+    if (exact_) exact_cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+    else cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+    if (combine_) combine_(c_, nullptr);
+    return t.seconds();
   }
   std::vector<T> c() override { return c_; }
   std::vector<T> a() override { return a_; }
   std::vector<T> b() override { return b_; }
   Reference reference() override { return reference_cpu<T>(a_, b_, s_); }
-  std::optional<double> run_vendor(int, int) override { return std::nullopt; }
+  std::optional<double> run_vendor() override { return std::nullopt; }
   std::optional<double> copy_bandwidth_gbs() override { return std::nullopt; }
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
   void set_exact(bool on) override { exact_ = on; }

@@ -25,7 +25,6 @@
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
 #include "tally/common/error.hpp"
-#include "tally/common/timing.hpp"
 
 namespace tally::matmul {
 namespace {
@@ -183,14 +182,10 @@ class CudaEngine final : public Engine<T> {
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
-  double run(Level level, int warmup, int repeats) override {
-    return time([&] { launch(level); }, warmup, repeats);
-  }
-  std::optional<double> run_vendor(int warmup, int repeats) override {
-    return time([&] { cublas(); }, warmup, repeats);
-  }
-  std::optional<double> run_vendor_tf32(int warmup, int repeats) override {
-    if constexpr (sizeof(T) == 4) return time([&] { cublas_tf32(); }, warmup, repeats);
+  double run(Level level) override { return time([&] { launch(level); }); }
+  std::optional<double> run_vendor() override { return time([&] { cublas(); }); }
+  std::optional<double> run_vendor_tf32() override {
+    if constexpr (sizeof(T) == 4) return time([&] { cublas_tf32(); });
     else return std::nullopt;
   }
   void set_combine(typename Engine<T>::Combine combine) override { combine_ = std::move(combine); }
@@ -233,24 +228,17 @@ class CudaEngine final : public Engine<T> {
  private:
   static constexpr double ref_threads = 1 << 21;
 
-  // Median seconds of `repeats` event-timed runs after `warmup`; C is poisoned (NaN) before each run,
-  // outside the timed region, so an element a kernel leaves unwritten fails the check. A level whose
-  // run takes over 0.25 s is timed at most 3 times (without a cross-rank combine, see set_combine).
+  // Seconds of one event-timed run; C is poisoned (NaN) before it, outside the timed region, so an
+  // element a kernel leaves unwritten fails the check.
   template <class F>
-  double time(F&& f, int warmup, int repeats, bool poison = true) {
+  double time(F&& f) {
     EventTimer timer;
-    std::vector<double> times;
-    for (int r = 0; r < warmup + repeats; ++r) {
-      if (poison) c_.fill_bytes(0xFF, stream_);
-      timer.start(stream_);
-      f();
-      if (combine_) combine_(std::span<T>(c_.data(), c_.size()), stream_);
-      timer.stop(stream_);
-      const double t = timer.elapsed_s();
-      if (r >= warmup) times.push_back(t);
-      if (!combine_ && t > 0.25 && r >= warmup && static_cast<int>(times.size()) >= std::min(repeats, 3)) break;
-    }
-    return median(times);
+    c_.fill_bytes(0xFF, stream_);
+    timer.start(stream_);
+    f();
+    if (combine_) combine_(std::span<T>(c_.data(), c_.size()), stream_);
+    timer.stop(stream_);
+    return timer.elapsed_s();
   }
 
   void cublas() {

@@ -27,13 +27,13 @@ void check_shape(Shape s, std::uint64_t salt) {
   engine->set_inputs(a, b);
   const double tol = tolerance<T>(s.k);
   for (Level l : cuda_levels) {
-    engine->run(l, 0, 1);  // C is NaN-poisoned before the run: unwritten elements fail
+    engine->run(l);  // C is NaN-poisoned before the run: unwritten elements fail
     const auto c = engine->c();
     const double err = tally::test::max_scaled_error<T>(c, oracle);
     INFO("level " << to_string(l) << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << ": error " << err << ", tolerance " << tol);
     CHECK(err <= tol);
   }
-  REQUIRE(engine->run_vendor(0, 1).has_value());
+  REQUIRE(engine->run_vendor().has_value());
   {
     const auto c = engine->c();
     INFO("cuBLAS, " << s.str());
@@ -103,7 +103,7 @@ TEST_CASE("the device generator matches the host and every level reproduces data
     const auto naive = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
     tally::test::NaiveProduct exact{{ec.c.begin(), ec.c.end()}, naive.abs};
     for (Level l : cuda_levels) {
-      engine->run(l, 0, 1);
+      engine->run(l);
       const auto c = engine->c();
       INFO(ec.precision << " " << s.str() << " seed " << ec.seed << " level " << to_string(l));
       CHECK(tally::test::max_scaled_error<T>(c, exact) <= tolerance<T>(s.k));
@@ -121,10 +121,10 @@ template <class T>
 void check_rerun_bits(Shape s, Level level = Level::gang) {
   auto engine = make_cuda_engine<T>(s, 0);
   engine->generate(tally::test::seed());
-  engine->run(level, 0, 1);
+  engine->run(level);
   const auto first = engine->c();
   for (int r = 0; r < 5; ++r) {
-    engine->run(level, 0, 1);
+    engine->run(level);
     const auto again = engine->c();
     INFO(s.str() << (sizeof(T) == 4 ? " float" : " double") << " level " << to_string(level) << ", rerun " << r);
     REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(T)) == 0);
@@ -176,10 +176,10 @@ TEST_CASE("the warp-specialised double Gram tiles (TALLY_MATMUL_GRAM=ws=V) match
       const ScopedEnv env("TALLY_MATMUL_GRAM", gram);
       auto engine = make_cuda_engine<double>(s, 0);
       engine->set_inputs(a, b);
-      engine->run(Level::gang, 0, 1);
+      engine->run(Level::gang);
       const auto c = engine->c();
       for (int r = 0; r < 3; ++r) {
-        engine->run(Level::gang, 0, 1);
+        engine->run(Level::gang);
         const auto again = engine->c();
         INFO(s.str() << " TALLY_MATMUL_GRAM=" << gram << ", rerun " << r);
         REQUIRE(std::memcmp(c.data(), again.data(), c.size() * sizeof(double)) == 0);
