@@ -436,7 +436,7 @@ class CudaEngine final : public Engine<T> {
               case 3: launch_gang_tma<TcDoubleTma3>(); break;
               case 4: launch_gang_tma<TcDoubleTma4>(); break;
               case 5: launch_gang_tma<TcDoubleTma5>(); break;
-              default: launch_gang_tma<TcDoubleTma>();
+              default: launch_gang_tma<TcDoubleTma>(false);
             }
           }
           else launch_gang_tc<TcDouble>();
