@@ -319,8 +319,8 @@ struct SplitTile {
 /// The last block's part: C tile (row0, col0) = the `ksplit` partial tiles of `segment` (BM x BN each,
 /// row-major) summed in block order. gang_combine over 8 blocks at a time, for up to 8 elements at
 /// once: up to 64 independent loads in flight per thread, since this one block reads the partials of
-/// every block (4.3 MB for a 64 x 64 double tile split 132 ways: 88 us of the H200's 4.1 ms with 16 in
-/// flight). The order of each element's sum does not depend on how many a thread takes.
+/// every block (4.3 MB for a 64 x 64 double tile split 132 ways: 83-92 us of the H200's 4.1 ms with 16
+/// in flight). The order of each element's sum does not depend on how many a thread takes.
 template <class T, int BM, int BN, int Threads>
 __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T* __restrict__ d_c, idx m, idx n,
                                                  idx row0, idx col0) {

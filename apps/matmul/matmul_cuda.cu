@@ -84,16 +84,18 @@ using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
 // of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
 // 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
 // showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
-// starved. (64 x 64 showed no difference either way.)
+// starved. 64 x 64 asks for none either (below).
 using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
 // 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
 // in a rolled loop: one step's fragments live, 240 registers, no spills), 2 stages of 96 KiB, one
 // block of 8 warps per SM, each slice issued before the wait for the previous one (EarlyIssue). A
 // 64 x 32 warp reads half the shared-memory fragment bytes per DMMA of a 32 x 16 one. H200,
 // 2026-11-24: 4.05-4.32 ms, 0.90-0.96x cuBLAS (96-101% of copy), against 4.65-5.36 for the earlier
-// 32 x 16 tile; more bytes in flight changed nothing, and neither did taking the block barrier out of
-// the K loop (the warp-specialised tile, ws=V below). The alternatives measured slower (a decoupled
-// pipeline, other warp tiles, depths and stages, two blocks per SM) are in apps/matmul/README.md.
+// 32 x 16 tile. What held it there was the 256-byte L2 promotion, not the DMMA work: with the DMMAs
+// taken out the tile streamed at 4.15-4.20 TB/s whatever its boxes, stages or slice order, and
+// without promotion at 4.66 (H200, 2026-11-29); so its maps ask for none: 3.84-4.05 ms. The
+// alternatives measured slower (a decoupled pipeline, other warp tiles, depths and stages, two blocks
+// per SM, the warp-specialised tile ws=V below) are in apps/matmul/README.md.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
 // For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2 the 64-deep one;
 // 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
