@@ -42,7 +42,9 @@
 #include <algorithm>
 #include <cub/block/block_scan.cuh>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "tally/common/cuda_check.cuh"
@@ -80,6 +82,57 @@ __device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix
   return lo;
 }
 
+/// Where the chunks [c0, c0 + nb) lie, nb <= 32 and at most those of 32 list entries, written to
+/// slots[0, nb) by the calling warp (one 32-ary search for c0's entry, then each entry's tile's offsets
+/// loaded a lane a segment, four entries' loads in flight at once, and each segment writing the slots
+/// of its chunks in the batch); a chunk no segment claims (only from offsets that break the rules)
+/// keeps count 0. Returns nb. The block's earlier form looked each segment up when it entered it:
+/// a search, the offsets and a block barrier, five dependent round trips, for every one of the power
+/// law's 5300 long segments, most of them a single chunk.
+template <class Off>
+__device__ __forceinline__ int locate_chunks(ChunkSlot* slots, const int* __restrict__ prefix, std::int64_t entries,
+                                             const LongList& list, const Off* __restrict__ off, std::int64_t n_seg,
+                                             std::int64_t c0, std::int64_t c_end, int lane) {
+  constexpr unsigned full = 0xffffffffu;
+  const std::int64_t at = find_tile(prefix, entries, c0, lane);
+  const std::int64_t t = at + lane;  // lane j: entry at + j's tile and first chunk
+  const std::int64_t tile = t < entries ? list.tile[t] : 0;
+  const std::int64_t first = t < entries && t > 0 ? prefix[t - 1] : 0;
+  const std::int64_t covered = prefix[min(at + device::warp_size - 1, entries - 1)];
+  const int nb = static_cast<int>(min(min(std::int64_t{device::warp_size}, c_end - c0), covered - c0));
+  const std::int64_t cb = c0 + nb;
+  slots[lane].count = 0;
+  __syncwarp();
+  constexpr int U = 4;
+  for (int e0 = 0; e0 < device::warp_size; e0 += U) {
+    std::int64_t sb[U], sl[U], sf[U], ss[U];
+    bool live[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      sf[u] = __shfl_sync(full, first, e0 + u);
+      live[u] = at + e0 + u < entries && sf[u] < cb;  // warp-uniform
+      ss[u] = __shfl_sync(full, tile, e0 + u) * kTile + lane;
+      sb[u] = 0, sl[u] = 0;
+      if (live[u] && ss[u] < n_seg) sb[u] = off[ss[u]], sl[u] = static_cast<std::int64_t>(off[ss[u] + 1]) - sb[u];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!live[u]) break;
+      const auto count = static_cast<int>(chunks_of(sl[u]));
+      int incl = count;
+      for (int d = 1; d < device::warp_size; d *= 2) {
+        const int y = __shfl_up_sync(full, incl, d);
+        if (lane >= d) incl += y;
+      }
+      const std::int64_t f = sf[u] + incl - count;  // this segment's first chunk
+      for (std::int64_t c = max(f, c0); c < min(f + count, cb); ++c) slots[c - c0] = ChunkSlot{ss[u], sb[u], sl[u], count, f};
+    }
+    if (!live[U - 1]) break;
+  }
+  __syncwarp();
+  return nb;
+}
+
 /// Entries of the list the kernels may read (at most cap, whatever offsets that break the rules did).
 __device__ __forceinline__ std::int64_t list_size(std::int64_t count, const LongList& list) { return min(count, list.cap); }
 
@@ -106,10 +159,34 @@ __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
   for (std::int64_t i = b; i < e; ++i) list.chunks[i] = run += list.chunks[i];
 }
 
+/// Chunk c of the segment in `my`: its block reduction, and the segment's result (one chunk) or its
+/// partial, the last of its chunks combining them in chunk order; ends with a block barrier.
+template <class Op, class T, class Acc>
+__device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __restrict__ out, const ChunkSlot& my, std::int64_t c,
+                                           Acc* __restrict__ partials, unsigned int* __restrict__ tickets,
+                                           device::BlockReduceStorage<Acc>& tmp, bool& last) {
+  const std::int64_t c0 = (c - my.first) * kChunk, c1 = min(my.len, c0 + kChunk);
+  Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
+  if (my.count == 1) {
+    if (threadIdx.x == 0) out[my.seg] = v;
+  } else {
+    if (threadIdx.x == 0) partials[c] = v;
+    if (device::gang_arrive(tickets + my.first, static_cast<unsigned int>(my.count), last)) {
+      // The segment's partials in chunk order: strided over the threads, then the block tree.
+      v = detail::op_identity<Op, Acc>();
+      for (std::int64_t k = threadIdx.x; k < my.count; k += kBlock)
+        v = detail::op_combine<Op, Acc>(v, device::load_coherent(partials + my.first + k));
+      v = device::block_reduce<Op>(v, tmp);
+      if (threadIdx.x == 0) out[my.seg] = v;
+    }
+  }
+  __syncthreads();  // slot and tmp are reused
+}
+
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
-                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
+                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets, bool batched) {
   enter_after_predecessor();
   const std::int64_t entries = list_size(*list.size, list);
   if (entries == 0) return;  // no long segment
@@ -124,6 +201,25 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   // which is looked up once (find_tile over the list, then a warp scan of the tile's chunk counts),
   // not per chunk.
   const std::int64_t c_end = total * (blockIdx.x + 1) / gridDim.x;
+  if (batched) {
+    __shared__ ChunkSlot slots[device::warp_size];
+    __shared__ int batch;
+    for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end;) {
+      if (threadIdx.x < device::warp_size) {
+        const int nb = locate_chunks(slots, prefix, entries, list, off, n_seg, c, c_end, static_cast<int>(threadIdx.x));
+        if (threadIdx.x == 0) batch = nb;
+      }
+      __syncthreads();
+      const int nb = batch;
+      for (int i = 0; i < nb; ++i, ++c) {
+        const ChunkSlot my = slots[i];
+        if (my.count == 0 || my.first + my.count > max_chunks) continue;  // only from offsets that break the rules
+        long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
+      }
+      __syncthreads();  // slots are rewritten
+    }
+    return;
+  }
   ChunkSlot my{0, 0, 0, 0, 0};
   for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end; ++c) {
     if (c < my.first || c >= my.first + my.count) {  // block-uniform: another segment
@@ -153,22 +249,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         continue;
       }
     }
-    const std::int64_t c0 = (c - my.first) * kChunk, c1 = min(my.len, c0 + kChunk);
-    Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
-    if (my.count == 1) {
-      if (threadIdx.x == 0) out[my.seg] = v;
-    } else {
-      if (threadIdx.x == 0) partials[c] = v;
-      if (device::gang_arrive(tickets + my.first, static_cast<unsigned int>(my.count), last)) {
-        // The segment's partials in chunk order: strided over the threads, then the block tree.
-        v = detail::op_identity<Op, Acc>();
-        for (std::int64_t k = threadIdx.x; k < my.count; k += kBlock)
-          v = detail::op_combine<Op, Acc>(v, device::load_coherent(partials + my.first + k));
-        v = device::block_reduce<Op>(v, tmp);
-        if (threadIdx.x == 0) out[my.seg] = v;
-      }
-    }
-    __syncthreads();  // slot and tmp are reused
+    long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
   }
 }
 
@@ -246,8 +327,12 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
+  static const bool batched = [] {  // experiment: TALLY_SEG_LONG=old keeps the per-segment lookup
+    const char* v = std::getenv("TALLY_SEG_LONG");
+    return !(v && std::string(v) == "old");
+  }();
   launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
-         ws.ticket_array());
+         ws.ticket_array(), batched);
 }
 
 template <class Off>
