@@ -30,9 +30,9 @@
 //      empty list (a scan of every tile's count, 8.6 us for the 524 288 tiles of 2^28 floats in
 //      segments of 16, was 3% of that call; H200).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
-//      (b + 1) total / grid); a chunk's segment is looked up when the block enters it (the first list
-//      entry whose scan exceeds the chunk's number by a 32-ary warp search, then a warp scan of that
-//      tile's 32 chunk counts) and kept while the block stays in it.
+//      (b + 1) total / grid), located 32 at a time by its first warp (locate_chunks: the first list
+//      entry whose scan exceeds the batch's first chunk by a 32-ary warp search, then a warp scan of
+//      the chunk counts of that entry's tile and the ones after it, until 32 chunks are placed).
 // Nothing depends on the grid size or the order in which blocks run or append to the list (a
 // segment's chunks are numbered consecutively wherever its tile lands, and combined in chunk order):
 // bitwise reproducible.
@@ -42,9 +42,7 @@
 #include <algorithm>
 #include <cub/block/block_scan.cuh>
 #include <cstdint>
-#include <cstdlib>
 #include <span>
-#include <string>
 #include <type_traits>
 
 #include "tally/common/cuda_check.cuh"
@@ -180,76 +178,40 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
       if (threadIdx.x == 0) out[my.seg] = v;
     }
   }
-  __syncthreads();  // slot and tmp are reused
+  __syncthreads();  // tmp and last are reused
 }
 
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
-                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets, bool batched) {
+                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
   const std::int64_t entries = list_size(*list.size, list);
   if (entries == 0) return;  // no long segment
   const int* __restrict__ prefix = list.chunks;
   __shared__ device::BlockReduceStorage<Acc> tmp;
-  __shared__ ChunkSlot slot;
   __shared__ bool last;
   // The inclusive scan's last value is the total; at most max_chunks, the bound the partials and
   // tickets were sized for, which only offsets that break the rules (SegmentCheck::trusted) could pass.
   const std::int64_t total = min(static_cast<std::int64_t>(prefix[entries - 1]), max_chunks);
-  // Block b takes the consecutive chunks [b total / grid, (b + 1) total / grid): mostly of one segment,
-  // which is looked up once (find_tile over the list, then a warp scan of the tile's chunk counts),
-  // not per chunk.
+  // Block b takes the consecutive chunks [b total / grid, (b + 1) total / grid), located 32 at a time
+  // by its first warp (locate_chunks), then reduced one after another by the whole block.
   const std::int64_t c_end = total * (blockIdx.x + 1) / gridDim.x;
-  if (batched) {
-    __shared__ ChunkSlot slots[device::warp_size];
-    __shared__ int batch;
-    for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end;) {
-      if (threadIdx.x < device::warp_size) {
-        const int nb = locate_chunks(slots, prefix, entries, list, off, n_seg, c, c_end, static_cast<int>(threadIdx.x));
-        if (threadIdx.x == 0) batch = nb;
-      }
-      __syncthreads();
-      const int nb = batch;
-      for (int i = 0; i < nb; ++i, ++c) {
-        const ChunkSlot my = slots[i];
-        if (my.count == 0 || my.first + my.count > max_chunks) continue;  // only from offsets that break the rules
-        long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
-      }
-      __syncthreads();  // slots are rewritten
+  __shared__ ChunkSlot slots[device::warp_size];
+  __shared__ int batch;
+  for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end;) {
+    if (threadIdx.x < device::warp_size) {
+      const int nb = locate_chunks(slots, prefix, entries, list, off, n_seg, c, c_end, static_cast<int>(threadIdx.x));
+      if (threadIdx.x == 0) batch = nb;
     }
-    return;
-  }
-  ChunkSlot my{0, 0, 0, 0, 0};
-  for (std::int64_t c = total * blockIdx.x / gridDim.x; c < c_end; ++c) {
-    if (c < my.first || c >= my.first + my.count) {  // block-uniform: another segment
-      if (threadIdx.x < device::warp_size) {
-        const int lane = static_cast<int>(threadIdx.x);
-        const std::int64_t at = find_tile(prefix, entries, c, lane);
-        const std::int64_t before = at > 0 ? prefix[at - 1] : 0;
-        const std::int64_t s = list.tile[at] * kTile + lane;
-        std::int64_t b = 0, len = 0;
-        if (s < n_seg) b = off[s], len = static_cast<std::int64_t>(off[s + 1]) - b;
-        const auto count = static_cast<int>(chunks_of(len));
-        int incl = count;
-        for (int d = 1; d < device::warp_size; d *= 2) {
-          const int y = __shfl_up_sync(0xffffffffu, incl, d);
-          if (lane >= d) incl += y;
-        }
-        const std::int64_t r = c - before;
-        if (lane == 0) slot.count = 0;  // none found: only from offsets that break the rules
-        __syncwarp();
-        if (count > 0 && r >= incl - count && r < incl) slot = ChunkSlot{s, b, len, count, before + incl - count};
-      }
-      __syncthreads();
-      my = slot;
-      if (my.count == 0 || my.first + my.count > max_chunks) {  // only from offsets that break the rules: nothing written
-        my.count = 0;
-        __syncthreads();
-        continue;
-      }
+    __syncthreads();
+    const int nb = batch;
+    for (int i = 0; i < nb; ++i, ++c) {
+      const ChunkSlot my = slots[i];
+      if (my.count == 0 || my.first + my.count > max_chunks) continue;  // only from offsets that break the rules: nothing written
+      long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
     }
-    long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
+    __syncthreads();  // slots are rewritten
   }
 }
 
@@ -327,12 +289,8 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
-  static const bool batched = [] {  // experiment: TALLY_SEG_LONG=old keeps the per-segment lookup
-    const char* v = std::getenv("TALLY_SEG_LONG");
-    return !(v && std::string(v) == "old");
-  }();
   launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
-         ws.ticket_array(), batched);
+         ws.ticket_array());
 }
 
 template <class Off>
