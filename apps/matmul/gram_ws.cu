@@ -108,10 +108,12 @@ __global__ void __launch_bounds__(Cfg::threads + producer_threads, 1)
       });
     // The gang level: split_k_gang's steps with the consumers' barrier (gang_arrive's, by thread 0).
     p.store_partial(d_partials + (st.tile * st.ksplit + st.split) * width);
-    consumers_sync<C>();  // the block's partial is written: it precedes thread 0's release
-    if (x == 0 && y == 0) last = dev::take_ticket(d_tickets + st.tile, static_cast<unsigned int>(st.ksplit));
-    consumers_sync<C>();  // thread 0's acquire reaches the consumers
-    if (last) combine_partials<T, Cfg::BM, Cfg::BN, C>(d_partials + st.tile * st.ksplit * width, st.ksplit, d_c, m, n, st.row0, st.col0);
+    split_k_combine<T, Cfg::BM, Cfg::BN, C>(st, d_c, m, n, d_partials, d_tickets, [&](unsigned int* ticket, idx count) {
+      consumers_sync<C>();  // the partial (or group sum) is written: it precedes thread 0's release
+      if (x == 0 && y == 0) last = dev::take_ticket(ticket, static_cast<unsigned int>(count));
+      consumers_sync<C>();  // thread 0's acquire reaches the consumers
+      return last;
+    });
   }
 #endif
 }

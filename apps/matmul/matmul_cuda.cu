@@ -298,11 +298,12 @@ class CudaEngine final : public Engine<T> {
     const idx chunk = ((slices + ksplit - 1) / ksplit) * bk;
     ksplit = (s_.k + chunk - 1) / chunk;
     const auto width = static_cast<std::size_t>(bm) * static_cast<std::size_t>(bn);
-    if (partials_.size() < static_cast<std::size_t>(tiles * ksplit) * width)
-      partials_ = DeviceBuffer<T>(static_cast<std::size_t>(tiles * ksplit) * width);
-    if (tickets_.size() < static_cast<std::size_t>(tiles)) {
-      tickets_ = DeviceBuffer<unsigned int>(static_cast<std::size_t>(tiles));
-      tickets_.fill_bytes(0, stream_);  // zero once; the last block of each tile re-arms its ticket
+    const idx groups = k::split_groups(ksplit);  // the combine's second level (1: none)
+    if (partials_.size() < static_cast<std::size_t>(tiles * (ksplit + (groups > 1 ? groups : 0))) * width)
+      partials_ = DeviceBuffer<T>(static_cast<std::size_t>(tiles * (ksplit + (groups > 1 ? groups : 0))) * width);
+    if (tickets_.size() < static_cast<std::size_t>(tiles * (1 + groups))) {
+      tickets_ = DeviceBuffer<unsigned int>(static_cast<std::size_t>(tiles * (1 + groups)));
+      tickets_.fill_bytes(0, stream_);  // zero once; the last block to arrive at a ticket re-arms it
     }
     return {dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), chunk};
   }
