@@ -157,6 +157,31 @@ __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
   for (std::int64_t i = b; i < e; ++i) list.chunks[i] = run += list.chunks[i];
 }
 
+/// This thread's fold of a chunk x[0, len), len <= kChunk: elements t, t + kBlock, ... in order
+/// (block_segment_reduce's), every load of a round of kLongRound bytes a thread issued before the
+/// first combine: a full float chunk is two round trips, where 16 loads at a time took four and a
+/// fifth for the remainder of a part-full one.
+template <class Op, class Acc, class T>
+__device__ __forceinline__ Acc chunk_fold(const T* __restrict__ x, int len, std::int64_t index0) {
+  constexpr int per = static_cast<int>(kChunk / kBlock), fit = kLongRound / static_cast<int>(sizeof(T));
+  constexpr int R = fit < 1 ? 1 : fit > per ? per : fit;  // loads a round
+  Acc acc = detail::op_identity<Op, Acc>();
+#pragma unroll 1
+  for (int base = static_cast<int>(threadIdx.x); base < len; base += R * kBlock) {
+    // One address, the loads at constant offsets from it; the bound a compare with a constant.
+    const T* __restrict__ p = x + base;
+    const int rem = len - base;
+    T v[R];
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+      if (u * kBlock < rem) v[u] = p[u * kBlock];
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+      if (u * kBlock < rem) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + base + u * kBlock));
+  }
+  return acc;
+}
+
 /// Chunk c of the segment in `my`: its block reduction, and the segment's result (one chunk) or its
 /// partial, the last of its chunks combining them in chunk order; ends with a block barrier.
 template <class Op, class T, class Acc>
@@ -164,7 +189,7 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
                                            Acc* __restrict__ partials, unsigned int* __restrict__ tickets,
                                            device::BlockReduceStorage<Acc>& tmp, bool& last) {
   const std::int64_t c0 = (c - my.first) * kChunk, c1 = min(my.len, c0 + kChunk);
-  Acc v = device::block_segment_reduce<Op, Acc>(in + my.begin + c0, c1 - c0, tmp, c0);
+  Acc v = device::block_reduce<Op>(chunk_fold<Op, Acc>(in + my.begin + c0, static_cast<int>(c1 - c0), c0), tmp);
   if (my.count == 1) {
     if (threadIdx.x == 0) out[my.seg] = v;
   } else {
@@ -182,7 +207,7 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
 }
 
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(kBlock, kLongBlocksSm)
     long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
                 std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
@@ -288,7 +313,8 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   }
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
-  const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, fill_blocks(tune));
+  static const int long_resident = resident_blocks(long_kernel<Op, T, Acc, Off>, kBlock);
+  const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, std::int64_t{std::max(tune.sm_count, 1)} * long_resident);
   launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
          ws.ticket_array());
 }

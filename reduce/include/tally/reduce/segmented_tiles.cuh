@@ -34,6 +34,12 @@ inline std::int64_t fill_blocks(const Tuning& t) {
 inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many elements
 inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
 inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
+// The long kernel's rounds: 32 floats (16 doubles) a thread in flight, 3 blocks an SM (80 registers).
+// H200, 2^28 floats, against 16 loads at 4 blocks (us): power law 497.1 -> 486.0 (its long kernel
+// 96.8 -> 84.0 under ncu), uniform 2^20 266.5 -> 258.4, 10^5 ones + 1 giant 274.3 -> 263.7; 256-byte
+// rounds at 2 blocks 496.4 / 263.7 / 280.6, 128-byte rounds at 4 blocks (spilling) 494.5 / 276.3 / 282.6.
+inline constexpr int kLongRound = 128;     ///< bytes a thread loads before folding them
+inline constexpr int kLongBlocksSm = 3;    ///< the long kernel's residency (launch bounds)
 inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
 
 /// An offset as int64, int32 ones zero-extended (offsets are >= 0): no instruction reads the loaded word
