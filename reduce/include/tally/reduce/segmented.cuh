@@ -14,8 +14,8 @@
 //   * short  (L <= kThreadMax):            one thread, element order (device::thread_segment_fold);
 //   * medium (kThreadMax < L <= kWarpMax): one warp, lanes strided, the xor tree (warp_segment_reduce);
 //   * long   (L > kWarpMax):               chunks of kChunk elements (chunk k = [k kChunk, (k+1) kChunk)
-//     of the segment), each a block (block_segment_reduce); the chunks' partials combined in chunk
-//     order by the last chunk to finish (a ticket per segment, gang_arrive).
+//     of the segment), each a block in block_segment_reduce's order (chunk_fold); the chunks' partials
+//     combined in chunk order by the last chunk to finish (a ticket per segment, gang_arrive).
 // Three launches (no memset: the list's count is a workspace ticket, zero between calls):
 //   1. a tile kernel (segmented_tiles.cuh): a warp per tile of 32 consecutive segments (grid-stride
 //      over tiles): each lane reduces its short segment, then the warp reduces the tile's medium
