@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
 
 /// This thread's fold of a chunk x[0, len), len <= kChunk: elements t, t + kBlock, ... in order
 /// (block_segment_reduce's), every load of a round of kLongRound bytes a thread issued before the
-/// first combine: a full float chunk is two round trips, where 16 loads at a time took four and a
-/// fifth for the remainder of a part-full one.
+/// first combine: a full float chunk costs two round trips (16 loads at a time took four, and a
+/// part-full chunk one more for its remainder).
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc chunk_fold(const T* __restrict__ x, int len, std::int64_t index0) {
   constexpr int per = static_cast<int>(kChunk / kBlock), fit = kLongRound / static_cast<int>(sizeof(T));
