@@ -125,16 +125,18 @@ Measured judge_exact(std::string name, double t, std::span<const T> c, const Ref
 
 }  // namespace
 
-std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend) {
+std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact) {
   std::vector<Level> out;
   for (const auto& n : names) {
     if (n == "all") {
-      if (backend == Backend::cuda) return {cuda_levels.begin(), cuda_levels.end()};
+      if (backend == Backend::cuda && !exact) return {cuda_levels.begin(), cuda_levels.end()};
       return {all_levels.begin(), all_levels.end()};
     }
     const Level l = parse_level(n);
     if (l == Level::tiled_tc && backend != Backend::cuda)
       throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
+    if (l == Level::tiled_tc && exact)
+      throw InputError("--level tiled-tc: has no --exact form (the tensor cores round every product); --exact runs the other levels");
     if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   }
   return out;
@@ -236,9 +238,9 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     bool done = false;
   };
   std::vector<Contender> cont;
-  cont.push_back({"cublas", [&] { return engine->run_vendor(); }});
-  cont.push_back({"cublas-tf32", [&] { return engine->run_vendor_tf32(); }});
-  for (Level l : levels) cont.push_back({to_string(l), [&, l] { return std::optional<double>(engine->run(l)); }});
+  cont.push_back({"cublas", [&] { return engine->run_vendor(); }, {}});
+  cont.push_back({"cublas-tf32", [&] { return engine->run_vendor_tf32(); }, {}});
+  for (Level l : levels) cont.push_back({to_string(l), [&, l] { return std::optional<double>(engine->run(l)); }, {}});
   std::vector<std::optional<Measured>> judged(cont.size());
   std::vector<std::vector<T>> pending(cont.size());  // Cs judged before cuBLAS's last run (compared at the end)
   const int rounds = o.warmup + o.repeats;
@@ -491,7 +493,7 @@ int run(int argc, char** argv, reduce::Comm& comm) {
       device = comm.pick_device(o.common.device);  // each rank its GPU (--device with one rank)
       if (device < 0) throw InputError("--backend cuda: no usable CUDA device on this rank");
     }
-    levels = resolve_levels(o.levels, backend);
+    levels = resolve_levels(o.levels, backend, o.exact);
     s = resolve_shape(o, app);
     if (o.exact && o.bench) throw InputError("--exact: not with --bench (run single shapes with --exact)");
     if (o.exact && comm.size() > 1)

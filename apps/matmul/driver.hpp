@@ -76,8 +76,10 @@ Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, co
               const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
               const HostInputs<T>* given = nullptr);
 /// --level's names as the executable takes them: "all" is every level of the backend (tiled-tc on
-/// CUDA only; asking for it on the CPU throws InputError); repeats are dropped.
-std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend);
+/// CUDA only; asking for it on the CPU throws InputError); repeats are dropped. With `exact` (--exact)
+/// "all" leaves tiled-tc out and asking for it throws: its tensor-core products are rounded, so it has
+/// no exact form.
+std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact = false);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
 /// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).

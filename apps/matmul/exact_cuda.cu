@@ -191,6 +191,8 @@ void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, str
           a, b, c, s.m, s.n, s.k, ceil_div(s.k, chunk), chunk, reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
       break;
     }
+    case Level::tiled_tc:  // resolve_levels keeps it out of --exact; never leave C as the last level left it
+      throw InputError("--level tiled-tc: has no --exact form (the tensor cores round every product)");
   }
   TALLY_CHECK_LAUNCH();
 }

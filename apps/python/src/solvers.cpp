@@ -356,7 +356,7 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
   if (split_k < 0) throw InputError("--split-k: must not be negative");
   bool fell_back = false;
   const reduce::Backend be = backend_of(backend, fell_back);
-  const std::vector<Level> levels = detail::resolve_levels(level_names, be);  // InputError naming --level
+  const std::vector<Level> levels = detail::resolve_levels(level_names, be, exact);  // InputError naming --level
   if (levels.empty()) throw InputError("--level: no level given");
   const Shape s{m, n, k};
   detail::Options o;  // what the executable's options would hold

@@ -5,7 +5,8 @@ the chosen levels, each checked against a double-double reference, one rank.
     [(x.name, x.gflops, x.passed) for x in r.levels]
 
 Options as the executable's (`matmul --help`): m, n, k or size; precision 'float' or 'double';
-level a name, a comma list or a list ('vector', 'worker', 'worker+vector', 'gang', 'tiled', 'all');
+level a name, a comma list or a list ('vector', 'worker', 'worker+vector', 'gang', 'tiled', 'tiled-tc'
+(CUDA only, not with exact=True), 'all');
 seed, warmup, repeats, split_k, eigen (compare with Eigen; the executable's --no-eigen is
 eigen=False); a and b: NumPy matrices (m x k, k x n, of the precision's dtype) instead of the
 generated inputs (the executable's --a/--b files). Bad input raises ValueError with the

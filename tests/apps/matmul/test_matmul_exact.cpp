@@ -7,9 +7,11 @@
 #include <filesystem>
 
 #include "catch.hpp"
+#include "driver.hpp"
 #include "exact.hpp"
 #include "exact_inputs.hpp"
 #include "tally/common/app.hpp"
+#include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
 
 using namespace tally::matmul;
@@ -44,6 +46,24 @@ TEST_CASE("matmul --exact on the CPU: every level and thread count gives the cor
   for (Shape s : {Shape{7, 5, 301}, Shape{16, 17, 1000}, Shape{3, 2, 5000}, Shape{1, 1, 1}}) {
     check_cpu_exact<float>(s, ++salt);
     check_cpu_exact<double>(s, ++salt);
+  }
+}
+
+TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and asking for tiled-tc is bad input", "[matmul][exact][errors]") {
+  using detail::resolve_levels;
+  using tally::reduce::Backend;
+  const std::vector<Level> exact_levels(all_levels.begin(), all_levels.end()), every(cuda_levels.begin(), cuda_levels.end());
+  CHECK(resolve_levels({"all"}, Backend::cuda, true) == exact_levels);  // the tensor-core products are rounded
+  CHECK(resolve_levels({"all"}, Backend::cuda, false) == every);
+  CHECK(resolve_levels({"all"}, Backend::cpu, true) == exact_levels);
+  CHECK(resolve_levels({"tiled-tc"}, Backend::cuda, false) == std::vector<Level>{Level::tiled_tc});
+  try {
+    (void)resolve_levels({"gang", "tiled-tc"}, Backend::cuda, true);
+    FAIL("tiled-tc was accepted with --exact");
+  } catch (const tally::InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("--level tiled-tc") != std::string::npos);
+    CHECK(what.find("--exact") != std::string::npos);
   }
 }
 
