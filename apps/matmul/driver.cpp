@@ -136,7 +136,7 @@ std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend
     if (l == Level::tiled_tc && backend != Backend::cuda)
       throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
     if (l == Level::tiled_tc && exact)
-      throw InputError("--level tiled-tc: has no --exact form (the tensor cores round every product); --exact runs the other levels");
+      throw InputError(std::string(kNoExactTiledTc) + "; --exact runs the other levels");
     if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   }
   return out;

@@ -23,7 +23,10 @@
 
 namespace tally::matmul {
 
-/// C = A B exactly rounded, on the CPU at `level`.
+/// Why --exact has no tiled-tc level (InputError's message wherever it is asked for).
+inline constexpr const char* kNoExactTiledTc = "--level tiled-tc: has no --exact form (the tensor cores round every product)";
+
+/// C = A B exactly rounded, on the CPU at `level` (not tiled-tc: InputError).
 template <class T>
 void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
 
@@ -39,7 +42,8 @@ class ExactCuda {
   ~ExactCuda();
   ExactCuda(const ExactCuda&) = delete;
   ExactCuda& operator=(const ExactCuda&) = delete;
-  /// C = A B exactly rounded at `level`; a, b, c device memory, asynchronous on `stream`.
+  /// C = A B exactly rounded at `level` (not tiled-tc: InputError); a, b, c device memory, asynchronous
+  /// on `stream`.
   template <class T>
   void multiply(Level level, const T* a, const T* b, T* c, Shape s, stream_t stream, int sm_count);
 

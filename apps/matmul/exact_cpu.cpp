@@ -10,6 +10,7 @@
 
 #include "exact.hpp"
 #include "transpose.hpp"
+#include "tally/common/error.hpp"
 #include "tally/reduce/exact.hpp"
 
 namespace tally::matmul {
@@ -105,6 +106,7 @@ void tiled(const T* a, const T* b, T* c, Shape s) {
 template <class T>
 void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k) {
   const idx mn = s.m * s.n;
+  if (level == Level::tiled_tc) throw InputError(kNoExactTiledTc);
   if (s.k == 0) {
     std::fill(c.begin(), c.end(), T(0));
     return;
@@ -123,7 +125,8 @@ void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b,
     case Level::gang:  // fixed chunks, independent of the thread count (as the ordinary gang level)
       return chunked(a.data(), bt.data(), c.data(), s,
                      split_k > 0 ? std::min(split_k, s.k) : std::clamp<idx>(s.k / 1024, 1, 64));
-    case Level::tiled: break;
+    case Level::tiled:
+    case Level::tiled_tc: break;  // both above
   }
 }
 

@@ -192,7 +192,7 @@ void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, str
       break;
     }
     case Level::tiled_tc:  // resolve_levels keeps it out of --exact; never leave C as the last level left it
-      throw InputError("--level tiled-tc: has no --exact form (the tensor cores round every product)");
+      throw InputError(kNoExactTiledTc);
   }
   TALLY_CHECK_LAUNCH();
 }

@@ -65,6 +65,12 @@ TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and as
     CHECK(what.find("--level tiled-tc") != std::string::npos);
     CHECK(what.find("--exact") != std::string::npos);
   }
+  // The engine itself refuses it too, and writes nothing.
+  const Shape s{2, 3, 4};
+  const std::vector<float> a(8, 1.0f), b(12, 1.0f);
+  std::vector<float> c(6, -7.0f);
+  CHECK_THROWS_AS(exact_cpu_multiply<float>(Level::tiled_tc, a, b, c, s), tally::InputError);
+  CHECK(c == std::vector<float>(6, -7.0f));
 }
 
 TEST_CASE("matmul --exact through the driver: bitwise checks pass; --bench and bad input exit 2", "[matmul][exact]") {
