@@ -1,7 +1,8 @@
 #pragma once
 // Tensor-core block products for the gang level's Gram case (C of at most 64 x 64, K in the
 // millions): the same split-K scheme as gang_level (K split over blockIdx.y, partial C tiles, the
-// gang_arrive tickets, the combine in block order, in two levels beyond 32 splits), with the block's product on the tensor cores.
+// gang_arrive tickets, the combine in block order, in two levels beyond 32 splits), with the block's
+// product on the tensor cores.
 //
 //   double: DMMA (mma.sync m16n8k{4,8,16}.f64 on sm_90, two m8n8k4 per k-group of 4 before), exact
 //           FP64 FMAs: the error model of the CUDA-core path.

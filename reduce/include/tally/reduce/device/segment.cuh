@@ -38,7 +38,9 @@ namespace tally::reduce::device {
 inline constexpr int segment_unroll = 8;
 /// Loads in flight per thread in the block form: 64 bytes of T (16 floats, 8 doubles). 32 bytes per
 /// thread left a long chunk's block latency-bound on the H200 (4 blocks of 256 threads per SM kept
-/// 32 KB in flight). The fold order does not depend on it.
+/// 32 KB in flight). The fold order does not depend on it. (The library's long-segment kernel now
+/// folds its chunks in this order with chunk_fold, segmented.cuh: a whole round of predicated loads
+/// at constant offsets, which needs the chunk bound and block size at compile time.)
 template <class T>
 inline constexpr int block_segment_unroll = sizeof(T) >= 8 ? 8 : 16;
 
