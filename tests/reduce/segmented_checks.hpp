@@ -45,6 +45,12 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
     case 5:  // sparse rows, 3% of them medium: CUDA's pair kernel, its half warps on medium pairs
       for (int s = 0; s < 3001; ++s) len.push_back(uni(0, 99) < 3 ? uni(33, 90) : uni(0, 2));
       break;
+    case 6:  // sparse rows with long ones among them: CUDA's pair kernel in parts, each part's long
+             // segments reduced beside the next part
+      for (int s = 0; s < 60000; ++s) len.push_back(uni(0, 999) < 3 ? uni(33, 300) : uni(0, 2));
+      for (const int s : {3, 9000, 9001, 31000, 59998}) len[static_cast<std::size_t>(s)] = uni(2049, 20000);
+      len[40000] = 3 * 16384 + 5;  // four chunks
+      break;
     default: {  // power law: P(L > x) ~ x^-1.1, capped, a third of the segments empty
       std::uniform_real_distribution<double> u(0.0, 1.0);
       for (int s = 0; s < 3000; ++s)
@@ -55,10 +61,10 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
   return len;
 }
 inline const char* mix_name(int mix) {
-  static const char* names[] = {"zeros and ones", "short (0-40)", "medium (25-2100)", "long", "power law", "sparse, 3% medium"};
-  return names[std::min(mix, 5)];
+  static const char* names[] = {"zeros and ones", "short (0-40)", "medium (25-2100)", "long", "power law", "sparse, 3% medium", "sparse with long rows"};
+  return names[std::min(mix, 6)];
 }
-inline constexpr int kMixes = 6;
+inline constexpr int kMixes = 7;
 
 /// A segmented problem on the host: offsets from `lead` (elements before the first segment), the
 /// input padded before and after with values that change Op's result if read.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "catch.hpp"
+#include "tally/common/error.hpp"
 #include "exact.hpp"
 #include "exact_inputs.hpp"
 
@@ -26,6 +27,10 @@ void check_gpu_exact(Shape s, std::uint64_t salt, bool oracle) {
       INFO("level " << to_string(l) << ", run " << rerun);
       CHECK(tally::test::bit_mismatches(engine->c(), want) == 0);
     }
+  // tiled-tc has no exact form: the engine refuses it (the driver never asks), and stays usable.
+  CHECK_THROWS_AS(engine->run(Level::tiled_tc), tally::InputError);
+  engine->run(Level::gang);
+  CHECK(tally::test::bit_mismatches(engine->c(), want) == 0);
 }
 
 }  // namespace
