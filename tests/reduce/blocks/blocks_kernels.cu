@@ -4,9 +4,12 @@
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/device/segment.cuh"
 #include "tally/reduce/device/vector.cuh"
 #include "tally/reduce/device/worker.cuh"
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/reducers.hpp"
+#include "tally/reduce/segmented.hpp"
 
 namespace tally::test::blocks {
 namespace dev = tally::reduce::device;
@@ -97,6 +100,35 @@ __global__ void __launch_bounds__(1024) exact_dot_kernel(const float* a, const f
   if (dev::exact_gang_sum(t, partials, ticket, r, s) && threadIdx.x == 0) *out = r;
 }
 
+/// A user's kernel: each segment by the form segment.cuh assigns to its length, in its order.
+template <class Op, class T, class Acc>
+__global__ void segments_by_forms_kernel(const T* x, std::int64_t n, const std::int64_t* off, Acc* out) {
+  __shared__ dev::BlockReduceStorage<Acc> tmp;
+  __shared__ Acc part[16];
+  const std::int64_t s = blockIdx.x, b = off[s], len = off[s + 1] - b;
+  const unsigned t = threadIdx.x;
+  if (len <= tally::reduce::segment_thread_max) {
+    if (t == 0) out[s] = dev::thread_segment_reduce<Op, Acc>(x, n, b, b + len);
+  } else if (len <= tally::reduce::segment_warp_max) {
+    if (t < dev::warp_size) {
+      const Acc r = dev::warp_segment_reduce<Op, Acc>(x + b, len);
+      if (t == 0) out[s] = r;
+    }
+  } else {
+    const std::int64_t chunks = (len + tally::reduce::segment_chunk - 1) / tally::reduce::segment_chunk;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t c0 = c * tally::reduce::segment_chunk;
+      const Acc v = dev::block_segment_reduce<Op, Acc>(x + b + c0, min(tally::reduce::segment_chunk, len - c0), tmp, c0);
+      if (t == 0) part[c] = v;
+    }
+    __syncthreads();
+    Acc v = tally::reduce::detail::op_identity<Op, Acc>();
+    for (std::int64_t k = t; k < chunks; k += blockDim.x) v = tally::reduce::detail::op_combine<Op, Acc>(v, part[k]);
+    v = chunks == 1 ? part[0] : dev::block_reduce<Op>(v, tmp);
+    if (t == 0) out[s] = v;
+  }
+}
+
 }  // namespace
 
 template <class Out>
@@ -177,6 +209,18 @@ void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ti
   gang_select_kernel<Op, T><<<blocks, threads>>>(d_in, n, static_cast<dev::select_key_t<T>*>(d_cell), d_ticket, d_out);
   TALLY_CHECK_LAUNCH();
 }
+
+template <class Op, class T, class Acc>
+void segments_by_forms(const T* d_in, std::int64_t n, const std::int64_t* d_off, std::int64_t n_seg, Acc* d_out) {
+  segments_by_forms_kernel<Op, T, Acc><<<static_cast<unsigned>(n_seg), tally::reduce::segment_block>>>(d_in, n, d_off, d_out);
+  TALLY_CHECK_LAUNCH();
+}
+template void segments_by_forms<tally::reduce::Sum, float, float>(const float*, std::int64_t, const std::int64_t*, std::int64_t, float*);
+template void segments_by_forms<tally::reduce::Sum, double, double>(const double*, std::int64_t, const std::int64_t*, std::int64_t, double*);
+template void segments_by_forms<tally::reduce::ArgMax<float>, float, tally::reduce::ValueIndex<float>>(const float*, std::int64_t, const std::int64_t*,
+                                                                                                    std::int64_t, tally::reduce::ValueIndex<float>*);
+template void segments_by_forms<tally::reduce::MeanVar, float, tally::reduce::Moments>(const float*, std::int64_t, const std::int64_t*, std::int64_t,
+                                                                                    tally::reduce::Moments*);
 
 #define TALLY_BLOCKS_SELECT(Op, T)                   \
   template void gang_select_arm<Op, T>(void*);       \

@@ -49,4 +49,10 @@ template <class Out>
 void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
                int threads);
 
+/// out[s] for each segment [off[s], off[s + 1]) of in[0, n), s < n_seg, by a fused kernel built from
+/// the segment forms of device/segment.cuh (one block of segment_block threads a segment, each segment
+/// in the class its length gives it, at most 16 chunks). Op: Sum, or a reducer with Acc its value_type.
+template <class Op, class T, class Acc>
+void segments_by_forms(const T* d_in, std::int64_t n, const std::int64_t* d_off, std::int64_t n_seg, Acc* d_out);
+
 }  // namespace tally::test::blocks

@@ -18,6 +18,8 @@
 #include "tally/common/device_buffer.cuh"
 #include "tally/reduce/exact.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/reduce/reducers.hpp"
+#include "tally/reduce/segmented.hpp"
 #include "test_support.hpp"
 
 namespace blk = tally::test::blocks;
@@ -331,6 +333,78 @@ TEST_CASE("exact dot products of floats on the device: exact::dot's bits for any
       CHECK(std::memcmp(&gf, &want_f, sizeof gf) == 0);
     }
   }
+}
+
+namespace {
+
+/// Bitwise equality of a segment result: Sum's value, ArgMax's value and index, MeanVar's moments
+/// (field by field: ValueIndex has padding).
+template <class V>
+bool same_result(const V& a, const V& b) {
+  if constexpr (std::is_same_v<V, tally::reduce::ValueIndex<float>>) {
+    return std::memcmp(&a.value, &b.value, sizeof a.value) == 0 && a.index == b.index;
+  } else if constexpr (std::is_same_v<V, tally::reduce::Moments>) {
+    return std::memcmp(&a.count, &b.count, sizeof a.count) == 0 && std::memcmp(&a.mean, &b.mean, sizeof a.mean) == 0 &&
+           std::memcmp(&a.m2, &b.m2, sizeof a.m2) == 0;
+  } else {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  }
+}
+
+/// A fused kernel built from the segment forms (thread, warp, block: device/segment.cuh) against
+/// segmented_reduce() on the same input: the promise that such a kernel gets the host API's bits.
+/// Lengths on both sides of every class boundary, one to four chunks, random ones between.
+template <class Op, class T, class Acc>
+void check_segment_forms(std::uint64_t salt) {
+  namespace dev = tally::reduce;  // the segment classes
+  const std::int64_t c = dev::segment_chunk;
+  std::vector<std::int64_t> len = {0, 1, 2, 5, dev::segment_thread_max - 1, dev::segment_thread_max, dev::segment_thread_max + 1, 100, 1000,
+                                   dev::segment_warp_max - 1, dev::segment_warp_max, dev::segment_warp_max + 1, 5000, c - 1, c, c + 1,
+                                   2 * c + 3, 3 * c + 7, 4 * c, 0};
+  auto g = tally::test::rng(salt);
+  for (int k = 0; k < 60; ++k) len.push_back(std::uniform_int_distribution<std::int64_t>(0, k % 10 == 0 ? 40000 : 3000)(g));
+  std::vector<std::int64_t> off = {0};
+  for (const auto l : len) off.push_back(off.back() + l);
+  const std::int64_t n = off.back(), n_seg = static_cast<std::int64_t>(len.size());
+  // Sums of values in [-1, 1]; ArgMax and MeanVar over quarter-steps in [-2, 2]: ties everywhere.
+  auto x = tally::test::random_vector<T>(static_cast<std::size_t>(n), T(-1), T(1), salt + 1);
+  if constexpr (!std::is_same_v<Op, Sum>)
+    for (auto& v : x) v = std::round(v * T(8)) / T(4);
+  const DeviceBuffer<T> d_x{std::span<const T>(x)};
+  const DeviceBuffer<std::int64_t> d_off{std::span<const std::int64_t>(off)};
+  DeviceBuffer<Acc> fused(static_cast<std::size_t>(n_seg)), api(static_cast<std::size_t>(n_seg));
+  fused.fill_bytes(0xFF);
+  blk::segments_by_forms<Op, T, Acc>(d_x.data(), n, d_off.data(), n_seg, fused.data());
+  tally::reduce::Workspace ws(tally::reduce::Backend::cuda);
+  tally::reduce::segmented_reduce<Op, T>(tally::reduce::Backend::cuda, std::span<const T>(d_x.data(), x.size()),
+                                              std::span<const std::int64_t>(d_off.data(), off.size()), api.span(), ws);
+  const auto a = fused.to_host(), b = api.to_host();
+  std::int64_t differ = 0, first = -1;
+  for (std::int64_t s = 0; s < n_seg; ++s)
+    if (!same_result(a[static_cast<std::size_t>(s)], b[static_cast<std::size_t>(s)])) differ += 1, first = first < 0 ? s : first;
+  INFO(Op::name << " on " << (sizeof(T) == 4 ? "float" : "double") << ": " << differ << " of " << n_seg << " segments differ (first: segment "
+                << first << ", length " << (first >= 0 ? len[static_cast<std::size_t>(first)] : 0) << ")");
+  CHECK(differ == 0);
+  if constexpr (std::is_same_v<Op, Sum>) {  // and both right: within (L + 1) eps sum|x| of a long double sum
+    for (std::int64_t s = 0; s < n_seg; ++s) {
+      long double ref = 0, mag = 0;
+      for (std::int64_t i = off[static_cast<std::size_t>(s)]; i < off[static_cast<std::size_t>(s) + 1]; ++i)
+        ref += x[static_cast<std::size_t>(i)], mag += std::fabs(static_cast<long double>(x[static_cast<std::size_t>(i)]));
+      const long double L = static_cast<long double>(len[static_cast<std::size_t>(s)]);
+      INFO("segment " << s << ", length " << len[static_cast<std::size_t>(s)]);
+      REQUIRE(std::fabs(static_cast<long double>(a[static_cast<std::size_t>(s)]) - ref) <=
+              (L + 1) * static_cast<long double>(std::numeric_limits<T>::epsilon()) * mag);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a fused kernel from the segment forms gets segmented_reduce's bits", "[blocks][gpu][segmented][determinism]") {
+  check_segment_forms<Sum, float, float>(71);
+  check_segment_forms<Sum, double, double>(72);
+  check_segment_forms<tally::reduce::ArgMax<float>, float, tally::reduce::ValueIndex<float>>(73);
+  check_segment_forms<tally::reduce::MeanVar, float, tally::reduce::Moments>(74);
 }
 
 TEST_CASE("host API on more than 2^31 elements: exact int32 sum in int64, max", "[blocks][gpu][large]") {

@@ -37,6 +37,18 @@
 
 namespace tally::reduce {
 
+/// The class segmented_reduce() on CUDA gives a segment of length L, and with it the order of its
+/// result, which a fused kernel reproduces with the forms of device/segment.cuh: L <=
+/// segment_thread_max one thread (thread_segment_reduce), L <= segment_warp_max one warp
+/// (warp_segment_reduce), longer ones chunks of segment_chunk elements, each a block of segment_block
+/// threads (block_segment_reduce, index0 the chunk's start), the chunks' partials combined in chunk
+/// order by a block of segment_block threads (thread t folds partials t, t + segment_block, ..., then
+/// block_reduce; one chunk is its own result).
+inline constexpr std::int64_t segment_thread_max = 32;
+inline constexpr std::int64_t segment_warp_max = 2048;
+inline constexpr std::int64_t segment_chunk = 16384;
+inline constexpr int segment_block = 256;
+
 enum class SegmentCheck {
   full,     ///< validate the offsets first (CUDA: on the device, then wait for the verdict)
   trusted,  ///< no validation of the offsets' values (sizes and pointers are still checked)

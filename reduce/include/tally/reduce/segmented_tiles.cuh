@@ -31,9 +31,11 @@ inline std::int64_t fill_blocks(const Tuning& t) {
   return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), kMinBlocksSm);
 }
 
-inline constexpr std::int64_t kThreadMax = 32;    ///< short: at most this many elements
-inline constexpr std::int64_t kWarpMax = 2048;    ///< medium: at most this many
-inline constexpr std::int64_t kChunk = 16384;     ///< long: chunks of this many (64 per thread)
+// The segment classes (segmented.hpp states them for fused kernels).
+inline constexpr std::int64_t kThreadMax = segment_thread_max;  ///< short: at most this many elements
+inline constexpr std::int64_t kWarpMax = segment_warp_max;      ///< medium: at most this many
+inline constexpr std::int64_t kChunk = segment_chunk;           ///< long: chunks of this many (64 per thread)
+static_assert(kBlock == segment_block, "a long chunk is folded by a block of segment_block threads");
 // The long kernel's rounds: 32 floats (16 doubles) a thread in flight, 3 blocks an SM (80 registers).
 // H200, 2^28 floats, against 16 loads at 4 blocks (us): power law 497.1 -> 486.0 (its long kernel
 // 96.8 -> 84.0 under ncu), uniform 2^20 266.5 -> 258.4, 10^5 ones + 1 giant 274.3 -> 263.7; 256-byte

@@ -2,7 +2,9 @@
 // Segment level: one contiguous segment of an array reduced by one thread, one warp or one block, in
 // an order fixed by the segment's length (and, for a block, the block size) alone: the orders
 // segmented_reduce() uses (segmented.hpp), so a fused kernel that reduces its own segments with these
-// gets the host API's bits.
+// gets the host API's bits, when it gives each segment the form segmented.hpp's classes
+// (segment_thread_max, segment_warp_max, segment_chunk, segment_block) assign to its length (a test,
+// tests/reduce/blocks, does so for lengths across every boundary).
 //
 //   // one thread per short segment [b, e) of x[0, n) (element order; 16-byte loads where x allows)
 //   float s = tally::reduce::device::thread_segment_reduce<Sum, float>(x, n, b, e);
