@@ -195,11 +195,12 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
 }
 
 /// x[0, len) by the calling warp: lane l folds x[l], x[l + 32], ... in order, then the xor tree of
-/// warp_reduce. Every lane gets the result. I: the index type (int where the caller knows len < 2^31:
-/// 32-bit loop bounds); lane: lane_id(), which a caller that knows it passes (fewer instructions).
-template <class Op, class Acc, class T, class I = std::int64_t>
+/// warp_reduce. Every lane gets the result. U: loads in flight a lane (not the order); I: the index
+/// type (int where the caller knows len < 2^31: 32-bit loop bounds); lane: lane_id(), which a caller
+/// that knows it passes (fewer instructions).
+template <class Op, class Acc, int U = segment_unroll, class T, class I = std::int64_t>
 __device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, I len, unsigned lane = lane_id()) {
-  const Acc acc = strided_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane), len, I{warp_size});
+  const Acc acc = strided_segment_fold<Op, Acc, U>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane), len, I{warp_size});
   return warp_reduce<Op>(acc);
 }
 
