@@ -45,8 +45,7 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
     case 5:  // sparse rows, 3% of them medium: CUDA's pair kernel, its half warps on medium pairs
       for (int s = 0; s < 3001; ++s) len.push_back(uni(0, 99) < 3 ? uni(33, 90) : uni(0, 2));
       break;
-    case 6:  // sparse rows with long ones among them: CUDA's pair kernel in parts, each part's long
-             // segments reduced beside the next part
+    case 6:  // sparse rows with long ones among them: CUDA's pair kernel listing tiles for the long kernel
       for (int s = 0; s < 60000; ++s) len.push_back(uni(0, 999) < 3 ? uni(33, 300) : uni(0, 2));
       for (const int s : {3, 9000, 9001, 31000, 59998}) len[static_cast<std::size_t>(s)] = uni(2049, 20000);
       len[40000] = 3 * 16384 + 5;  // four chunks

@@ -356,10 +356,10 @@ bool same_result(const V& a, const V& b) {
 /// Lengths on both sides of every class boundary, one to four chunks, random ones between.
 template <class Op, class T, class Acc>
 void check_segment_forms(std::uint64_t salt) {
-  namespace dev = tally::reduce;  // the segment classes
-  const std::int64_t c = dev::segment_chunk;
-  std::vector<std::int64_t> len = {0, 1, 2, 5, dev::segment_thread_max - 1, dev::segment_thread_max, dev::segment_thread_max + 1, 100, 1000,
-                                   dev::segment_warp_max - 1, dev::segment_warp_max, dev::segment_warp_max + 1, 5000, c - 1, c, c + 1,
+  namespace seg = tally::reduce;  // the segment classes
+  const std::int64_t c = seg::segment_chunk;
+  std::vector<std::int64_t> len = {0, 1, 2, 5, seg::segment_thread_max - 1, seg::segment_thread_max, seg::segment_thread_max + 1, 100, 1000,
+                                   seg::segment_warp_max - 1, seg::segment_warp_max, seg::segment_warp_max + 1, 5000, c - 1, c, c + 1,
                                    2 * c + 3, 3 * c + 7, 4 * c, 0};
   auto g = tally::test::rng(salt);
   for (int k = 0; k < 60; ++k) len.push_back(std::uniform_int_distribution<std::int64_t>(0, k % 10 == 0 ? 40000 : 3000)(g));
