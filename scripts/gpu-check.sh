@@ -156,8 +156,8 @@ fi
 # ---- Python: the module's GPU tests (PyTorch, CuPy) and its speed table ----------------------------
 python_status="not built (no nanobind or Python headers)"
 if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
-  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/scripts/tests/test_python_reduce_gpu.py" \
-    "$root/scripts/tests/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
+  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/tests/python/test_python_reduce_gpu.py" \
+    "$root/tests/python/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
   rc=$?
   line=$(grep -E "[0-9]+ (passed|failed)" "$out/python.log" | tail -1)
   python_status="${line:-no summary (exit $rc)}"

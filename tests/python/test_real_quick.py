@@ -17,7 +17,7 @@ import pytest
 from conftest import require_app
 from tally_experiments import cli, fits, heat2d, report
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "experiments.py"
 U64 = 2.0 ** -53  # unit roundoff of double
 U32 = 2.0 ** -24  # ... of float
 # The closed forms below and the apps' analytic solutions are each a few roundings of values of
