@@ -6,11 +6,12 @@
 #     Eigen3, HDF5 (C), CLI11, Catch2, and MPI (C++ and mpiexec) for the rank level, with an
 #     MPI-enabled HDF5 (h5pcc: libhdf5-openmpi-dev beside libhdf5-dev) for heat2d's parallel output;
 #   Python modules by import: h5py numpy matplotlib pytest, and nanobind + scikit_build_core for the
-#     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports).
+#     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports);
+#   clang-format, for scripts/format.sh and CI's format check.
 # Tools and libraries installed from anywhere (Kitware, pip, conda, Spack, modules) count. What is
 # missing is installed through apt-get only where apt-get exists and we are root; otherwise the one
 # command to run is printed. Exit status 1 only when something the build needs is missing; MPI,
-# parallel HDF5 and nanobind are wanted, not needed (without MPI the build has one
+# parallel HDF5, nanobind and clang-format are wanted, not needed (without MPI the build has one
 # rank; without parallel HDF5 multi-rank fields are gathered to rank 0 to be written; without
 # nanobind there is no Python module and its tests report skipped). Quiet when everything is present.
 # TALLY_SKIP_SETUP=1: do nothing (for environments managed by hand).
@@ -255,6 +256,18 @@ if ((${#pymissing[@]})); then
       exit 1
     fi
     echo "setup: pip could not install ${pymissing[*]}: going on without the Python module (its tests report skipped); run:  ${pip[*]} ${pymissing[*]}" >&2
+  fi
+fi
+
+# 4. clang-format (scripts/format.sh, CI's format check): wanted, not needed to build or test.
+if ! first_command clang-format-14 clang-format >/dev/null; then
+  if can_apt; then
+    echo "setup: installing clang-format (for scripts/format.sh)"
+    apt_install clang-format || true
+  fi
+  if ! first_command clang-format-14 clang-format >/dev/null; then
+    echo "setup: no clang-format: going on without it (scripts/format.sh and CI's format check need it)" >&2
+    advise clang-format
   fi
 fi
 
