@@ -206,10 +206,10 @@ if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
   TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/tests/python/test_python_reduce_gpu.py" \
     "$root/tests/python/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
   rc=$?
-  line=$(grep -E "[0-9]+ (passed|failed)" "$out/python.log" | tail -1)
+  line=$(grep -E "[0-9]+ (passed|failed|skipped)" "$out/python.log" | tail -1)
   python_status="${line:-no summary (exit $rc)}"
   # Any skip on a GPU machine means a framework or the GPU was missing: as for ctest, a failure.
-  if ((rc != 0)) || [[ $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
+  if ((rc != 0)) || [[ -z $line || $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
   if [[ $bench_list != none ]]; then
     echo "==== python" >>"$out/bench.log"
     TALLY_BUILD_DIR=$build python3 "$root/scripts/python_bench.py" --json "$results/python_bench.json" >>"$out/bench.log" 2>&1 ||
