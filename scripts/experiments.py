@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convergence and performance experiments around the tally apps (issue 7).
+"""Convergence and performance experiments around the tally apps.
 
   scripts/experiments.py all --quick --backend cpu          # every experiment, small sizes
   scripts/experiments.py heat2d-refinement --dry-run         # list the runs, run nothing

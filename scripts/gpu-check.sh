@@ -1,56 +1,81 @@
 #!/usr/bin/env bash
-# The GPU check, for an NVIDIA H100/H200 machine (Ubuntu 24.04, CUDA 13, cmake 4, g++ 13, Eigen,
-# HDF5, CLI11, Catch2 3 installed; no network): configure (Release, sm_90), build, run the whole
-# test suite with the GPU tests (failing if any GPU test was skipped), a compute-sanitizer memcheck
-# pass over the apps and a fast subset of the GPU tests (failing on any error), then the benchmarks.
-# Logs and results go to $OUT (default build/gpu-check): at most 8 files, the rest in results.tar.gz.
-# A short table is printed last.
+# The GPU check, for an NVIDIA H100/H200 machine (no network needed). First the README's two commands
+# exactly as a user runs them, each a row of the table (a failing one fails the check):
+#   scripts/run.sh    set up, build build/default, every app on its default problem, reduce-bench --quick
+#   scripts/test.sh   set up, build, the whole test suite (ctest, pytest)
+# then, in the build folder those built (Release, the CUDA backend for sm_90; checked):
+#   GPU tests       ctest -L gpu, failing if any GPU test was skipped
+#   ranks (NCCL)    ctest -L ranks with device buffers through NCCL, also where the ranks share one GPU
+#   memcheck        compute-sanitizer over the apps on small problems and a fast subset of GPU tests
+#   python          the module's GPU tests (PyTorch, CuPy; a skip fails) and scripts/python_bench.py
+#   benchmarks      each app's and reduce-bench's --bench on the GPU (and across ranks on several GPUs)
+# Logs and results go to $OUT (default build/gpu-check): summary.txt (the table, printed last),
+# readme.log, ctest.log, ranks.log, memcheck.log, bench.log, python.log and results.tar.gz.
 #
-# Narrow it for a quick iteration:
-#   TALLY_GPU_TARGETS="tally_reduce reduce_gpu_test"   build only these targets (default: all)
-#   TALLY_GPU_TESTS="reduce"                            ctest -R regex (default: all; "none" skips)
-#   TALLY_GPU_BENCH="reduce heat2d matmul mcpi"         benchmarks to run ("none" skips)
-#   TALLY_BENCH_ARGS_<name>="..."                       extra arguments for one benchmark
-#   TALLY_GPU_MEMCHECK="heat2d matmul"                  compute-sanitizer memcheck runs whose label
-#                                                       starts with one of these (default: all; "none" skips)
-#   TALLY_MEMCHECK_TIMEOUT=300                          seconds per memcheck run
-#   TALLY_GPU_RANKS=2                                   multi-GPU mode: the benchmarks again under
-#                                                       `mpiexec -n 2` (default: the GPU count when it
-#                                                       is 2 or more, else 0 = off); the rank tests
-#                                                       (ctest -L ranks) run in every mode
+# Narrow the GPU stages for a quick iteration (the README's commands always run whole):
+#   TALLY_GPU_TESTS="reduce"                     ctest -R regex for the GPU tests (default: all; "none" skips)
+#   TALLY_GPU_BENCH="reduce heat2d matmul mcpi"  benchmarks to run ("none" skips)
+#   TALLY_BENCH_ARGS_<name>="..."                extra arguments for one benchmark (e.g. reduce: --suite exact)
+#   TALLY_GPU_MEMCHECK="heat2d matmul"           memcheck runs whose label starts with one of these
+#                                                (default: all; "none" skips)
+#   TALLY_MEMCHECK_TIMEOUT=300                   seconds per memcheck run
+#   TALLY_GPU_RANKS=2                            multi-GPU mode: the benchmarks again under `mpiexec -n 2`
+#                                                (default: the GPU count when it is 2 or more, else off)
 set -uo pipefail
 # NVLink multicast stays off in every multi-GPU run started from here (it can take the host's shared
-# GPUs out of service for days); the launcher passes these to every rank.
+# GPUs out of service for days); the launchers pass these to every rank.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# The rank runtime's setting that sends device buffers between ranks through NCCL, also when ranks
+# share one GPU: NCCL then takes each rank for a host of its own (a distinct NCCL_HOSTID) and connects
+# them through sockets on the loopback interface.
+nccl_transport=(TALLY_RANK_TRANSPORT=nccl NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
 source "$(dirname "$0")/common.sh"
-build=${TALLY_BUILD_DIR:-$root/build/gpu}
 out=${OUT:-$root/build/gpu-check}
-mkdir -p "$out" "$(dirname "$build")"
+mkdir -p "$out"
 results=$(mktemp -d)
 summary="$out/summary.txt"
 : >"$summary"
-row() { printf '%-28s %s\n' "$1" "$2" | tee -a "$summary"; }
+check_failed=0
+row() {  # row NAME STATUS: one line of the table; a status starting FAILED fails the check
+  printf '%-28s %s\n' "$1" "$2" >>"$summary"
+  [[ $2 != FAILED* ]] || check_failed=1
+}
+seconds_since() { echo "$(($(date +%s) - $1)) s"; }
 
-{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nvcc --version | tail -2; cmake --version | head -1; } >"$out/device.txt" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nvcc --version | tail -2; cmake --version | head -1; } >"$results/device.txt" 2>&1
 
-# ---- build ----------------------------------------------------------------------------------------
-t0=$(date +%s)
-targets=()
-for t in ${TALLY_GPU_TARGETS:-}; do targets+=(--target "$t"); done
-generator_args "$build"
-if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
-   cmake --build "$build" -j "$jobs" "${targets[@]}" >>"$out/build.log" 2>&1; then
-  build_status="ok ($(($(date +%s) - t0)) s)"
-else
-  build_status="FAILED (see build.log)"
-  tail -30 "$out/build.log"
+# ---- the README's commands ------------------------------------------------------------------------
+: >"$out/readme.log"
+declare -A readme_status
+for cmd in scripts/run.sh scripts/test.sh; do
+  t0=$(date +%s)
+  echo "==== $cmd" >>"$out/readme.log"
+  if (cd "$root" && "$cmd") >>"$out/readme.log" 2>&1; then
+    readme_status[$cmd]="ok ($(seconds_since "$t0"))"
+  else
+    readme_status[$cmd]="FAILED: exit $? (see readme.log)"
+  fi
+done
+
+# ---- the build they made: the CUDA backend for sm_90 ---------------------------------------------
+# The GPU stages reuse it instead of configuring a build of their own.
+build_status="ok: $build"
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  build_status="FAILED: no build in $build (scripts/run.sh and scripts/test.sh build it)"
+elif ! grep -qE "^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc" "$build/CMakeCache.txt"; then
+  build_status="FAILED: $build has no CUDA backend (no CUDA compiler in its cache; a toolkit on PATH or in /usr/local/cuda?)"
+elif ! grep -rqs --include=build.ninja --include=flags.make -e "sm_90" "$build"; then
+  build_status="FAILED: $build does not compile for sm_90 (CMAKE_CUDA_ARCHITECTURES set elsewhere?)"
+elif [[ ! -x $build/tests/reduce/reduce_gpu_test ]]; then
+  build_status="FAILED: $build has no GPU tests (the build did not finish: see readme.log)"
 fi
 
-# ---- tests ----------------------------------------------------------------------------------------
+# ---- GPU tests ------------------------------------------------------------------------------------
 tests=${TALLY_GPU_TESTS:-}
 test_status="not run"
+: >"$out/ctest.log"
 if [[ $build_status == ok* && $tests != none ]]; then
-  args=(--test-dir "$build" --output-on-failure --no-tests=error -j 4)
+  args=(--test-dir "$build" --output-on-failure --no-tests=error -j 4 -L gpu)
   [[ -n $tests ]] && args+=(-R "$tests")
   ctest "${args[@]}" >"$out/ctest.log" 2>&1
   rc=$?
@@ -58,9 +83,29 @@ if [[ $build_status == ok* && $tests != none ]]; then
   skipped=$(grep -cE "\*\*\*Skipped|Not Run" "$out/ctest.log")
   failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout" "$out/ctest.log")
   test_status="$passed passed, $failed failed, $skipped skipped"
+  # On a GPU machine a skipped GPU test means a missing GPU or framework: a failure.
   if ((rc != 0 || skipped > 0)); then
     test_status="FAILED: $test_status"
     grep -E "\*\*\*(Failed|Skipped|Exception|Timeout)|Not Run" "$out/ctest.log" | head -20
+  fi
+fi
+
+# ---- the rank tests through NCCL ------------------------------------------------------------------
+# Every rank test (2 and 3 ranks on this machine's GPUs, one GPU shared if that is all there is) with
+# the device transport set to NCCL; rank_gpu_test names the transport it got, which must be NCCL.
+ranks_status="not run"
+: >"$out/ranks.log"
+if [[ $build_status == ok* && $tests != none ]]; then
+  env "${nccl_transport[@]}" ctest --test-dir "$build" --output-on-failure --no-tests=error -V -L ranks \
+    >"$out/ranks.log" 2>&1
+  rc=$?
+  passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$out/ranks.log")
+  failed=$(grep -cE "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|\*\*\*Skipped|Not Run" "$out/ranks.log")
+  nccl=$(grep -cE "^[0-9: ]*[23] ranks, device transport: nccl" "$out/ranks.log")
+  ranks_status="$passed passed, $failed failed or skipped; NCCL in $nccl of the 2 multi-rank rank_gpu_test runs"
+  if ((rc != 0 || failed > 0 || nccl < 2)); then
+    ranks_status="FAILED: $ranks_status"
+    grep -E "\*\*\*(Failed|Skipped|Exception|Timeout)|Not Run|device transport" "$out/ranks.log" | head -20
   fi
 fi
 
@@ -143,7 +188,7 @@ if [[ $build_status == ok* && $bench_list != none ]]; then
       reduce) exe="$build/reduce/bench/reduce-bench" ;;
       *) exe="$build/apps/$b/$b" ;;
     esac
-    [[ -x $exe ]] || { bench_status[$b]="no executable"; continue; }
+    [[ -x $exe ]] || { bench_status[$b]="FAILED: no executable"; continue; }
     extra_var="TALLY_BENCH_ARGS_$b"
     echo "==== $b" >>"$out/bench.log"
     if "$exe" --bench --backend cuda --out "$results/$b-bench.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
@@ -153,16 +198,18 @@ if [[ $build_status == ok* && $bench_list != none ]]; then
     fi
   done
 fi
+
 # ---- Python: the module's GPU tests (PyTorch, CuPy) and its speed table ----------------------------
 python_status="not built (no nanobind or Python headers)"
+: >"$out/python.log"
 if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
-  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/scripts/tests/test_python_reduce_gpu.py" \
-    "$root/scripts/tests/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
+  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/tests/python/test_python_reduce_gpu.py" \
+    "$root/tests/python/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
   rc=$?
-  line=$(grep -E "[0-9]+ (passed|failed)" "$out/python.log" | tail -1)
+  line=$(grep -E "[0-9]+ (passed|failed|skipped)" "$out/python.log" | tail -1)
   python_status="${line:-no summary (exit $rc)}"
   # Any skip on a GPU machine means a framework or the GPU was missing: as for ctest, a failure.
-  if ((rc != 0)) || [[ $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
+  if ((rc != 0)) || [[ -z $line || $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
   if [[ $bench_list != none ]]; then
     echo "==== python" >>"$out/bench.log"
     TALLY_BUILD_DIR=$build python3 "$root/scripts/python_bench.py" --json "$results/python_bench.json" >>"$out/bench.log" 2>&1 ||
@@ -197,13 +244,17 @@ if [[ $build_status == ok* && $ranks -ge 2 && $bench_list != none ]]; then
   done
 fi
 (cd "$results" && tar czf "$out/results.tar.gz" .) 2>/dev/null
-rm -rf "$results"
 
 # ---- table ----------------------------------------------------------------------------------------
-echo
-echo "== tally GPU check: $(head -2 "$out/device.txt" | tail -1)"
-row "build" "$build_status"
-row "tests" "$test_status"
+{
+  echo
+  echo "== tally GPU check: $(head -2 "$results/device.txt" | tail -1)"
+} >>"$summary"
+rm -rf "$results"
+for cmd in scripts/run.sh scripts/test.sh; do row "$cmd" "${readme_status[$cmd]}"; done
+row "build (for the GPU stages)" "$build_status"
+row "GPU tests" "$test_status"
+row "ranks through NCCL" "$ranks_status"
 row "memcheck (compute-sanitizer)" "$memcheck_status"
 row "python (GPU tests)" "$python_status"
 for b in $bench_list; do
@@ -214,6 +265,6 @@ for b in $rank_list; do
   row "bench $b x$ranks ranks" "${rank_status[$b]:-not run}"
 done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
-grep -E "^\| " "$out/bench.log" | tail -60
-[[ $build_status == ok* && $test_status != FAILED* && $memcheck_status != FAILED* && $python_status != FAILED* ]] &&
-  [[ ! " ${bench_status[*]:-} ${rank_status[*]:-} " =~ FAILED ]]
+grep -E "^\| " "$out/bench.log" | tail -60 >>"$summary"
+cat "$summary"
+exit "$check_failed"

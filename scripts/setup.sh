@@ -6,12 +6,14 @@
 #     Eigen3, HDF5 (C), CLI11, Catch2, and MPI (C++ and mpiexec) for the rank level, with an
 #     MPI-enabled HDF5 (h5pcc: libhdf5-openmpi-dev beside libhdf5-dev) for heat2d's parallel output;
 #   Python modules by import: h5py numpy matplotlib pytest, and nanobind + scikit_build_core for the
-#     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports).
+#     Python module (apps/python; TALLY_PYTHON=AUTO builds it when nanobind imports);
+#   clang-format, for scripts/format.sh and CI's format check.
 # Tools and libraries installed from anywhere (Kitware, pip, conda, Spack, modules) count. What is
 # missing is installed through apt-get only where apt-get exists and we are root; otherwise the one
-# command to run is printed. Exit status 1 only when something the build needs is missing; MPI and
-# parallel HDF5 are wanted, not needed (without MPI the build has one rank; without parallel HDF5
-# multi-rank fields are gathered to rank 0 to be written). Quiet when everything is present.
+# command to run is printed. Exit status 1 only when something the build needs is missing; MPI,
+# parallel HDF5, nanobind and clang-format are wanted, not needed (without MPI the build has one
+# rank; without parallel HDF5 multi-rank fields are gathered to rank 0 to be written; without
+# nanobind there is no Python module and its tests report skipped). Quiet when everything is present.
 # TALLY_SKIP_SETUP=1: do nothing (for environments managed by hand).
 set -euo pipefail
 
@@ -20,7 +22,8 @@ if [[ -n ${TALLY_SKIP_SETUP:-} && ${TALLY_SKIP_SETUP} != 0 ]]; then
 fi
 
 python=${PYTHON:-python3}
-python_modules=(h5py numpy matplotlib pytest nanobind scikit_build_core)
+python_needed=(h5py numpy matplotlib pytest)        # the scripts and the tests
+python_wanted=(nanobind scikit_build_core)         # the Python module
 cmake_min=3.25
 
 need=()       # what is missing and needed, in words
@@ -147,7 +150,7 @@ EOF
 pymissing=()
 check_python() {  # one interpreter for all: each start costs seconds on a loaded machine
   local out
-  out=$("$python" - "${python_modules[@]}" 2>/dev/null <<'EOF'
+  out=$("$python" - "${python_needed[@]}" "${python_wanted[@]}" 2>/dev/null <<'EOF'
 import importlib, sys
 for m in sys.argv[1:]:
     try:
@@ -155,7 +158,7 @@ for m in sys.argv[1:]:
     except Exception:
         print(m)
 EOF
-  ) || out="${python_modules[*]}"
+  ) || out="${python_needed[*]} ${python_wanted[*]}"
   read -r -a pymissing <<<"$(echo $out)"
 }
 
@@ -163,13 +166,14 @@ unique() { printf '%s\n' "$@" | awk 'NF && !seen[$0]++' | tr '\n' ' ' | sed 's/ 
 join_by() { local IFS=$1; shift; echo "$*"; }
 
 can_apt() { command -v apt-get >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; }
-apt_updated=0
+apt_updated=0  # 1: updated; -1: the update failed (no network), not tried again
 # Short network timeouts: on a machine without a network (GPU nodes often) apt fails in seconds.
 apt_opts=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
 apt_install() {  # apt_install PACKAGE...: apt-get update once per run, then install
   export DEBIAN_FRONTEND=noninteractive
+  ((apt_updated >= 0)) || return 1
   if ((!apt_updated)); then
-    apt-get "${apt_opts[@]}" update -qq >/dev/null || return 1
+    apt-get "${apt_opts[@]}" update -qq >/dev/null || { apt_updated=-1; return 1; }
     apt_updated=1
   fi
   apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "$@" >/dev/null
@@ -235,14 +239,35 @@ if ((${#need[@]} + ${#want[@]})); then
   fi
 fi
 
-# 3. Python modules (the experiment scripts and their tests), through pip.
+# 3. Python modules (the scripts and the tests need these; the Python module wants nanobind), through
+# pip, with short timeouts: without a network it gives up in seconds.
 check_python
 if ((${#pymissing[@]})); then
   echo "setup: installing Python packages ${pymissing[*]}"
-  pip=("$python" -m pip install --quiet --disable-pip-version-check)
-  if ! "${pip[@]}" "${pymissing[@]}" 2>/dev/null && ! "${pip[@]}" --break-system-packages "${pymissing[@]}"; then
-    echo "setup: pip could not install ${pymissing[*]}; run:  ${pip[*]} ${pymissing[*]}" >&2
-    exit 1
+  pip=("$python" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 20)
+  if ! "${pip[@]}" "${pymissing[@]}" 2>/dev/null && ! "${pip[@]}" --break-system-packages "${pymissing[@]}" 2>/dev/null; then
+    check_python  # what is still missing
+    needed_missing=()
+    for m in "${pymissing[@]}"; do
+      [[ " ${python_needed[*]} " == *" $m "* ]] && needed_missing+=("$m")
+    done
+    if ((${#needed_missing[@]})); then
+      echo "setup: pip could not install ${needed_missing[*]}; run:  ${pip[*]} ${pymissing[*]}" >&2
+      exit 1
+    fi
+    echo "setup: pip could not install ${pymissing[*]}: going on without the Python module (its tests report skipped); run:  ${pip[*]} ${pymissing[*]}" >&2
+  fi
+fi
+
+# 4. clang-format (scripts/format.sh, CI's format check): wanted, not needed to build or test.
+if ! first_command clang-format-14 clang-format >/dev/null; then
+  if can_apt; then
+    echo "setup: installing clang-format (for scripts/format.sh)"
+    apt_install clang-format || true
+  fi
+  if ! first_command clang-format-14 clang-format >/dev/null; then
+    echo "setup: no clang-format: going on without it (scripts/format.sh and CI's format check need it)" >&2
+    advise clang-format
   fi
 fi
 

@@ -42,15 +42,23 @@ TEST_CASE("ranks, node-local ranks and split_range") {
 }
 
 TEST_CASE("barrier and idle_barrier wait for the last rank to arrive") {
+  // The last rank reads the clock after a sleep, just before it enters; every rank reads it once it
+  // has left. A barrier that waits puts every exit after that entry. A test's ranks run on one host and
+  // read its one monotonic clock (steady_clock), so the comparison needs no margin for scheduling.
   const Comm& c = world();
-  using ms = std::chrono::milliseconds;
+  const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
   for (int idle = 0; idle < 2; ++idle) {
-    c.barrier();  // start together (within scheduling noise, far below the margin below)
-    const auto t0 = std::chrono::steady_clock::now();
-    if (c.rank() == c.size() - 1) std::this_thread::sleep_for(ms(200));
+    c.barrier();
+    std::vector<std::int64_t> entered{0};
+    if (c.rank() == c.size() - 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      entered[0] = now();
+    }
     if (idle) c.idle_barrier();
     else c.barrier();
-    CHECK(std::chrono::steady_clock::now() - t0 >= ms(100));
+    const std::int64_t left = now();
+    c.broadcast(std::span<std::int64_t>(entered), c.size() - 1);
+    CHECK(left >= entered[0]);
   }
 }
 

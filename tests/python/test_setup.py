@@ -37,7 +37,9 @@ exit 0
     "sudo": 'echo "sudo $*" >>"$CALLS"\nexit 1',
     "id": 'if [ "$1" = -u ]; then echo "${TEST_UID:-0}"; else echo "uid=${TEST_UID:-0}"; fi',
     "nvcc": 'echo "nvcc: NVIDIA (R) Cuda compiler driver"',
-    # python: answers setup's import check from $TEST_PYMISSING; records pip.
+    "clang-format": 'echo "Debian clang-format version 14.0.6"',
+    # python: answers setup's import check from $TEST_PYMISSING; records pip, which fails (installs
+    # nothing) with $TEST_PIP_FAIL.
     "python": r"""
 if [ "$1" = - ]; then
   shift; cat >/dev/null
@@ -45,6 +47,7 @@ if [ "$1" = - ]; then
   exit 0
 fi
 echo "python $*" >>"$CALLS"
+[ -n "${TEST_PIP_FAIL:-}" ] && exit 1
 exit 0
 """,
 }
@@ -252,3 +255,28 @@ def test_parallel_hdf5_is_wanted_not_needed(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "libopenmpi-dev openmpi-bin libhdf5-openmpi-dev" in r.stderr and "one rank" in r.stderr
     assert e.installs() == []
+
+
+def test_python_module_wanted_not_needed_without_network(tmp_path):
+    """pip cannot install nanobind (a GPU node with no network): the build goes on without the Python
+    module, whose tests report skipped; a module the tests need that pip cannot install fails."""
+    e = Env(tmp_path)
+    r = e.run(TEST_UID=0, TEST_PYMISSING="nanobind scikit_build_core", TEST_PIP_FAIL=1)
+    assert r.returncode == 0, r.stderr
+    assert "going on without the Python module" in r.stderr and "nanobind scikit_build_core" in r.stderr
+    r = e.run(TEST_UID=0, TEST_PYMISSING="pytest nanobind", TEST_PIP_FAIL=1)
+    assert r.returncode == 1
+    assert "pip could not install pytest;" in r.stderr
+
+
+def test_clang_format_is_wanted_not_needed(tmp_path):
+    """Root with apt installs clang-format; without a network, or as a user, set-up says so and goes on."""
+    e = Env(tmp_path, hide=("clang-format-14",), drop_standins=("clang-format",))
+    r = e.run(TEST_UID=0)
+    assert r.returncode == 0, r.stderr
+    assert [c for c in e.recorded() if c.startswith("apt-get install")] == ["apt-get install -y -qq --no-install-recommends clang-format"]
+    r = e.run(TEST_UID=0, TEST_APT_FAIL=1)
+    assert r.returncode == 0 and "no clang-format: going on without it" in r.stderr, r.stderr
+    r = e.run(TEST_UID=1000)
+    assert r.returncode == 0
+    assert "sudo apt-get install -y --no-install-recommends clang-format" in r.stderr

@@ -65,14 +65,13 @@ def test_mcpi_stops_after_a_batch_on_sigterm(build_dir, tmp_path):
 
 def test_a_second_sigint_ends_at_once(build_dir, tmp_path):
     exe = require_app(build_dir, "mcpi")
-    # One batch of 2^40 samples: no safe point for minutes, so only the second signal can end it.
-    t0 = time.monotonic()
+    # One batch of 2^40 samples: no safe point for hours, so only the second signal can end it (had it
+    # not, start_and_signal's wait of 60 s would run out and fail the test; no clock is read here).
     rc, _, err = start_and_signal([str(exe), "--backend", "cpu", "--n", "2^40", "--batch", "2^40", "--quiet",
                                    "--out", str(tmp_path / "t.h5")], tmp_path, [signal.SIGINT, signal.SIGINT], gap=0.2,
                                   after=1.0)
     assert rc == 130, err
     assert "stopping now" in err, err
-    assert time.monotonic() - t0 < 20
     assert list(tmp_path.iterdir()) == []
 
 

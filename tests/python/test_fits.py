@@ -17,9 +17,9 @@ def test_observed_order_with_higher_order_term_tends_to_leading_order():
     h = 0.5 ** np.arange(3, 10)
     e = 0.8 * h ** 2 + 5.0 * h ** 3  # the h^3 term fades on finer grids
     p = fits.observed_orders(h, e)
-    assert np.all(np.diff(p) < 0)          # monotone approach from above
-    assert p[-1] == pytest.approx(2.0, abs=0.02)
-    assert p[0] > 2.2
+    # e = 0.8 h^2 (1 + 6.25 h): between h and h/2 the order is 2 + log2((1 + 6.25 h) / (1 + 3.125 h)).
+    assert p == pytest.approx(2 + np.log2((1 + 6.25 * h[:-1]) / (1 + 3.125 * h[:-1])), abs=1e-12)
+    assert np.all(np.diff(p) < 0) and np.all(p > 2)  # monotone approach from above
 
 
 def test_observed_order_non_uniform_ratios():
@@ -48,17 +48,22 @@ def test_power_fit_recovers_slope_and_coefficient():
     assert f(1e4) == pytest.approx(1.64e-2, rel=1e-10)
 
 
-def test_power_fit_on_noisy_monte_carlo_like_data():
-    # |error| of an unbiased estimator with sigma ~ N^-1/2: mean over replicates of |normal| draws.
-    rng = np.random.default_rng(7)
-    n = np.logspace(3, 7, 9)
-    sigma = 1.64 / np.sqrt(n)
-    mean_abs = np.abs(rng.normal(0.0, sigma[:, None], size=(n.size, 64))).mean(axis=1)
-    f = fits.power_fit(n, mean_abs)
-    assert f.slope == pytest.approx(-0.5, abs=3 * f.slope_stderr + 0.02)
-    assert 0 < f.slope_stderr < 0.05
-    # mean |N(0, s)| = s sqrt(2/pi)
-    assert f(1e5) == pytest.approx(math.sqrt(2 / math.pi) * 1.64 / math.sqrt(1e5), rel=0.15)
+def test_power_fit_on_noisy_data_is_the_least_squares_slope():
+    # y = 1.64 x^-1/2 (1 + eps_i), a fixed pattern |eps_i| <= 0.2. With lx = log x, the least-squares
+    # slope is -1/2 + sum_i w_i log(1 + eps_i), w_i = (lx_i - mean lx) / sum (lx - mean lx)^2, and the
+    # intercept log 1.64 + mean log(1 + eps) - (slope + 1/2) mean lx: the fit must give exactly these.
+    x = np.logspace(3, 7, 9)
+    eps = 0.2 * np.array([0.3, -1.0, 0.7, 0.1, -0.6, 1.0, -0.2, 0.5, -0.9])
+    f = fits.power_fit(x, 1.64 * x ** -0.5 * (1 + eps))
+    lx, noise = np.log(x), np.log1p(eps)
+    w = (lx - lx.mean()) / np.sum((lx - lx.mean()) ** 2)
+    slope = -0.5 + float(w @ noise)
+    assert f.slope == pytest.approx(slope, abs=1e-12)
+    assert math.log(f.coef) == pytest.approx(math.log(1.64) + noise.mean() - (slope + 0.5) * lx.mean(), abs=1e-12)
+    # The standard error: the residuals' variance over the spread of lx, 9 points less 2 parameters.
+    resid = noise - noise.mean() - (slope + 0.5) * (lx - lx.mean())
+    assert f.slope_stderr == pytest.approx(math.sqrt(resid @ resid / 7 / np.sum((lx - lx.mean()) ** 2)), rel=1e-9)
+    assert f.npoints == 9
 
 
 def test_power_fit_ignores_non_positive_points_and_needs_two():

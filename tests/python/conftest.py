@@ -1,12 +1,14 @@
-"""pytest set-up: the package on sys.path, the build tree, and skipping when an app is missing."""
+"""pytest set-up: the experiments' package (scripts/tally_experiments) on sys.path, the build tree,
+and skipping when an app or the Python module is missing (the module's absence said once, at the end)."""
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1]
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
+MODULE_MISSING = "the tally Python module is not built"
 
 from tally_experiments import runner  # noqa: E402
 
@@ -34,10 +36,18 @@ def import_tally():
     try:
         return importlib.import_module("tally")
     except ImportError as e:
-        pytest.skip(f"the tally Python module is not built ({e}); configure with nanobind installed "
+        pytest.skip(f"{MODULE_MISSING} ({e}); configure with nanobind installed "
                     f"(-DTALLY_PYTHON=ON) or pip install . [looked in {tree}]")
 
 
 @pytest.fixture(scope="session")
 def tally():
     return import_tally()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line when the module's tests were skipped for want of the module (a build without nanobind)."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if MODULE_MISSING in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"tests/python: {MODULE_MISSING}: {len(skipped)} of its tests skipped, not run "
+                                    "(it is built when nanobind is installed at configure time, or by pip install .)")

@@ -9,7 +9,7 @@ from tally_experiments import cli, heat2d, mcpi
 from tally_experiments.context import Context
 from tally_experiments.runner import Runner
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "experiments.py"
 
 
 def parse(*argv):
