@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,7 +13,6 @@
 #include <vector>
 
 #include "exact.hpp"
-#include "gram_ws.cuh"
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
@@ -95,21 +93,8 @@ using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6,
 // taken out the tile streamed at 4.15-4.20 TB/s whatever its boxes, stages or slice order, and
 // without promotion at 4.66 (H200, 2026-11-29); so its maps ask for none: 3.84-4.05 ms. The
 // alternatives measured slower (a decoupled pipeline, other warp tiles, depths and stages, two blocks
-// per SM, the warp-specialised tile ws=V below) are in apps/matmul/README.md.
+// per SM, a warp-specialised pipeline) are in apps/matmul/README.md.
 using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
-// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2 the 64-deep one;
-// 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
-using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
-using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
-using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
-// 4: the default but issuing each slice only once the previous one has landed (the default before).
-using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-// 5: cuBLAS's DGEMM tile for this shape (Nsight Compute, H200, 2026-11-24: 32 x 32 tiles, 4 warps of
-// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range; in this
-// synchronous loop 4.98-5.65 ms, 0.69-0.91x cuBLAS (H200, 2026-11-25).
-using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2, true, 1, false, true>;
-// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
-// on the H200 in every variant tried (apps/matmul/README.md).
 // tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
 // cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
 // (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
@@ -144,24 +129,6 @@ class CudaEngine final : public Engine<T> {
     MATMUL_CUBLAS_TRY(cublasSetStream(blas_, stream_));
     // FP32/FP64 as asked: no TF32 tensor-core path (DEFAULT_MATH uses TF32 only when told to).
     MATMUL_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
-    // For comparisons of the gang level's copy paths: TALLY_MATMUL_TMA=0 keeps the tensor-copy tiles off.
-    if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
-    // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
-    if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
-    // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (TcDoubleTmaN above; 0 the default), or "ws=V" the warp-specialised tile's variant V
-    // (gram_ws.cuh), and the L2 promotion P of every tensor map (0 none, 1 128 B,
-    // 2 256 B; unset: each tile's own).
-    if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
-      const std::string e(v);
-      auto knob = [&](const std::string& key) {
-        const auto at = e.find(key + "=");
-        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
-      };
-      gram_cfg_ = std::max(knob("cfg"), 0);
-      gram_ws_ = knob("ws");
-      gram_l2_ = knob("l2");
-    }
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -330,7 +297,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside; L2 promotion of 256 bytes or none (or TALLY_MATMUL_GRAM's).
+  /// swizzled, zeros outside; L2 promotion of 256 bytes or none.
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
@@ -345,15 +312,10 @@ class CudaEngine final : public Engine<T> {
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               promotion(l2_promote),
+                               l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
-  }
-
-  [[nodiscard]] CUtensorMapL2promotion promotion(bool l2_promote) const {
-    const int p = gram_l2_ >= 0 ? gram_l2_ : l2_promote ? 2 : 0;
-    return p == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : p == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   }
 
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
@@ -368,24 +330,9 @@ class CudaEngine final : public Engine<T> {
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
   }
-  /// The warp-specialised 64 x 64 double tile (gram_ws.cuh), variant v: sm_90a code, on sm_90.
-  [[nodiscard]] bool use_gram_ws() const { return k::wg::built() && prop_.major == 9 && prop_.minor == 0; }
-  void launch_gang_ws(int v) {
-#if TALLY_MATMUL_WGMMA
-    const k::ws::GramWs w = k::ws::gram_ws(v);
-    const SplitGrid g = split_k_grid(w.kernel, w.bm, w.bn, w.bk, w.block, w.smem);
-    if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bm), true),
-               tensor_map(b_.data(), s_.k, s_.n, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bk), true)};
-    k::ws::launch_gram_ws(v, g.grid, maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
-                          tickets_.data(), stream_);
-#else
-    (void)v;
-#endif
-  }
   [[nodiscard]] bool use_tma() const {
     constexpr idx ch = 16 / sizeof(T);
-    return tma_allowed_ && prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
+    return prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
   }
 
   /// The tensor-core Gram path: max(M, N) in (32, 64] (below, the CUDA-core tiles; float C of at
@@ -431,17 +378,7 @@ class CudaEngine final : public Engine<T> {
             if (use_tma()) launch_gang_tma<TcFloatTma>();
             else launch_gang_tc<TcFloat>();
           }
-          else if (use_tma()) {
-            if (gram_ws_ >= 0 && gram_ws_ < k::ws::variants && use_gram_ws()) return launch_gang_ws(gram_ws_);
-            switch (gram_cfg_) {
-              case 1: launch_gang_tma<TcDoubleTma1>(); break;
-              case 2: launch_gang_tma<TcDoubleTma2>(); break;
-              case 3: launch_gang_tma<TcDoubleTma3>(); break;
-              case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              case 5: launch_gang_tma<TcDoubleTma5>(); break;
-              default: launch_gang_tma<TcDoubleTma>(false);
-            }
-          }
+          else if (use_tma()) launch_gang_tma<TcDoubleTma>(false);
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -466,11 +403,11 @@ class CudaEngine final : public Engine<T> {
   /// tiled-tc's wgmma kernel (tiled_wgmma.cuh): built for sm_90a, run on sm_90 with K and N multiples
   /// of 4 (the tensor maps' 16-byte row strides) and K where its chains keep 3xTF32 within tolerance.
   [[nodiscard]] bool use_wgmma() const {
-    return k::wg::built() && wgmma_allowed_ && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
+    return k::wg::built() && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
            k::tc::tf32x3_within_tolerance(s_.k, k::wg::chain_steps);
   }
   void launch_tiled_wgmma() {
-#if TALLY_MATMUL_WGMMA
+#if TALLY_MATMUL_WGMMA_BUILT
     if constexpr (sizeof(T) == 4) {
       if (!wg_maps_)
         wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, true), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, true)};
@@ -500,10 +437,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<T> a_, b_, c_, partials_;
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
-  bool tma_allowed_ = true;
-  int gram_cfg_ = 0, gram_l2_ = -1, gram_ws_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
-  bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
 };
 

@@ -2,10 +2,8 @@
 // inputs: odd sizes (not multiples of any tile or vector width), rectangular and tall-skinny shapes,
 // float and double; the device reference and cuBLAS against the same oracle; the gang and tiled-tc
 // levels bit for bit across reruns.
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <string>
 
 #include "catch.hpp"
@@ -142,61 +140,6 @@ TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gp
   for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{16, 16, 1 << 20}, Shape{200, 300, 5000}}) {
     check_rerun_bits<float>(s);
     check_rerun_bits<double>(s);
-  }
-}
-
-namespace {
-
-/// An environment variable set for a scope (the CUDA engine reads TALLY_MATMUL_GRAM when it is made).
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const std::string& value) : name(n) {
-    if (const char* o = std::getenv(n)) old = o;
-    setenv(n, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-};
-
-}  // namespace
-
-TEST_CASE("the warp-specialised double Gram tiles (TALLY_MATMUL_GRAM=ws=V) match a long-double triple loop, bit for bit on reruns", "[matmul][gpu][determinism]") {
-  // sm_90 with K and N even (elsewhere ws=V runs the default tile): C padded and K ending inside a
-  // slice, rows of A beyond M, exact tiles. Variant 0 takes the default tile's slices and worker
-  // groups through the other pipeline: the same sums, the same bits as the default.
-  constexpr int variants = 3;  // gram_ws.cuh
-  std::uint64_t salt = 400;
-  for (const Shape s : {Shape{48, 40, (1 << 17) + 4}, Shape{36, 64, (1 << 16) + 12}, Shape{64, 64, 1 << 16}}) {
-    const auto a = tally::test::random_vector<double>(static_cast<std::size_t>(s.m * s.k), -1.0, 1.0, salt += 2);
-    const auto b = tally::test::random_vector<double>(static_cast<std::size_t>(s.k * s.n), -1.0, 1.0, salt + 1);
-    const auto oracle = tally::test::naive_product<double>(a, b, s.m, s.n, s.k);
-    auto run = [&](const std::string& gram) {
-      const ScopedEnv env("TALLY_MATMUL_GRAM", gram);
-      auto engine = make_cuda_engine<double>(s, 0);
-      engine->set_inputs(a, b);
-      engine->run(Level::gang);
-      const auto c = engine->c();
-      for (int r = 0; r < 3; ++r) {
-        engine->run(Level::gang);
-        const auto again = engine->c();
-        INFO(s.str() << " TALLY_MATMUL_GRAM=" << gram << ", rerun " << r);
-        REQUIRE(std::memcmp(c.data(), again.data(), c.size() * sizeof(double)) == 0);
-      }
-      return c;
-    };
-    const auto base = run("");
-    for (int v = 0; v < variants; ++v) {
-      const auto c = run("ws=" + std::to_string(v));
-      const double err = tally::test::max_scaled_error<double>(c, oracle);
-      INFO(s.str() << " ws=" << v << ": error " << err << ", tolerance " << tolerance<double>(s.k));
-      CHECK(err <= tolerance<double>(s.k));
-      if (v == 0) CHECK(std::memcmp(c.data(), base.data(), c.size() * sizeof(double)) == 0);
-    }
   }
 }
 
