@@ -8,7 +8,7 @@
 //   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
 //   tiled-tc       the tiled product on the tensor cores (CUDA, sm_80+): 3xTF32 in float, DMMA in double
 // Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
-// Engine; the driver (main.cpp, driver.cpp) knows no backend.
+// Engine; the driver (driver.cpp) knows no backend.
 
 #include <array>
 #include <functional>
@@ -21,10 +21,6 @@
 #include <vector>
 
 #include "tally/reduce/config.hpp"
-
-namespace tally::reduce {
-class Comm;
-}
 
 namespace tally::matmul {
 
@@ -151,10 +147,5 @@ double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c
 /// One CPU level (OpenMP + SIMD), exposed for the tests.
 template <class T>
 void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
-
-/// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
-/// The first runs as one rank (the tests); the second on the ranks of `comm` (main: run_ranks).
-int run(int argc, char** argv);
-int run(int argc, char** argv, reduce::Comm& comm);
 
 }  // namespace tally::matmul

@@ -23,14 +23,17 @@
 
 #include <cstdint>
 
+#include "tuning.cuh"
+
 #ifndef TALLY_MATMUL_WGMMA_BUILT
 #define TALLY_MATMUL_WGMMA_BUILT 0
 #endif
 
 namespace tally::matmul::kernels::wg {
 
-inline constexpr int BM = 128, BN = 128, BK = 32, stages = 4;
-inline constexpr int chain_slices = 2;      // k-steps a chain spans: 4 chain_slices
+inline constexpr int BM = 128, BN = 128, BK = 32;  // fixed by m64n128k8 and the 128-byte swizzle row
+inline constexpr int stages = tuning::wgmma_stages;
+inline constexpr int chain_slices = tuning::wgmma_chain_slices;  // k-steps a chain spans: 4 chain_slices
 inline constexpr int chain_steps = BK / 8 * chain_slices;
 inline constexpr int threads = 384;         // producer + 2 consumer warpgroups
 inline constexpr int a_elems = BM * BK, b_elems = BK * BN;
