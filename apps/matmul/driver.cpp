@@ -43,7 +43,9 @@ Measured judge(std::string name, double t, std::span<const T> c, const Reference
   r.time_s = t;
   r.gflops = s.flops() / t / 1e9;
   r.gbps = s.input_bytes(sizeof(T)) / t / 1e9;
-  r.rel_error = relative_error<T>(c, ref);
+  const Comparison cmp = compare<T>(c, ref);
+  r.rel_error = cmp.rel_error;  // infinite where NaN or an infinity mismatches
+  r.nan_extra = cmp.nan_extra, r.nan_missing = cmp.nan_missing, r.inf_wrong = cmp.inf_wrong;
   r.tolerance = tolerance<T>(s.k);
   r.passed = r.rel_error <= r.tolerance;
   return r;
@@ -141,10 +143,16 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     // job's reference is within size * u * |A||B| of the exact product: against the tolerance
     // u_T (1 + min(K, 10 sqrt K)) (K >= size) that is at most size * 2^-29 of it in float and
     // size / (1 + min(K, 10 sqrt K)) of it in double (3 ranks, K = 999: 1%).
+    // NaN and infinities add up by IEEE in any order, as the levels' do.
     host_sum(ref.c);
     host_sum(ref.abs);
   }
   cs.tolerance = tolerance<T>(s.k);
+  {  // where every level must give NaN or an infinity: compare() of the reference rounded to T with itself counts them
+    const std::vector<T> rounded(ref.c.begin(), ref.c.end());
+    const Comparison self = compare<T>(rounded, ref);
+    cs.ref_nan = self.ref_nan, cs.ref_inf = self.ref_inf;
+  }
   const auto job_seconds = [&](double t) { return comm.size() > 1 ? comm.stats(t).max : t; };  // the slowest rank's
   // Eigen first (the CPU's comparison): its C and cuBLAS's are what every level is compared with.
   // Both run on each rank's slab and are combined like the levels.

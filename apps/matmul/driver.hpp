@@ -51,6 +51,9 @@ struct Measured {  // one level, cuBLAS or Eigen on one case
   /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
   double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
   std::int64_t mismatches = -1;  ///< --exact: elements whose bits differ from the correctly rounded C (-1: not compared)
+  /// NaN and infinities against the reference's (Comparison): elements that are NaN where the
+  /// reference is not, not NaN where it is, or disagree on an infinity.
+  std::int64_t nan_extra = 0, nan_missing = 0, inf_wrong = 0;
   bool passed = false;
 };
 
@@ -64,6 +67,9 @@ struct Case {
   std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
   double tolerance = 0;  ///< tolerance<T>(K) of the case (--exact holds the levels to their bits instead)
+  /// Elements where the reference (rounded to the precision) is NaN, an infinity: where every level
+  /// must give the same (Comparison).
+  std::int64_t ref_nan = 0, ref_inf = 0;
   Timings timings;  ///< this rank's
   int ranks = 1;
   [[nodiscard]] bool passed() const {

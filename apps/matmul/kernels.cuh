@@ -407,13 +407,7 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
       d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 
-// ---- the reference: double-double accumulation, K split over blockIdx.y -----------------------------
-__device__ __forceinline__ void two_sum(double a, double b, double& s, double& e) {
-  s = a + b;
-  const double z = s - a;
-  e = (a - (s - z)) + (b - z);
-}
-
+// ---- the reference: RefSum (matmul.hpp) per element, K split over blockIdx.y ------------------------
 template <class T>
 __global__ void reference_partial(const T* __restrict__ d_a, const T* __restrict__ d_b, idx m, idx n, idx k,
                                   idx k_chunk, double* __restrict__ d_hi, double* __restrict__ d_lo,
@@ -421,19 +415,10 @@ __global__ void reference_partial(const T* __restrict__ d_a, const T* __restrict
   const idx e = static_cast<idx>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= m * n) return;
   const idx i = e / n, j = e % n, k0 = blockIdx.y * k_chunk, k1 = k0 + k_chunk < k ? k0 + k_chunk : k;
-  double hi = 0, lo = 0, abs = 0;
-  for (idx q = k0; q < k1; ++q) {
-    const double x = d_a[i * k + q], y = d_b[q * n + j];
-    const double p = x * y, pe = fma(x, y, -p);
-    double s, err;
-    two_sum(hi, p, s, err);
-    err += lo + pe;
-    hi = s + err;
-    lo = err - (hi - s);
-    abs += fabs(p);
-  }
+  RefSum acc;
+  for (idx q = k0; q < k1; ++q) acc.add_product(d_a[i * k + q], d_b[q * n + j]);
   const idx o = static_cast<idx>(blockIdx.y) * m * n + e;
-  d_hi[o] = hi, d_lo[o] = lo, d_abs[o] = abs;
+  d_hi[o] = acc.partial_hi(), d_lo[o] = acc.partial_lo(), d_abs[o] = acc.abs;
 }
 
 // A template (of nothing) so that every translation unit that includes this header may define it.
@@ -442,17 +427,10 @@ __global__ void reference_combine(idx mn, idx splits, const double* __restrict__
                                   const double* __restrict__ d_abs, double* __restrict__ d_ref,
                                   double* __restrict__ d_ref_abs) {
   for (auto e : dev::grid_stride_range(mn)) {
-    double hi = 0, lo = 0, abs = 0;
-    for (idx z = 0; z < splits; ++z) {
-      double s, err;
-      two_sum(hi, d_hi[z * mn + e], s, err);
-      err += lo + d_lo[z * mn + e];
-      hi = s + err;
-      lo = err - (hi - s);
-      abs += d_abs[z * mn + e];
-    }
-    d_ref[e] = hi + lo;
-    d_ref_abs[e] = abs;
+    RefSum acc;
+    for (idx z = 0; z < splits; ++z) acc.add_sum(d_hi[z * mn + e], d_lo[z * mn + e], d_abs[z * mn + e]);
+    d_ref[e] = acc.value();
+    d_ref_abs[e] = acc.abs;
   }
 }
 

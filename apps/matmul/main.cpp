@@ -36,8 +36,9 @@ int run(int argc, char** argv, reduce::Comm& comm) {
       ->delimiter(',')
       ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "all"}))
       ->capture_default_str();
-  app.add_option("--a", o.a_path, "Read A from an HDF5 dataset, FILE:/DATASET (2-D, M x K)");
-  app.add_option("--b", o.b_path, "Read B from an HDF5 dataset, FILE:/DATASET (2-D, K x N)");
+  app.add_option("--a", o.a_path,
+                 "Read A from an HDF5 dataset, FILE:/DATASET (2-D, M x K; floating point, or integers the precision holds exactly)");
+  app.add_option("--b", o.b_path, "Read B from an HDF5 dataset, FILE:/DATASET (2-D, K x N; as --a)");
   app.add_flag("--write-c", o.write_c, "Write C (of the last level run) into the output file as /C");
   cli::add_number(app, "--repeats", o.repeats, "Timed runs per level (the median is reported)", cli::in_range(1, 1000))->capture_default_str();
   cli::add_number(app, "--warmup", o.warmup, "Untimed runs before timing", cli::in_range(0, 100))->capture_default_str();

@@ -2,7 +2,8 @@
 // matmul's output (output.cpp): the result file of a single run, written by the executable
 // (driver.cpp) and the Python module (tally.matmul) alike, and the executable's JSON line and summary.
 //   /           attributes app, m, n, k, precision, backend, levels, status, seed, repeats, warmup, a, b,
-//               tolerance, split_k, exact (copy_bandwidth_gbs on the GPU); C with --write-c
+//               tolerance, split_k, exact (copy_bandwidth_gbs on the GPU; reference_nan, reference_inf
+//               where the reference has NaN or infinities); C with --write-c
 //   levels/<name>, cublas, cublas_tf32, eigen   each one's attributes (write_case)
 //   timings     rank 0's seconds; ranks/ (write_ranks); provenance/, device/
 #include <optional>

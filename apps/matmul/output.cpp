@@ -22,7 +22,21 @@ void write_measured(h5::Location g, const Measured& m, bool full) {
     g.attr("tolerance", m.tolerance);
   }
   if (m.mismatches >= 0) g.attr("exact_mismatches", m.mismatches);
+  if (m.nan_extra > 0) g.attr("nan_extra", m.nan_extra);
+  if (m.nan_missing > 0) g.attr("nan_missing", m.nan_missing);
+  if (m.inf_wrong > 0) g.attr("inf_wrong", m.inf_wrong);
   g.attr("passed", m.passed);
+}
+
+/// "; NaN at the 3 places the reference has NaN, Inf of the same sign at the 2 places it has Inf"
+/// (empty when the reference is finite everywhere).
+std::string specials_note(const Case& cs) {
+  std::string s;
+  if (cs.ref_nan > 0) s += "NaN at the " + std::to_string(cs.ref_nan) + " places the reference has NaN";
+  if (cs.ref_inf > 0)
+    s += (s.empty() ? "Inf of the same sign at the " : ", Inf of the same sign at the ") + std::to_string(cs.ref_inf) +
+         (s.empty() ? " places the reference has Inf" : " places it has Inf");
+  return s.empty() ? s : "; " + s;
 }
 
 /// What failed in `m` (named `who`), on stderr.
@@ -30,7 +44,14 @@ void print_failure(const std::string& who, const Measured& m, std::int64_t eleme
   if (m.mismatches > 0)
     std::fprintf(stderr, "matmul: %s: %lld of %lld elements differ from the correctly rounded C (--exact)\n", who.c_str(),
                  static_cast<long long>(m.mismatches), static_cast<long long>(elements));
-  else
+  if (m.nan_extra > 0)
+    std::fprintf(stderr, "matmul: %s: NaN at %lld places where the reference has none\n", who.c_str(), static_cast<long long>(m.nan_extra));
+  if (m.nan_missing > 0)
+    std::fprintf(stderr, "matmul: %s: no NaN at %lld places where the reference has NaN\n", who.c_str(), static_cast<long long>(m.nan_missing));
+  if (m.inf_wrong > 0)
+    std::fprintf(stderr, "matmul: %s: %lld places where C and the reference disagree on an infinity\n", who.c_str(),
+                 static_cast<long long>(m.inf_wrong));
+  if (m.mismatches <= 0 && m.nan_extra + m.nan_missing + m.inf_wrong == 0)
     std::fprintf(stderr, "matmul: %s: rel. error %.3e > tolerance %.3e\n", who.c_str(), m.rel_error, m.tolerance);
 }
 
@@ -61,6 +82,8 @@ void write_result(h5::Location& f, const Case& cs, const Options& o, Backend bac
   f.attr("split_k", o.split_k);
   f.attr("exact", o.exact ? 1 : 0);
   if (cs.bandwidth_gbs) f.attr("copy_bandwidth_gbs", *cs.bandwidth_gbs);
+  if (cs.ref_nan > 0) f.attr("reference_nan", cs.ref_nan);
+  if (cs.ref_inf > 0) f.attr("reference_inf", cs.ref_inf);
   write_case(f, cs);
   if (c) f.write<T>("C", *c, {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n)});
   auto tg = f.group("timings");  // rank 0's; every rank's under /ranks/timings
@@ -114,6 +137,8 @@ void print_report(const Case& cs, const Options& o, Backend backend, const Ranks
     j.add("m", s.m).add("n", s.n).add("k", s.k).add("levels", level_list).add("status", ok ? "ok" : "failed");
     j.add("ranks", rr.ranks).add("transport", rr.transport).add("shares_device", rr.shares_device);
     j.add("tolerance", tol);
+    if (cs.ref_nan > 0) j.add("reference_nan", cs.ref_nan);
+    if (cs.ref_inf > 0) j.add("reference_inf", cs.ref_inf);
     for (const auto& m : cs.levels) {
       j.add(m.name + "_time_s", m.time_s).add(m.name + "_gflops", m.gflops).add(m.name + "_rel_error", m.rel_error);
       if (cuda) j.add(m.name + "_pct_cublas", m.pct_vendor);
@@ -134,9 +159,9 @@ void print_report(const Case& cs, const Options& o, Backend backend, const Ranks
     const std::string verdict = !ok ? "CHECK FAILED"
                                 : o.exact ? "levels bitwise the correctly rounded C, others within tolerance"
                                           : "all within tolerance";
-    std::printf("matmul: C = A B, %s %s on %s%s, %zu level(s)%s: %s (max rel. err %.1e vs tolerance %.1e of |A||B|); best %s %s -> %s\n",
+    std::printf("matmul: C = A B, %s %s on %s%s, %zu level(s)%s: %s (max rel. err %.1e vs tolerance %.1e of |A||B|%s); best %s %s -> %s\n",
                 s.str().c_str(), cs.precision.c_str(), reduce::to_string(backend).c_str(), ranks_summary(rr).c_str(),
-                cs.levels.size(), extra.c_str(), verdict.c_str(), worst_err, tol, best->name.c_str(),
+                cs.levels.size(), extra.c_str(), verdict.c_str(), worst_err, tol, specials_note(cs).c_str(), best->name.c_str(),
                 perf.c_str(), o.common.out.c_str());
   }
   if (ok) return;

@@ -141,8 +141,9 @@ struct Dmma {
 ///    about K / (8 S) terms instead of K, so at most u min(K / (8 S), 10 sqrt(K / (8 S))) sum |a||b|.
 ///  Total <= u (20 + 6 S + min(K / 8, 3.6 sqrt K)) sum |a||b|: within the tolerance for K >= 80 at
 ///  S <= 8 (TcConfig asserts it); the host uses this path for K >= TcConfig::min_k = 1024 only. A
-///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where the
-///  CUDA-core path gives Inf or NaN.
+///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where
+///  IEEE arithmetic (the CUDA-core path) gives an infinity: the check reports those places as NaN
+///  where the reference has none (compare, matmul.hpp).
 struct Tf32x3 {
   using T = float;
   static constexpr int km = 8;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "catch.hpp"
 #include "matmul.hpp"
@@ -149,6 +151,77 @@ TEST_CASE("the CUDA tiled-tc level gives the same bits on every rerun", "[matmul
     check_rerun_bits<float>(s, Level::tiled_tc);
     check_rerun_bits<double>(s, Level::tiled_tc);
   }
+}
+
+namespace {
+
+/// A and B with NaN (nan) or infinities (inf) at places that make C's rows and columns NaN, both
+/// infinities and Inf - Inf (NaN); the long-double triple loop has IEEE's values there.
+template <class T>
+void check_specials(Shape s, bool nan, bool inf, std::uint64_t salt) {
+  auto a = tally::test::random_vector<T>(static_cast<std::size_t>(s.m * s.k), T(-1), T(1), salt);
+  auto b = tally::test::random_vector<T>(static_cast<std::size_t>(s.k * s.n), T(-1), T(1), salt + 1);
+  auto A = [&](std::int64_t i, std::int64_t q) -> T& { return a[static_cast<std::size_t>(i * s.k + q)]; };
+  auto B = [&](std::int64_t q, std::int64_t j) -> T& { return b[static_cast<std::size_t>(q * s.n + j)]; };
+  const T big = std::numeric_limits<T>::infinity();
+  if (nan) A(1, 3) = std::numeric_limits<T>::quiet_NaN(), B(s.k - 1, s.n - 1) = std::numeric_limits<T>::quiet_NaN();
+  if (inf) {
+    B(7, 2) = big, A(2, 7) = 0;                 // column 2: +-Inf, and 0 x Inf = NaN in row 2
+    B(9, 0) = -big, B(s.k - 2, 0) = big;        // column 0: Inf - Inf or one infinity by the signs of A
+    A(s.m - 1, s.k / 2) = big;                  // row M - 1
+  }
+  const auto oracle = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+  const auto [n_nan, n_inf] = tally::test::special_counts(oracle);
+  REQUIRE(n_nan + n_inf > 0);
+  auto engine = make_cuda_engine<T>(s, 0);
+  engine->set_inputs(a, b);
+  const Reference ref = engine->reference();
+  {
+    const std::vector<T> rounded(ref.c.begin(), ref.c.end());
+    INFO("the device reference, " << s.str());
+    CHECK(tally::test::ieee_mismatches<T>(rounded, oracle, tolerance<T>(s.k)) == 0);
+  }
+  const double tol = tolerance<T>(s.k);
+  const auto judge = [&](const std::string& who, const std::vector<T>& c, bool ieee) {
+    const Comparison cmp = compare<T>(c, ref);
+    INFO(who << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << (nan ? ", NaN" : "") << (inf ? ", Inf" : "")
+              << ": nan_extra " << cmp.nan_extra << ", nan_missing " << cmp.nan_missing << ", inf_wrong " << cmp.inf_wrong
+              << ", rel. error " << cmp.rel_error);
+    CHECK(cmp.ref_nan == n_nan);
+    CHECK(cmp.ref_inf == n_inf);
+    CHECK(cmp.nan_missing == 0);  // never a NaN lost
+    CHECK(cmp.inf_wrong == 0);
+    if (ieee) {
+      CHECK(cmp.rel_error <= tol);
+      CHECK(tally::test::ieee_mismatches<T>(c, oracle, tol) == 0);
+    } else {  // NaN at some of the reference's infinities, and nothing else wrong
+      CHECK(cmp.nan_extra <= n_inf);
+      CHECK(tally::test::ieee_mismatches<T>(c, oracle, tol) == cmp.nan_extra);
+    }
+  };
+  for (Level l : cuda_levels) {
+    engine->run(l);
+    // 3xTF32 (float gang's tensor-core tiles, tiled-tc) splits an infinite input x into tf32(x) = Inf
+    // and x - Inf = NaN (tc_mma.cuh): NaN where IEEE gives an infinity. FP32 FMAs and DMMA are IEEE.
+    const bool may_split_inf = sizeof(T) == 4 && inf && (l == Level::gang || l == Level::tiled_tc);
+    judge("level " + to_string(l), engine->c(), !may_split_inf);
+  }
+  REQUIRE(engine->run_vendor().has_value());
+  judge("cuBLAS", engine->c(), true);
+}
+
+}  // namespace
+
+TEST_CASE("NaN and infinities in A and B: every CUDA level gives IEEE's NaN and infinities where the reference has them", "[matmul][gpu][nan]") {
+  // 37 x 53 x 1001: the CUDA-core tiles in gang (K < 1024), tiled-tc on the tensor cores; 48 x 40 x
+  // 4100 and 16 x 16 x 2048: the gang level's tensor-core Gram tiles (TMA-fed on sm_90: K, N multiples
+  // of 4); 200 x 136 x 2052: tiled-tc's wgmma kernel on sm_90.
+  std::uint64_t salt = 900;
+  for (const Shape s : {Shape{37, 53, 1001}, Shape{48, 40, 4100}, Shape{16, 16, 2048}, Shape{200, 136, 2052}})
+    for (const auto& [nan, inf] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+      check_specials<float>(s, nan, inf, salt += 2);
+      check_specials<double>(s, nan, inf, salt += 2);
+    }
 }
 
 TEST_CASE("the CUDA engine refuses matrices that cannot fit in device memory", "[matmul][gpu][errors]") {
