@@ -73,7 +73,7 @@ const Shape shapes[] = {
     {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
     {36, 64, (1 << 16) + 12},          // 16-byte copies, rows of A beyond M, K ending inside a slice
     {64, 64, 1 << 16},                 // exact tiles, 16-byte copies
-    // 2 x 2 tiles of 64 x 64 split ~33 ways each on an H100/H200: the split-K combine's two levels
+    // 2 x 2 tiles of 64 x 64 split ~33 ways each on a GPU of 132 SMs: the split-K combine's two levels
     // (groups of 16 splits, the last group of one), four tiles' partials and tickets side by side.
     {100, 70, 40000},
 };
