@@ -1,13 +1,17 @@
-// matmul --bench: the table of shapes x levels against cuBLAS, Eigen and the copy bandwidth; on
-// several ranks the Gram shapes on rank 0 alone and K-split over every rank, with the speedup.
+// matmul --bench, all of it: the shapes, the table of shapes x levels against cuBLAS, Eigen and the
+// copy bandwidth, and its file; on several ranks the Gram shapes on rank 0 alone and K-split over
+// every rank, with the speedup.
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "driver.hpp"
+#include "matmul_output.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
+#include "tally/common/h5.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/reduce/rank.hpp"
 
@@ -86,9 +90,9 @@ Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCa
 
 // --bench. On several ranks the Gram shapes run twice: on rank 0 alone (the others wait at a
 // barrier), then K-split over every rank; the speedup is the single-rank time over the job's.
-int run_bench(const Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app) {
+int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
   std::vector<std::string> precisions{"float", "double"};
-  if (app.count("--precision")) precisions = {o.common.precision};
+  if (o.given.precision) precisions = {o.common.precision};
   const int ranks = comm.size();
   const auto cases = bench_cases(backend, precisions, ranks);
   const bool cuda = backend == Backend::cuda, root = comm.is_root();

@@ -1,35 +1,47 @@
 #pragma once
-// The matmul driver's parts shared by driver.cpp (options, one case, the single run) and bench.cpp
-// (--bench). Internal to the app.
+// The matmul driver (driver.cpp): a job's set-up, agreed over the ranks, then the single run or
+// --bench (bench.cpp). A case: the inputs (generated, given or read: inputs.hpp), the reference, each
+// level, cuBLAS and Eigen, each judged against the reference. What it writes and prints:
+// matmul_output.hpp. Shared by the executable (main.cpp) and the Python module; no backend in sight
+// (Engine, matmul.hpp).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "matmul.hpp"
 #include "tally/common/cli.hpp"
-#include "tally/common/h5.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
+
+namespace tally::reduce {
+class Comm;
+}
 
 namespace tally::matmul::detail {
 
 using reduce::Backend;
 
+/// The job as the command line (main.cpp) or the Python module asks for it.
 struct Options {
   cli::CommonOptions common;
   std::int64_t m = 256, n = 256, k = 256, size = 0;
+  /// Which of these the user gave (the rest are defaults): --m/--n/--k are checked against --a/--b,
+  /// --precision limits --bench to one precision.
+  struct Given {
+    bool m = false, n = false, k = false, precision = false;
+  } given;
   std::vector<std::string> levels{"all"};
-  std::string a_path, b_path;
+  std::string a_path, b_path;  ///< --a, --b: FILE:/DATASET, or empty (generated)
   bool write_c = false, bench = false, no_eigen = false;
   bool exact = false;  ///< --exact: every level the correctly rounded C, checked bit for bit (exact.hpp)
   int repeats = 5, warmup = 1;
-  std::string timing = "rounds";  ///< --timing: rounds or sequential (driver.cpp)
+  std::string timing = "rounds";  ///< --timing: rounds or sequential (run_case)
   std::int64_t split_k = 0;
+  std::string command;  ///< the command line as run, for the provenance
 };
 
 struct Measured {  // one level, cuBLAS or Eigen on one case
@@ -39,6 +51,9 @@ struct Measured {  // one level, cuBLAS or Eigen on one case
   /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
   double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
   std::int64_t mismatches = -1;  ///< --exact: elements whose bits differ from the correctly rounded C (-1: not compared)
+  /// NaN and infinities against the reference's (Comparison): elements that are NaN where the
+  /// reference is not, not NaN where it is, or disagree on an infinity.
+  std::int64_t nan_extra = 0, nan_missing = 0, inf_wrong = 0;
   bool passed = false;
 };
 
@@ -51,6 +66,10 @@ struct Case {
   /// error is TF32's, above the FP32 tolerance).
   std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
+  double tolerance = 0;  ///< tolerance<T>(K) of the case (--exact holds the levels to their bits instead)
+  /// Elements where the reference (rounded to the precision) is NaN, an infinity: where every level
+  /// must give the same (Comparison).
+  std::int64_t ref_nan = 0, ref_inf = 0;
   Timings timings;  ///< this rank's
   int ranks = 1;
   [[nodiscard]] bool passed() const {
@@ -68,6 +87,11 @@ struct HostInputs {
   std::vector<T> a, b;
 };
 
+/// The job: set-up agreed over the ranks of `comm` (a failure anywhere is every rank's), then --bench
+/// or the single run, rank 0 writing the file and printing. Collective. Returns the exit code; bad
+/// input throws InputError.
+int run(const Options& o, reduce::Comm& comm);
+
 /// Runs one case (inputs, reference, each level, the vendor library, Eigen) on the ranks of `comm`,
 /// K split across them. Collective. Instantiated for float and double. The inputs: `given`, else
 /// --a/--b, else generated.
@@ -82,11 +106,7 @@ Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, co
 std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact = false);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
-/// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).
-void write_ranks(h5::Location& where, const RanksReport& rr, Shape s);
-void write_case(h5::Location& where, const Case& cs);
-std::string fmt(const char* f, double x);
 /// --bench (bench.cpp). Collective.
-int run_bench(const reduce::Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app);
+int run_bench(const reduce::Comm& comm, Backend backend, int device, const Options& o);
 
 }  // namespace tally::matmul::detail

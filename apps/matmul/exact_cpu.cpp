@@ -10,6 +10,7 @@
 
 #include "exact.hpp"
 #include "transpose.hpp"
+#include "tuning_cpu.hpp"
 #include "tally/common/error.hpp"
 #include "tally/reduce/exact.hpp"
 
@@ -51,7 +52,7 @@ void accumulate(const T* x, const T* y, idx k0, idx k1, Acc<T>& acc) {
 /// Elements go in blocks so that the accumulators of one block stay small.
 template <class T>
 void chunked(const T* a, const T* bt, T* c, Shape s, idx chunks) {
-  const idx mn = s.m * s.n, block = 64;
+  const idx mn = s.m * s.n, block = tuning::cpu::exact_block;
   const idx len = (s.k + chunks - 1) / chunks;
   for (idx e0 = 0; e0 < mn; e0 += block) {
     const idx ne = std::min(block, mn - e0);
@@ -76,7 +77,7 @@ void chunked(const T* a, const T* bt, T* c, Shape s, idx chunks) {
 /// 8 x 8 tiles of C, i-k-j order (rows of B read contiguously), a filter and an accumulator per element.
 template <class T>
 void tiled(const T* a, const T* b, T* c, Shape s) {
-  constexpr idx tile = 8;
+  constexpr idx tile = tuning::cpu::exact_tile;
   const idx ti = (s.m + tile - 1) / tile, tj = (s.n + tile - 1) / tile;
 #pragma omp parallel for schedule(dynamic)
   for (idx t = 0; t < ti * tj; ++t) {
@@ -121,10 +122,11 @@ void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b,
     case Level::worker:  // threads split K: one range each
       return chunked(a.data(), bt.data(), c.data(), s, std::max<idx>(1, std::min<idx>(omp_get_max_threads(), s.k)));
     case Level::worker_vector:  // a finer split: four ranges per thread
-      return chunked(a.data(), bt.data(), c.data(), s, std::max<idx>(1, std::min<idx>(4 * omp_get_max_threads(), s.k)));
+      return chunked(a.data(), bt.data(), c.data(), s,
+                     std::max<idx>(1, std::min<idx>(tuning::cpu::exact_ranges_per_thread * omp_get_max_threads(), s.k)));
     case Level::gang:  // fixed chunks, independent of the thread count (as the ordinary gang level)
       return chunked(a.data(), bt.data(), c.data(), s,
-                     split_k > 0 ? std::min(split_k, s.k) : std::clamp<idx>(s.k / 1024, 1, 64));
+                     split_k > 0 ? std::min(split_k, s.k) : std::clamp<idx>(s.k / tuning::cpu::gang_min_chunk, 1, tuning::cpu::gang_max_chunks));
     case Level::tiled:
     case Level::tiled_tc: break;  // both above
   }

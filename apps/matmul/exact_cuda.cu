@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "exact.hpp"
+#include "tuning.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/error.hpp"
@@ -23,8 +24,8 @@ using P = ex::products_of<T>;
 template <class T>
 using Acc = ex::Accumulator<P<T>>;
 
-/// vector (Threads = 32: a warp per element, lanes split K) and worker+vector (Threads = 256: a
-/// block per element): every thread's filter, then exact_block_sum.
+/// vector (Threads = 32: a warp per element, lanes split K) and worker+vector (Threads =
+/// tuning::exact_threads: a block per element): every thread's filter, then exact_block_sum.
 template <class T, int Threads>
 __global__ void __launch_bounds__(Threads) exact_block_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
                                                             idx m, idx n, idx k) {
@@ -39,17 +40,17 @@ __global__ void __launch_bounds__(Threads) exact_block_level(const T* __restrict
   }
 }
 
-/// worker: 32 neighbouring elements per block (x), its 8 warps (y) split K; each element's
+/// worker: 32 neighbouring elements per block (x), its Y warps (y) split K; each element's
 /// accumulator in shared memory, filled by every thread's filter through atomics; warp y rounds
-/// elements y, y + 8, ...
+/// elements y, y + Y, ...
 template <class T>
-__global__ void __launch_bounds__(256) exact_worker_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
-                                                          idx m, idx n, idx k) {
-  constexpr int W = Acc<T>::words;
+__global__ void __launch_bounds__(tuning::exact_threads) exact_worker_level(const T* __restrict__ a, const T* __restrict__ b,
+                                                                            T* __restrict__ c, idx m, idx n, idx k) {
+  constexpr int W = Acc<T>::words, Y = tuning::exact_workers, threads = 32 * Y;
   __shared__ Acc<T> acc[32];
   const int x = threadIdx.x, y = threadIdx.y, tid = y * 32 + x;
   for (idx e0 = idx{blockIdx.x} * 32; e0 < m * n; e0 += idx{gridDim.x} * 32) {
-    for (int w = tid; w < 32 * W; w += 256) acc[w / W].w[w % W] = 0;
+    for (int w = tid; w < 32 * W; w += threads) acc[w / W].w[w % W] = 0;
     __syncthreads();
     const idx e = e0 + x;
     ex::Filter f;
@@ -57,11 +58,11 @@ __global__ void __launch_bounds__(256) exact_worker_level(const T* __restrict__ 
     bool seen = false;
     if (e < m * n) {
       const idx i = e / n, j = e % n;
-      for (idx q = y; q < k; q += 8) f.add_product(a[i * k + q], b[q * n + j], sink), seen = true;
+      for (idx q = y; q < k; q += Y) f.add_product(a[i * k + q], b[q * n + j], sink), seen = true;
     }
     dev::exact_thread_flush(f, sink, seen);
     __syncthreads();
-    for (int el = y; el < 32; el += 8) {
+    for (int el = y; el < 32; el += Y) {
       const T r = dev::exact_warp_round<T>(acc[el]);
       if (x == 0 && e0 + el < m * n) c[e0 + el] = r;
     }
@@ -72,15 +73,15 @@ __global__ void __launch_bounds__(256) exact_worker_level(const T* __restrict__ 
 /// gang: element e's K cut into S chunks, a block per (element, chunk), joined by exact_gang_sum
 /// on the element's partials and ticket.
 template <class T>
-__global__ void __launch_bounds__(256) exact_gang_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m,
-                                                        idx n, idx k, idx S, idx chunk, Acc<T>* __restrict__ partials,
-                                                        unsigned int* __restrict__ tickets) {
+__global__ void __launch_bounds__(tuning::exact_threads) exact_gang_level(const T* __restrict__ a, const T* __restrict__ b,
+                                                                          T* __restrict__ c, idx m, idx n, idx k, idx S, idx chunk,
+                                                                          Acc<T>* __restrict__ partials, unsigned int* __restrict__ tickets) {
   __shared__ dev::ExactStorage<P<T>> s;
   for (idx item = blockIdx.x; item < m * n * S; item += gridDim.x) {
     const idx e = item / S, q = item % S, i = e / n, j = e % n;
     const idx k1 = min(k, (q + 1) * chunk);
     dev::ExactThread<P<T>> t(s);
-    for (idx kk = q * chunk + threadIdx.x; kk < k1; kk += 256) t.add_product(a[i * k + kk], b[kk * n + j]);
+    for (idx kk = q * chunk + threadIdx.x; kk < k1; kk += tuning::exact_threads) t.add_product(a[i * k + kk], b[kk * n + j]);
     T r;
     if (dev::exact_gang_sum(t, S > 1 ? partials + e * S : nullptr, S > 1 ? tickets + e : nullptr, r, s, S, q) && threadIdx.x == 0)
       c[e] = r;
@@ -88,32 +89,32 @@ __global__ void __launch_bounds__(256) exact_gang_level(const T* __restrict__ a,
   }
 }
 
-/// tiled: 16 x 16 tiles of C over S chunks of K staged through shared memory, a filter per thread
+/// tiled: E x E tiles of C (E = tuning::exact_tile) over S chunks of K staged through shared memory, a filter per thread
 /// (its element), flushed by atomics into the element's accumulator in global memory; the last
 /// chunk of a tile to arrive rounds its elements and clears their accumulators for the next run.
 template <class T>
-__global__ void __launch_bounds__(256) exact_tiled_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m,
-                                                         idx n, idx k, idx S, idx chunk, Acc<T>* __restrict__ acc,
-                                                         unsigned int* __restrict__ tickets) {
-  constexpr int W = Acc<T>::words;
-  // The tiles as doubles: a float is converted once when staged, not by each of the 16 threads that
+__global__ void __launch_bounds__(tuning::exact_tile * tuning::exact_tile)
+    exact_tiled_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k, idx S, idx chunk,
+                      Acc<T>* __restrict__ acc, unsigned int* __restrict__ tickets) {
+  constexpr int W = Acc<T>::words, E = tuning::exact_tile;
+  // The tiles as doubles: a float is converted once when staged, not by each of the E threads that
   // multiply it (a float-to-double conversion runs at a quarter of the FP64 rate on sm_90).
-  __shared__ double As[16][17], Bs[16][17];
+  __shared__ double As[E][E + 1], Bs[E][E + 1];
   __shared__ bool last;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const idx tiles_n = (n + 15) / 16, tiles = (m + 15) / 16 * tiles_n;
+  const idx tiles_n = (n + E - 1) / E, tiles = (m + E - 1) / E * tiles_n;
   for (idx item = blockIdx.x; item < tiles * S; item += gridDim.x) {
     const idx tile = item / S, q = item % S;
-    const idx i0 = tile / tiles_n * 16, j0 = tile % tiles_n * 16, i = i0 + ty, j = j0 + tx;
+    const idx i0 = tile / tiles_n * E, j0 = tile % tiles_n * E, i = i0 + ty, j = j0 + tx;
     const bool inside = i < m && j < n;
     const idx k0 = q * chunk, k1 = min(k, k0 + chunk);
     ex::Filter f;
     dev::SharedSink<P<T>> sink{inside ? &acc[i * n + j] : nullptr};  // global memory: atomics reach it too
-    for (idx kb = k0; kb < k1; kb += 16) {
+    for (idx kb = k0; kb < k1; kb += E) {
       As[ty][tx] = i0 + ty < m && kb + tx < k1 ? static_cast<double>(a[(i0 + ty) * k + kb + tx]) : 0.0;
       Bs[ty][tx] = kb + ty < k1 && j0 + tx < n ? static_cast<double>(b[(kb + ty) * n + j0 + tx]) : 0.0;
       __syncthreads();
-      const int kn = static_cast<int>(min(idx{16}, k1 - kb));
+      const int kn = static_cast<int>(min(idx{E}, k1 - kb));
       if (inside)
         for (int kk = 0; kk < kn; ++kk) {
           if constexpr (std::is_same_v<T, float>) f.add(As[ty][kk] * Bs[kk][tx], sink);  // exact: add_product(float, float)'s sum
@@ -158,36 +159,37 @@ ExactCuda::~ExactCuda() { delete impl_; }
 template <class T>
 void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, stream_t stream_, int sm_count) {
   const auto stream = static_cast<cudaStream_t>(stream_);
-  const idx mn = s.m * s.n, resident = std::int64_t{std::max(sm_count, 1)} * 8;  // blocks of 256 threads
+  using namespace tuning;
+  const idx mn = s.m * s.n, resident = idx{std::max(sm_count, 1)} * exact_blocks_per_sm;
   // Each accumulator (shared or global) takes fewer than 2^31 additions of less than 2^32 per limb:
   // at most 2 K of them per element.
   if (s.k >= (idx{1} << 28)) throw InputError("--k: matmul --exact takes K below 2^28 (got " + std::to_string(s.k) + ")");
-  const auto grid = [&](idx items) { return static_cast<unsigned>(std::clamp<idx>(items, 1, resident * 8)); };
+  const auto grid = [&](idx items) { return static_cast<unsigned>(std::clamp<idx>(items, 1, resident * exact_waves)); };
   switch (level) {
     case Level::vector:
       exact_block_level<T, 32><<<grid(mn), 32, 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;
     case Level::worker_vector:
-      exact_block_level<T, 256><<<grid(mn), 256, 0, stream>>>(a, b, c, s.m, s.n, s.k);
+      exact_block_level<T, exact_threads><<<grid(mn), exact_threads, 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;
     case Level::worker:
-      exact_worker_level<T><<<grid(ceil_div(mn, 32)), dim3(32, 8), 0, stream>>>(a, b, c, s.m, s.n, s.k);
+      exact_worker_level<T><<<grid(ceil_div(mn, 32)), dim3(32, exact_workers), 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;
     case Level::gang: {
-      // Enough chunks to fill the device twice, at least two where K allows, none under 16 loads a thread.
-      const idx most = std::max<idx>(1, s.k / 4096), S = std::clamp<idx>(ceil_div(2 * resident, mn), std::min<idx>(2, most), most);
+      // Enough chunks to fill the device twice, at least two where K allows, none under the minimum.
+      const idx most = std::max<idx>(1, s.k / exact_gang_min_chunk), S = std::clamp<idx>(ceil_div(2 * resident, mn), std::min<idx>(2, most), most);
       const idx chunk = ceil_div(s.k, S);
       impl_->grow(static_cast<std::size_t>(mn * S) * sizeof(Acc<T>), static_cast<std::size_t>(mn), level, stream);
-      exact_gang_level<T><<<grid(mn * S), 256, 0, stream>>>(a, b, c, s.m, s.n, s.k, S, chunk,
+      exact_gang_level<T><<<grid(mn * S), exact_threads, 0, stream>>>(a, b, c, s.m, s.n, s.k, S, chunk,
                                                            reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
       break;
     }
     case Level::tiled: {
-      const idx tiles = ceil_div(s.m, 16) * ceil_div(s.n, 16);
-      const idx S = std::clamp<idx>(ceil_div(2 * resident, tiles), 1, std::max<idx>(1, ceil_div(s.k, 256)));
-      const idx chunk = ceil_div(ceil_div(s.k, S), 16) * 16;
+      const idx tiles = ceil_div(s.m, exact_tile) * ceil_div(s.n, exact_tile);
+      const idx S = std::clamp<idx>(ceil_div(2 * resident, tiles), 1, std::max<idx>(1, ceil_div(s.k, exact_tiled_min_chunk)));
+      const idx chunk = ceil_div(ceil_div(s.k, S), exact_tile) * exact_tile;
       impl_->grow(static_cast<std::size_t>(mn) * sizeof(Acc<T>), static_cast<std::size_t>(tiles), level, stream);
-      exact_tiled_level<T><<<grid(tiles * ceil_div(s.k, chunk)), dim3(16, 16), 0, stream>>>(
+      exact_tiled_level<T><<<grid(tiles * ceil_div(s.k, chunk)), dim3(exact_tile, exact_tile), 0, stream>>>(
           a, b, c, s.m, s.n, s.k, ceil_div(s.k, chunk), chunk, reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
       break;
     }

@@ -25,9 +25,9 @@ __global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int w
 
 // ---- vector: one warp per element of C, the lanes split K, warp_reduce -----------------------------
 // Consecutive warps take consecutive columns, so the strided B column reads of a block's warps share
-// cache lines; two accumulators per lane keep two loads in flight.
-template <class T>
-__global__ void __launch_bounds__(256) vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
+// cache lines; two accumulators per lane keep two loads in flight. Threads: the block (tuning.cuh).
+template <class T, int Threads>
+__global__ void __launch_bounds__(Threads) vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                      T* __restrict__ d_c, idx m, idx n, idx k) {
   const unsigned lane = threadIdx.x % dev::warp_size;
   const idx warps = dev::grid_stride() / dev::warp_size;
@@ -46,11 +46,11 @@ __global__ void __launch_bounds__(256) vector_level(const T* __restrict__ d_a, c
   }
 }
 
-// ---- worker: block (32, 8): 32 neighbouring columns (vector lanes kept), the 8 workers split K -------
-template <class T>
-__global__ void __launch_bounds__(256) worker_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                     T* __restrict__ d_c, idx m, idx n, idx k) {
-  __shared__ T smem[256];
+// ---- worker: block (32, Workers): 32 neighbouring columns (vector lanes kept), the workers split K ---
+template <class T, int Workers>
+__global__ void __launch_bounds__(32 * Workers) worker_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
+                                                              T* __restrict__ d_c, idx m, idx n, idx k) {
+  __shared__ T smem[32 * Workers];
   const idx col_blocks = (n + 31) / 32;
   for (idx blk = blockIdx.x; blk < m * col_blocks; blk += gridDim.x) {  // block-uniform
     const idx i = blk / col_blocks, j = (blk % col_blocks) * 32 + threadIdx.x;
@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(256) worker_level(const T* __restrict__ d_a, c
   }
 }
 
-// ---- worker+vector: one block per element, all 256 threads split K, block_reduce --------------------
-template <class T>
-__global__ void __launch_bounds__(256) worker_vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
+// ---- worker+vector: one block per element, all its Threads split K, block_reduce --------------------
+template <class T, int Threads>
+__global__ void __launch_bounds__(Threads) worker_vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
                                                             T* __restrict__ d_c, idx m, idx n, idx k) {
   __shared__ dev::BlockReduceStorage<T> tmp;
   for (idx e = blockIdx.x; e < m * n; e += gridDim.x) {  // block-uniform
@@ -128,9 +128,8 @@ struct TileLayout {
   static constexpr int min_blocks = fit < 1 ? 1 : fit > 4 ? 4 : fit;
   /// Float A tiles of at most 16 rows are loaded row-fastest: the transposed store into shared
   /// memory then hits distinct banks (along K, a warp's 32 lanes share one row and 16 of them one
-  /// bank), and 2+ lanes per row still read >= 32 contiguous bytes. Measured on the 16x16x2^26 Gram
-  /// case (H200): float 54% -> 71% of copy bandwidth, but double 91% -> 73% (its store conflicts
-  /// less, and whole 512-byte rows per warp read better), so double keeps the K-fastest order.
+  /// bank), and 2+ lanes per row still read >= 32 contiguous bytes. Double keeps the K-fastest order:
+  /// its store conflicts less, and whole 512-byte rows per warp read better.
   static constexpr bool a_rows_fastest = Cfg::BM <= 16 && sizeof(T) == 4;
 };
 
@@ -319,9 +318,8 @@ struct SplitTile {
 // group's partials in block order into a group partial, and the last group's combiner sums those in
 // group order. Either way each element's order is fixed by ksplit alone: bitwise reproducible. One
 // block reads L2 at ~64 bytes a cycle, so a single combiner of a 64 x 64 double tile split 132 ways
-// (4.3 MB) ran ~40 us after the other 131 SMs had finished; two levels read 25 partials on that path
-// instead of 132: 64 x 64 x 2^24 3.759-3.770 -> 3.734-3.741 ms in double, 2.228 -> 2.198 in float
-// (H200, 2026-11-29).
+// (4.3 MB) would run long after the other blocks have finished; two levels read 25 partials on that
+// path instead of 132. kSplitGroup is part of the summation order: changing it changes C's bits.
 inline constexpr idx kSplitGroup = 16;
 
 /// The groups of a tile's `ksplit` splits (1: a single level). Partials: tiles x ksplit block tiles,
@@ -333,8 +331,7 @@ __host__ __device__ constexpr idx split_groups(idx ksplit) {
 /// The last block's part: C tile (row0, col0) = the `ksplit` partial tiles of `segment` (BM x BN each,
 /// row-major) summed in block order. gang_combine over 8 blocks at a time, for up to 8 elements at
 /// once: up to 64 independent loads in flight per thread, since this one block reads the partials of
-/// every block (4.3 MB for a 64 x 64 double tile split 132 ways: 83-92 us of the H200's 4.1 ms with 16
-/// in flight). The order of each element's sum does not depend on how many a thread takes.
+/// every block. The order of each element's sum does not depend on how many a thread takes.
 template <class T, int BM, int BN, int Threads>
 __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T* __restrict__ d_c, idx m, idx n,
                                                  idx row0, idx col0) {
@@ -410,13 +407,7 @@ __global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)
       d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 
-// ---- the reference: double-double accumulation, K split over blockIdx.y -----------------------------
-__device__ __forceinline__ void two_sum(double a, double b, double& s, double& e) {
-  s = a + b;
-  const double z = s - a;
-  e = (a - (s - z)) + (b - z);
-}
-
+// ---- the reference: RefSum (matmul.hpp) per element, K split over blockIdx.y ------------------------
 template <class T>
 __global__ void reference_partial(const T* __restrict__ d_a, const T* __restrict__ d_b, idx m, idx n, idx k,
                                   idx k_chunk, double* __restrict__ d_hi, double* __restrict__ d_lo,
@@ -424,19 +415,10 @@ __global__ void reference_partial(const T* __restrict__ d_a, const T* __restrict
   const idx e = static_cast<idx>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= m * n) return;
   const idx i = e / n, j = e % n, k0 = blockIdx.y * k_chunk, k1 = k0 + k_chunk < k ? k0 + k_chunk : k;
-  double hi = 0, lo = 0, abs = 0;
-  for (idx q = k0; q < k1; ++q) {
-    const double x = d_a[i * k + q], y = d_b[q * n + j];
-    const double p = x * y, pe = fma(x, y, -p);
-    double s, err;
-    two_sum(hi, p, s, err);
-    err += lo + pe;
-    hi = s + err;
-    lo = err - (hi - s);
-    abs += fabs(p);
-  }
+  RefSum acc;
+  for (idx q = k0; q < k1; ++q) acc.add_product(d_a[i * k + q], d_b[q * n + j]);
   const idx o = static_cast<idx>(blockIdx.y) * m * n + e;
-  d_hi[o] = hi, d_lo[o] = lo, d_abs[o] = abs;
+  d_hi[o] = acc.partial_hi(), d_lo[o] = acc.partial_lo(), d_abs[o] = acc.abs;
 }
 
 // A template (of nothing) so that every translation unit that includes this header may define it.
@@ -445,17 +427,10 @@ __global__ void reference_combine(idx mn, idx splits, const double* __restrict__
                                   const double* __restrict__ d_abs, double* __restrict__ d_ref,
                                   double* __restrict__ d_ref_abs) {
   for (auto e : dev::grid_stride_range(mn)) {
-    double hi = 0, lo = 0, abs = 0;
-    for (idx z = 0; z < splits; ++z) {
-      double s, err;
-      two_sum(hi, d_hi[z * mn + e], s, err);
-      err += lo + d_lo[z * mn + e];
-      hi = s + err;
-      lo = err - (hi - s);
-      abs += d_abs[z * mn + e];
-    }
-    d_ref[e] = hi + lo;
-    d_ref_abs[e] = abs;
+    RefSum acc;
+    for (idx z = 0; z < splits; ++z) acc.add_sum(d_hi[z * mn + e], d_lo[z * mn + e], d_abs[z * mn + e]);
+    d_ref[e] = acc.value();
+    d_ref_abs[e] = acc.abs;
   }
 }
 

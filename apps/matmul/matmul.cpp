@@ -55,43 +55,48 @@ double tolerance(std::int64_t k) {
 }
 
 template <class T>
-double relative_error(std::span<const T> c, const Reference& ref) {
-  if (c.size() != ref.c.size()) throw Error("relative_error: size mismatch");
+Comparison compare(std::span<const T> c, const Reference& ref) {
+  if (c.size() != ref.c.size() || ref.abs.size() != ref.c.size()) throw Error("compare: size mismatch");
   const auto n = static_cast<std::int64_t>(c.size());
   double worst = 0.0;
-#pragma omp parallel for reduction(max : worst) schedule(static)
+  std::int64_t ref_nan = 0, ref_inf = 0, nan_extra = 0, nan_missing = 0, inf_wrong = 0;
+#pragma omp parallel for reduction(max : worst) reduction(+ : ref_nan, ref_inf, nan_extra, nan_missing, inf_wrong) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     const auto j = static_cast<std::size_t>(i);
-    const double d = std::fabs(static_cast<double>(c[j]) - ref.c[j]);
-    double e;
-    if (!std::isfinite(d)) e = std::numeric_limits<double>::infinity();  // NaN poison: unwritten or broken
-    else if (ref.abs[j] > 0) e = d / ref.abs[j];
-    else e = d > 0 ? std::numeric_limits<double>::infinity() : 0.0;
-    worst = std::max(worst, e);
+    const double x = static_cast<double>(c[j]), r = ref.c[j];
+    const double want = static_cast<double>(static_cast<T>(r));  // the reference rounded to T
+    // Both numbers: the error against the unrounded reference, on the scale of |A||B|.
+    const auto judge_number = [&] {
+      const double d = std::fabs(x - r);
+      worst = std::max(worst, ref.abs[j] > 0 ? d / ref.abs[j] : d > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    };
+    if (std::isnan(r)) {
+      ++ref_nan;
+      if (!std::isnan(x)) ++nan_missing;
+    } else if (std::isinf(want)) {  // an infinite reference, or a number beyond T's range
+      ++ref_inf;
+      if (x == want) continue;
+      if (std::isnan(x)) ++nan_extra;
+      else if (std::isinf(r) || std::isinf(x)) ++inf_wrong;
+      else judge_number();  // C a number at the top of T's range: within the tolerance or not
+    } else if (std::isnan(x)) {
+      ++nan_extra;
+    } else if (std::isinf(x)) {
+      ++inf_wrong;
+    } else {
+      judge_number();
+    }
   }
-  return worst;
+  Comparison out;
+  out.ref_nan = ref_nan, out.ref_inf = ref_inf, out.nan_extra = nan_extra, out.nan_missing = nan_missing, out.inf_wrong = inf_wrong;
+  out.rel_error = out.mismatches() > 0 ? std::numeric_limits<double>::infinity() : worst;
+  return out;
 }
 
-namespace {
-// Error-free transformations (Knuth's TwoSum, FMA TwoProduct): a double-double accumulator.
-inline void two_sum(double a, double b, double& s, double& e) {
-  s = a + b;
-  const double z = s - a;
-  e = (a - (s - z)) + (b - z);
+template <class T>
+double relative_error(std::span<const T> c, const Reference& ref) {
+  return compare<T>(c, ref).rel_error;
 }
-struct DD {
-  double hi = 0, lo = 0;
-  void add_product(double a, double b) {
-    const double p = a * b;
-    const double pe = std::fma(a, b, -p);
-    double s, e;
-    two_sum(hi, p, s, e);
-    e += lo + pe;
-    hi = s + e;
-    lo = e - (hi - s);
-  }
-};
-}  // namespace
 
 template <class T>
 Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s) {
@@ -102,15 +107,11 @@ Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t i = 0; i < s.m; ++i)
     for (std::int64_t j = 0; j < s.n; ++j) {
-      DD acc;
-      double abs = 0;
-      for (std::int64_t k = 0; k < s.k; ++k) {
-        const double x = a[static_cast<std::size_t>(i * s.k + k)], y = b[static_cast<std::size_t>(k * s.n + j)];
-        acc.add_product(x, y);
-        abs += std::fabs(x * y);
-      }
-      r.c[static_cast<std::size_t>(i * s.n + j)] = acc.hi + acc.lo;
-      r.abs[static_cast<std::size_t>(i * s.n + j)] = abs;
+      RefSum acc;
+      for (std::int64_t k = 0; k < s.k; ++k)
+        acc.add_product(a[static_cast<std::size_t>(i * s.k + k)], b[static_cast<std::size_t>(k * s.n + j)]);
+      r.c[static_cast<std::size_t>(i * s.n + j)] = acc.value();
+      r.abs[static_cast<std::size_t>(i * s.n + j)] = acc.abs;
     }
   return r;
 }
@@ -119,6 +120,7 @@ Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s) {
   template void generate_host<T>(std::uint64_t, int, std::span<T>);                 \
   template void generate_block_host<T>(std::uint64_t, int, std::span<T>, std::int64_t, std::int64_t, std::int64_t, std::int64_t); \
   template double tolerance<T>(std::int64_t);                                        \
+  template Comparison compare<T>(std::span<const T>, const Reference&);              \
   template double relative_error<T>(std::span<const T>, const Reference&);           \
   template Reference reference_cpu<T>(std::span<const T>, std::span<const T>, Shape);
 TALLY_MATMUL_INSTANTIATE(float)

@@ -8,9 +8,10 @@
 //   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
 //   tiled-tc       the tiled product on the tensor cores (CUDA, sm_80+): 3xTF32 in float, DMMA in double
 // Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
-// Engine; the driver (main.cpp, driver.cpp) knows no backend.
+// Engine; the driver (driver.cpp) knows no backend.
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <cstdint>
 #include <memory>
@@ -21,10 +22,6 @@
 #include <vector>
 
 #include "tally/reduce/config.hpp"
-
-namespace tally::reduce {
-class Comm;
-}
 
 namespace tally::matmul {
 
@@ -83,8 +80,49 @@ struct KSlab {
 };
 
 // ---- validation ---------------------------------------------------------------------------------
-/// The reference: C in double-double accumulation (error ~ K * 2^-106, far below every tolerance),
-/// and |A| |B| (the scale of each element's rounding error).
+/// One element's reference, on the host and the device: the dot product in double-double (FMA
+/// TwoProduct, then TwoSum: error ~ K 2^-106, far below every tolerance), sum |x y| (the scale of the
+/// element's rounding error), and the sum of the products that are not finite. That last one is 0
+/// while every product is finite; otherwise it is the element's IEEE value whatever the order of the
+/// sum: NaN where a product is NaN (a NaN input, 0 x Inf) or infinities of both signs meet, else
+/// that infinity.
+struct RefSum {
+  double hi = 0, lo = 0, abs = 0, special = 0;
+  /// x - x is 0 for every number and NaN for an infinity or NaN (no isfinite in host-device code).
+  TALLY_HD static bool finite(double x) { return x - x == 0; }
+  TALLY_HD void add_product(double x, double y) {
+    const double p = x * y;
+    abs += fabs(p);
+    if (!finite(p)) {
+      special += p;
+      return;
+    }
+    add(p, fma(x, y, -p));
+  }
+  /// Adds another K range's sum (its hi and lo, or its special value in hi).
+  TALLY_HD void add_sum(double o_hi, double o_lo, double o_abs) {
+    abs += o_abs;
+    if (!finite(o_hi)) special += o_hi;
+    else add(o_hi, o_lo);
+  }
+  /// hi + lo: the sum; its special value where one is set.
+  [[nodiscard]] TALLY_HD double value() const { return special != 0 ? special : hi + lo; }
+  /// What a K range hands on to add_sum: hi and lo, or the special value and 0.
+  [[nodiscard]] TALLY_HD double partial_hi() const { return special != 0 ? special : hi; }
+  [[nodiscard]] TALLY_HD double partial_lo() const { return special != 0 ? 0.0 : lo; }
+
+ private:
+  /// (hi, lo) += p + pe: Knuth's TwoSum of hi and p, the rest folded into lo.
+  TALLY_HD void add(double p, double pe) {
+    const double s = hi + p, z = s - hi;
+    double e = (hi - (s - z)) + (p - z);
+    e += lo + pe;
+    hi = s + e;
+    lo = e - (hi - s);
+  }
+};
+
+/// The reference: C (RefSum::value) and |A| |B| (RefSum::abs) per element.
 struct Reference {
   std::vector<double> c, abs;
 };
@@ -94,7 +132,25 @@ struct Reference {
 /// 1e-13 per element even at K = 2^26); the extra u covers the final rounding to T.
 template <class T>
 [[nodiscard]] double tolerance(std::int64_t k);
-/// max_ij |c_ij - ref_ij| / abs_ij (0/0 counts as 0); any NaN or unwritten (NaN-poisoned) element gives inf.
+
+/// How a C compares with a reference, element by element. Where the reference rounded to T is NaN
+/// or an infinity, IEEE arithmetic gives that value in any summation order, so C must hold it: NaN
+/// in, NaN out at the same places (the library's NaN rule), an infinity with its sign. Elsewhere C
+/// must be a number within the tolerance. An element the run left unwritten (NaN-poisoned) counts
+/// as NaN where the reference has none.
+struct Comparison {
+  /// max |c - ref| / (|A||B|) over the elements where the reference is a number (0/0 counts as 0);
+  /// infinite when any element mismatches below.
+  double rel_error = 0;
+  std::int64_t ref_nan = 0, ref_inf = 0;  ///< elements where the reference is NaN, an infinity
+  std::int64_t nan_extra = 0;    ///< NaN where the reference is not NaN
+  std::int64_t nan_missing = 0;  ///< not NaN where the reference is NaN: a NaN lost
+  std::int64_t inf_wrong = 0;    ///< an infinity where the reference has a number or the other infinity, or not where it has one
+  [[nodiscard]] std::int64_t mismatches() const { return nan_extra + nan_missing + inf_wrong; }
+};
+template <class T>
+[[nodiscard]] Comparison compare(std::span<const T> c, const Reference& ref);
+/// compare(c, ref).rel_error.
 template <class T>
 [[nodiscard]] double relative_error(std::span<const T> c, const Reference& ref);
 /// The reference on the CPU (OpenMP), for the CPU backend and the tests.
@@ -151,10 +207,5 @@ double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c
 /// One CPU level (OpenMP + SIMD), exposed for the tests.
 template <class T>
 void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
-
-/// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
-/// The first runs as one rank (the tests); the second on the ranks of `comm` (main: run_ranks).
-int run(int argc, char** argv);
-int run(int argc, char** argv, reduce::Comm& comm);
 
 }  // namespace tally::matmul

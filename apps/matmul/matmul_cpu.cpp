@@ -17,6 +17,7 @@
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
 #include "transpose.hpp"
+#include "tuning_cpu.hpp"
 
 namespace tally::matmul {
 namespace {
@@ -100,9 +101,10 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::gang: {
       const auto bt = transpose(b_, s.k, s.n);
-      // Fixed chunks: at least 1024 terms each, at most 64 chunks and 2^26 partial elements.
-      idx chunks = std::clamp<idx>(s.k / 1024, 1, 64);
-      while (chunks > 1 && chunks * mn > (idx{1} << 26)) chunks /= 2;
+      // Fixed chunks, independent of the thread count (tuning_cpu.hpp).
+      using namespace tuning::cpu;
+      idx chunks = std::clamp<idx>(s.k / gang_min_chunk, 1, gang_max_chunks);
+      while (chunks > 1 && chunks * mn > gang_max_partials) chunks /= 2;
       if (split_k > 0) chunks = std::min(split_k, s.k);
       std::vector<T> partials(static_cast<std::size_t>(chunks * mn));
 #pragma omp parallel for schedule(dynamic, 1)
@@ -112,7 +114,7 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
       return;
     }
     case Level::tiled: {
-      constexpr idx bi = 64, bj = 256, bk = 256;
+      constexpr idx bi = tuning::cpu::tile_rows, bj = tuning::cpu::tile_cols, bk = tuning::cpu::tile_depth;
       const idx ti = (s.m + bi - 1) / bi, tj = (s.n + bj - 1) / bj;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
       for (idx I = 0; I < ti; ++I)

@@ -1,12 +1,12 @@
-// The CUDA backend: device buffers, launches of the level kernels (kernels.cuh), cuBLAS without TF32,
-// the device reference and the copy-bandwidth ceiling. The gang level's Gram case (32 < max(M, N) <= 64)
-// runs its block products on the tensor cores (tensor_core.cuh) on sm_80 and later.
+// The CUDA backend: device buffers, launches of the level kernels (kernels.cuh, tensor_core.cuh,
+// tiled_tc.cuh, tiled_wgmma.cuh) with the shapes of tuning.cuh, cuBLAS without TF32, the device
+// reference and the copy-bandwidth ceiling. Which kernel a level runs depends on the shape, the
+// precision and the device (launch()); none on anything else, so a run's bits follow from those.
 #include <cublas_v2.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver entry point, found through the runtime
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "exact.hpp"
-#include "gram_ws.cuh"
 #include "kernels.cuh"
 #include "matmul.hpp"
 #include "tensor_core.cuh"
 #include "tiled_tc.cuh"
 #include "tiled_wgmma.cuh"
+#include "tuning.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -37,88 +37,7 @@ void cublas_try(cublasStatus_t s, const char* expr) {
 }
 #define MATMUL_CUBLAS_TRY(expr) cublas_try((expr), #expr)
 
-// Tile shapes: 128 x 128 with 8 x 8 per thread for large C; for the Gram case (M, N <= 64) a tile
-// that covers all of C, with 4 worker groups splitting each K slice.
-using Big = k::TileConfig<128, 128, 8, 8, 8, 1>;
-using Ts64 = k::TileConfig<64, 64, 32, 8, 8, 4>;
-// The small tiles do little arithmetic per byte: deep K slices keep 64 bytes of loads in flight per
-// thread, and 16 x 16 uses 4 x 4 register tiles in 16 worker groups (a 2 x 2 tile spent one shared
-// load per FMA and ran at 41-51% of the copy bandwidth on an H200).
-using Ts32 = k::TileConfig<32, 32, 64, 4, 4, 4>;
-using Ts16 = k::TileConfig<16, 16, 128, 4, 4, 16>;
-using Ts16d = k::TileConfig<16, 16, 64, 4, 4, 16>;
-// Tensor-core Gram tiles: C up to 64 x 64.
-// Float on sm_90 with K and N multiples of 4 (16-byte rows): slices by TMA tensor copies (TcFloatTma),
-// 64 x 32 of C per warp, 4 worker groups each taking 32 of a 128-deep slice, 3 slices (193 KiB, one
-// block per SM): 2.27 ms at 64 x 64 x 2^24 on an H200 (90% of copy, 1.67x cuBLAS), against 2.38-2.43
-// ms for 64-deep slices in two 3-stage blocks per SM and 2.73 ms for the cp.async tile below (two runs
-// of 2026-11-23). The copies leave the warps: one thread issues six tensor copies per 128-deep slice,
-// where cp.async has every thread issue 16 per 64-deep slice. Padding-free tiles need the 128-byte
-// swizzle for conflict-free fragment loads (Tf32x3::SwizzleLane).
-using TcFloatTma = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 4, 128, 3, 1, true>;
-// Otherwise (sm_80/89, odd K or N), cp.async into padded tiles, 2 worker groups splitting each
-// slice, 2 blocks per SM. Float: 64 x 32 per warp (128 threads, up to 255 registers), 64-deep
-// slices, 3 of them (2 in flight, 105 KiB per block): 2.70-2.73 ms at 64 x 64 x 2^24 on an H200,
-// against 2.83-2.86 ms for 32 x 32 per warp (256 threads, capped at 128 registers) in the same runs
-// (the H100, memory-bound here, ran it at 3.25 ms against 3.17-3.19 for 32 x 32: kept for the
-// H200's sake); 32 x 64 per warp 2.82-2.90, one group 3.20, 32-deep slices (5 stages) 2.71. Its
-// pace is set by the latency of each warp's shared loads, split and MMA chain, not by memory (ncu:
-// the tensor pipe 52% busy, a warp waiting on a fixed-latency dependency 1.4 cycles per issue, 2
-// warps a scheduler). Tried and no faster: chains over two slices (2.83 ms), the three products of
-// a k-step issued pass by pass (ptxas interleaves them four apart anyway), hi truncated instead of
-// rounded, and a Hopper warpgroup-MMA (wgmma) version with the A slice split once in shared memory
-// (3.15 ms). Double: 32 x 32 per warp, 16-deep slices, 4 of them: 4.63 ms (88% of the H200's copy
-// rate); 64 x 32 per warp 4.80, 32-deep slices 4.84-4.86.
-using TcFloat = k::tc::TcConfig<k::tc::Tf32x3, 64, 64, 64, 32, 2, 64, 3, 2>;
-using TcDouble = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 32, 2, 16, 4, 2>;
-// 16 x 16 float: two warps cover C, four worker groups split 128-deep slices. The CUDA-core Ts16
-// tile spends an instruction per FMA and fell behind the H200's bandwidth (2.83 ms, 72% of copy, at
-// 16 x 16 x 2^26); this one streams it at 2.20 ms.
-using Tc16Float = k::tc::TcConfig<k::tc::Tf32x3, 16, 16, 16, 8, 4, 128, 4, 2>;
-// Double on sm_90 with K and N even (16-byte rows): slices by TMA tensor copies too, DMMA m16n8k8 from
-// 128-byte-swizzled tiles (Dmma::load_a_swizzled): one thread's few large copies per slice, where the
-// cp.async / register-staged tiles spend every thread's issue slots on 16-byte pieces. 16 x 16: one
-// warp a worker group (C as two m16n8 tiles), 8 groups each taking 16 of a 128-deep slice, 6 stages
-// of 32 KiB (5 slices in flight per SM); 64 x 64 below.
-// The 16 x 16 tile's tensor maps ask for no L2 promotion: with the 256-byte promotion (the default
-// of the other TMA tiles) 16 x 16 x 2^26 took 4.030-4.040 ms (4.26 TB/s, 0.97x cuBLAS), without it
-// 3.753-3.756 ms (4.57 TB/s, 1.03x; 128-byte promotion 3.773), H200, 2026-11-24; per-block times
-// showed the promoted run's blocks ending anywhere from 2.9 to 4.0 ms, so some SMs' streams were
-// starved. 64 x 64 asks for none either (below).
-using TcDouble16Tma = k::tc::TcConfig<k::tc::Dmma<8>, 16, 16, 16, 16, 8, 128, 6, 1, true>;
-// 64 x 64: 64 x 32 per warp (2 warps a group), 4 groups each taking 24 of a 96-deep slice (3 k-steps,
-// in a rolled loop: one step's fragments live, 240 registers, no spills), 2 stages of 96 KiB, one
-// block of 8 warps per SM, each slice issued before the wait for the previous one (EarlyIssue). A
-// 64 x 32 warp reads half the shared-memory fragment bytes per DMMA of a 32 x 16 one. H200,
-// 2026-11-24: 4.05-4.32 ms, 0.90-0.96x cuBLAS (96-101% of copy), against 4.65-5.36 for the earlier
-// 32 x 16 tile. What held it there was the 256-byte L2 promotion, not the DMMA work: with the DMMAs
-// taken out the tile streamed at 4.15-4.20 TB/s whatever its boxes, stages or slice order, and
-// without promotion at 4.66 (H200, 2026-11-29); so its maps ask for none: 3.84-4.05 ms. The
-// alternatives measured slower (a decoupled pipeline, other warp tiles, depths and stages, two blocks
-// per SM, the warp-specialised tile ws=V below) are in apps/matmul/README.md.
-using TcDoubleTma = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, true>;
-// For comparisons (TALLY_MATMUL_GRAM=cfg=N, see the engine): 1 the earlier 32 x 16 tile, 2 the 64-deep one;
-// 3 two blocks per SM of 4 warps (64 x 32, 2 groups of a 48-deep slice, 2 stages of 48 KiB each).
-using TcDoubleTma1 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 32, 16, 2, 32, 6, 1, true>;
-using TcDoubleTma2 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 64, 3, 1, true>;
-using TcDoubleTma3 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 2, 48, 2, 2, true, 1, true>;
-// 4: the default but issuing each slice only once the previous one has landed (the default before).
-using TcDoubleTma4 = k::tc::TcConfig<k::tc::Dmma<8>, 64, 64, 64, 32, 4, 96, 2, 1, true, 1, true, false>;
-// 5: cuBLAS's DGEMM tile for this shape (Nsight Compute, H200, 2026-11-24: 32 x 32 tiles, 4 warps of
-// 16 x 16, 32-deep slices in 5 stages, 2 blocks an SM, split-K 66): four blocks a K range; in this
-// synchronous loop 4.98-5.65 ms, 0.69-0.91x cuBLAS (H200, 2026-11-25).
-using TcDoubleTma5 = k::tc::TcConfig<k::tc::Dmma<8>, 32, 32, 16, 16, 1, 32, 5, 2, true, 1, false, true>;
-// ws=V (TALLY_MATMUL_GRAM): the warp-specialised pipeline's variant V (gram_ws.cuh, sm_90a), slower
-// on the H200 in every variant tried (apps/matmul/README.md).
-// tiled-tc (tiled_tc.cuh). Float: 128 x 64 of C per block, 4 warps of 64 x 32, 32-deep slices in 3
-// cp.async stages (88 KiB), two blocks per SM (237 registers a thread), MMA chains over two slices
-// (8 k-steps). H100, 2026-11-24, 4096^3 / 8192^3 (ms): this 2.073 / 15.97; chains of one slice
-// 2.048-2.065 / 16.01-16.15; 64-deep slices in 2 stages 1.991 / 15.43 (not adopted: its odd-shape
-// tests have not run on a GPU yet); 64 x 128 blocks 2.101 / 16.29; 128 x 128 blocks of 8 warps (one
-// block per SM) 2.164-2.181 / 16.83-17.11, the same with 64-deep slices 2.107 / 16.49, with 16 warps
-// of 32 x 32 2.348 / 18.57. Double: 128 x 128, 16 warps of 32 x 32, 16-deep slices, 4 stages.
-using TcTiled = k::tc::TcConfig<k::tc::Tf32x3, 128, 64, 64, 32, 1, 32, 3, 2, false, 2>;
-using TcTiledD = k::tc::TcConfig<k::tc::Dmma<8>, 128, 128, 32, 32, 1, 16, 4, 1>;
+using namespace tuning;  // the tile configurations and launch constants
 
 template <class T>
 class CudaEngine final : public Engine<T> {
@@ -131,7 +50,8 @@ class CudaEngine final : public Engine<T> {
     // A, B, C, the gang partials (bounded below), the reference (two doubles per C element, plus
     // three per split while it is computed): refuse what cannot fit rather than fail half-way.
     const double need = static_cast<double>(sizeof(T)) * (static_cast<double>(s.m * s.k) + static_cast<double>(s.k * s.n) + 2.0 * static_cast<double>(s.m * s.n)) +
-                        16.0 * static_cast<double>(s.m * s.n) + 24.0 * std::max<double>(static_cast<double>(s.m * s.n), ref_threads) + 64.0 * (1 << 20);
+                        16.0 * static_cast<double>(s.m * s.n) +
+                        24.0 * std::max<double>(static_cast<double>(s.m * s.n), static_cast<double>(reference_threads)) + 64.0 * (1 << 20);
     if (need > 0.95 * static_cast<double>(free_b))
       throw InputError("matrices of " + s.str() + " in " + (sizeof(T) == 4 ? "float" : "double") + " need " +
                        std::to_string(need / (1 << 30)) + " GiB of device memory; device " + std::to_string(device) +
@@ -144,24 +64,6 @@ class CudaEngine final : public Engine<T> {
     MATMUL_CUBLAS_TRY(cublasSetStream(blas_, stream_));
     // FP32/FP64 as asked: no TF32 tensor-core path (DEFAULT_MATH uses TF32 only when told to).
     MATMUL_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
-    // For comparisons of the gang level's copy paths: TALLY_MATMUL_TMA=0 keeps the tensor-copy tiles off.
-    if (const char* v = std::getenv("TALLY_MATMUL_TMA"); v && std::string(v) == "0") tma_allowed_ = false;
-    // For comparisons of tiled-tc's float paths: TALLY_MATMUL_WGMMA=0 keeps the wgmma kernel off.
-    if (const char* v = std::getenv("TALLY_MATMUL_WGMMA"); v && std::string(v) == "0") wgmma_allowed_ = false;
-    // For comparisons of the double 64 x 64 Gram tiles: TALLY_MATMUL_GRAM="cfg=N,l2=P" picks tile N
-    // (TcDoubleTmaN above; 0 the default), or "ws=V" the warp-specialised tile's variant V
-    // (gram_ws.cuh), and the L2 promotion P of every tensor map (0 none, 1 128 B,
-    // 2 256 B; unset: each tile's own).
-    if (const char* v = std::getenv("TALLY_MATMUL_GRAM")) {
-      const std::string e(v);
-      auto knob = [&](const std::string& key) {
-        const auto at = e.find(key + "=");
-        return at == std::string::npos ? -1 : std::atoi(e.c_str() + at + key.size() + 1);
-      };
-      gram_cfg_ = std::max(knob("cfg"), 0);
-      gram_ws_ = knob("ws");
-      gram_l2_ = knob("l2");
-    }
   }
   ~CudaEngine() override {
     cublasDestroy(blas_);
@@ -171,10 +73,10 @@ class CudaEngine final : public Engine<T> {
   CudaEngine& operator=(const CudaEngine&) = delete;
 
   void generate(std::uint64_t seed, KSlab slab) override {
-    const int blocks = prop_.multiProcessorCount * 8;
-    k::generate<T><<<blocks, 256, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0, s_.k, 0, slab.k0, slab.k_total);
+    const int blocks = prop_.multiProcessorCount * fill_blocks_per_sm;
+    k::generate<T><<<blocks, fill_threads, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0, s_.k, 0, slab.k0, slab.k_total);
     TALLY_CHECK_LAUNCH();
-    k::generate<T><<<blocks, 256, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
+    k::generate<T><<<blocks, fill_threads, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
@@ -199,14 +101,16 @@ class CudaEngine final : public Engine<T> {
 
   Reference reference() override {
     const idx mn = s_.m * s_.n;
-    const idx splits = std::clamp<idx>(static_cast<idx>(ref_threads) / mn, 1, std::min<idx>(65535, (s_.k + 255) / 256));
+    const idx splits = std::clamp<idx>(reference_threads / mn, 1, std::min<idx>(65535, (s_.k + reference_min_chunk - 1) / reference_min_chunk));
     const idx chunk = (s_.k + splits - 1) / splits;
     const auto parts = static_cast<std::size_t>(splits * mn);
     DeviceBuffer<double> hi(parts), lo(parts), abs(parts), ref(static_cast<std::size_t>(mn)), ref_abs(static_cast<std::size_t>(mn));
-    const dim3 grid(static_cast<unsigned>((mn + 255) / 256), static_cast<unsigned>(splits));
-    k::reference_partial<T><<<grid, 256, 0, stream_>>>(a_.data(), b_.data(), s_.m, s_.n, s_.k, chunk, hi.data(), lo.data(), abs.data());
+    constexpr int threads = reference_threads_per_block;
+    const dim3 grid(static_cast<unsigned>((mn + threads - 1) / threads), static_cast<unsigned>(splits));
+    k::reference_partial<T><<<grid, threads, 0, stream_>>>(a_.data(), b_.data(), s_.m, s_.n, s_.k, chunk, hi.data(), lo.data(), abs.data());
     TALLY_CHECK_LAUNCH();
-    k::reference_combine<<<prop_.multiProcessorCount * 8, 256, 0, stream_>>>(mn, splits, hi.data(), lo.data(), abs.data(), ref.data(), ref_abs.data());
+    k::reference_combine<<<prop_.multiProcessorCount * fill_blocks_per_sm, fill_threads, 0, stream_>>>(mn, splits, hi.data(), lo.data(), abs.data(), ref.data(),
+                                                                                                       ref_abs.data());
     TALLY_CHECK_LAUNCH();
     Reference r;
     r.c = ref.to_host(stream_);
@@ -228,8 +132,6 @@ class CudaEngine final : public Engine<T> {
   }
 
  private:
-  static constexpr double ref_threads = 1 << 21;
-
   // Seconds of one event-timed run; C is poisoned (NaN) before it, outside the timed region, so an
   // element a kernel leaves unwritten fails the check.
   template <class F>
@@ -264,7 +166,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   unsigned grid_for(idx work, idx per_block) const {
-    return static_cast<unsigned>(std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * 64));
+    return static_cast<unsigned>(std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * max_blocks_per_sm));
   }
 
   template <class Cfg>
@@ -330,7 +232,7 @@ class CudaEngine final : public Engine<T> {
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
-  /// swizzled, zeros outside; L2 promotion of 256 bytes or none (or TALLY_MATMUL_GRAM's).
+  /// swizzled, zeros outside; L2 promotion of 256 bytes or none.
   CUtensorMap tensor_map(const T* base, idx rows, idx cols, unsigned box_cols, unsigned box_rows, bool l2_promote) {
     if (!encode_) {
       void* fn = nullptr;
@@ -345,20 +247,15 @@ class CudaEngine final : public Engine<T> {
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
     const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               promotion(l2_promote),
+                               l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
   }
 
-  [[nodiscard]] CUtensorMapL2promotion promotion(bool l2_promote) const {
-    const int p = gram_l2_ >= 0 ? gram_l2_ : l2_promote ? 2 : 0;
-    return p == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : p == 1 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-  }
-
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
-  void launch_gang_tma(bool l2_promote = true) {
+  void launch_gang_tma(bool l2_promote) {
     auto kernel = k::tc::gang_level_tma<Cfg>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
@@ -368,31 +265,16 @@ class CudaEngine final : public Engine<T> {
                                                        partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
   }
-  /// The warp-specialised 64 x 64 double tile (gram_ws.cuh), variant v: sm_90a code, on sm_90.
-  [[nodiscard]] bool use_gram_ws() const { return k::wg::built() && prop_.major == 9 && prop_.minor == 0; }
-  void launch_gang_ws(int v) {
-#if TALLY_MATMUL_WGMMA
-    const k::ws::GramWs w = k::ws::gram_ws(v);
-    const SplitGrid g = split_k_grid(w.kernel, w.bm, w.bn, w.bk, w.block, w.smem);
-    if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bm), true),
-               tensor_map(b_.data(), s_.k, s_.n, static_cast<unsigned>(w.tile_w), static_cast<unsigned>(w.bk), true)};
-    k::ws::launch_gram_ws(v, g.grid, maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
-                          tickets_.data(), stream_);
-#else
-    (void)v;
-#endif
-  }
   [[nodiscard]] bool use_tma() const {
     constexpr idx ch = 16 / sizeof(T);
-    return tma_allowed_ && prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
+    return prop_.major >= 9 && s_.k % ch == 0 && s_.n % ch == 0;
   }
 
   /// The tensor-core Gram path: max(M, N) in (32, 64] (below, the CUDA-core tiles; float C of at
   /// most 16 x 16 has its own tensor-core tile), sm_80+ (TF32 and DMMA mma.sync), K large enough.
   [[nodiscard]] bool use_tensor_cores() const {
     using Cfg = std::conditional_t<sizeof(T) == 4, TcFloat, TcDouble>;
-    return std::max(s_.m, s_.n) > 32 && tensor_cores_ok<Cfg>();
+    return std::max(s_.m, s_.n) > Ts32::BM && tensor_cores_ok<Cfg>();
   }
   template <class Cfg>
   [[nodiscard]] bool tensor_cores_ok() const {
@@ -403,45 +285,38 @@ class CudaEngine final : public Engine<T> {
     if (exact_) return exact_->multiply<T>(level, a_.data(), b_.data(), c_.data(), s_, stream_, prop_.multiProcessorCount);
     const idx mn = s_.m * s_.n;
     switch (level) {
-      case Level::vector:
-        k::vector_level<T><<<grid_for(mn, 8), 256, 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+      case Level::vector:  // a warp an element
+        k::vector_level<T, vector_threads><<<grid_for(mn, vector_threads / 32), vector_threads, 0, stream_>>>(a_.data(), b_.data(), c_.data(),
+                                                                                                              s_.m, s_.n, s_.k);
         TALLY_CHECK_LAUNCH();
         return;
-      case Level::worker:
-        k::worker_level<T><<<grid_for(s_.m * ((s_.n + 31) / 32), 1), dim3(32, 8), 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+      case Level::worker:  // a block 32 elements of a row
+        k::worker_level<T, worker_workers><<<grid_for(s_.m * ((s_.n + 31) / 32), 1), dim3(32, worker_workers), 0, stream_>>>(
+            a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
         TALLY_CHECK_LAUNCH();
         return;
-      case Level::worker_vector:
-        k::worker_vector_level<T><<<grid_for(mn, 1), 256, 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+      case Level::worker_vector:  // a block an element
+        k::worker_vector_level<T, worker_vector_threads><<<grid_for(mn, 1), worker_vector_threads, 0, stream_>>>(a_.data(), b_.data(), c_.data(),
+                                                                                                                 s_.m, s_.n, s_.k);
         TALLY_CHECK_LAUNCH();
         return;
-      case Level::gang: {
+      case Level::gang: {  // the smallest tile that covers C, or Big's tiles
         const idx big = std::max(s_.m, s_.n);
-        if (big <= 16) {
+        if (big <= Ts16::BM) {
           if constexpr (sizeof(T) == 8) {
-            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>(false);
+            if (use_tma() && tensor_cores_ok<TcDouble16Tma>()) launch_gang_tma<TcDouble16Tma>(gram_double_l2_promote);
             else launch_gang<Ts16d>();  // double: half the slice, the same bytes
           } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
         }
-        else if (big <= 32) launch_gang<Ts32>();
-        else if (big <= 64) {
+        else if (big <= Ts32::BM) launch_gang<Ts32>();
+        else if (big <= Ts64::BM) {
           if (!use_tensor_cores()) launch_gang<Ts64>();
           else if constexpr (sizeof(T) == 4) {
-            if (use_tma()) launch_gang_tma<TcFloatTma>();
+            if (use_tma()) launch_gang_tma<TcFloatTma>(gram_float_l2_promote);
             else launch_gang_tc<TcFloat>();
           }
-          else if (use_tma()) {
-            if (gram_ws_ >= 0 && gram_ws_ < k::ws::variants && use_gram_ws()) return launch_gang_ws(gram_ws_);
-            switch (gram_cfg_) {
-              case 1: launch_gang_tma<TcDoubleTma1>(); break;
-              case 2: launch_gang_tma<TcDoubleTma2>(); break;
-              case 3: launch_gang_tma<TcDoubleTma3>(); break;
-              case 4: launch_gang_tma<TcDoubleTma4>(); break;
-              case 5: launch_gang_tma<TcDoubleTma5>(); break;
-              default: launch_gang_tma<TcDoubleTma>(false);
-            }
-          }
+          else if (use_tma()) launch_gang_tma<TcDoubleTma>(gram_double_l2_promote);
           else launch_gang_tc<TcDouble>();
         }
         else launch_gang<Big>();
@@ -466,14 +341,14 @@ class CudaEngine final : public Engine<T> {
   /// tiled-tc's wgmma kernel (tiled_wgmma.cuh): built for sm_90a, run on sm_90 with K and N multiples
   /// of 4 (the tensor maps' 16-byte row strides) and K where its chains keep 3xTF32 within tolerance.
   [[nodiscard]] bool use_wgmma() const {
-    return k::wg::built() && wgmma_allowed_ && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
+    return k::wg::built() && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
            k::tc::tf32x3_within_tolerance(s_.k, k::wg::chain_steps);
   }
   void launch_tiled_wgmma() {
-#if TALLY_MATMUL_WGMMA
+#if TALLY_MATMUL_WGMMA_BUILT
     if constexpr (sizeof(T) == 4) {
       if (!wg_maps_)
-        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, true), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, true)};
+        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, wgmma_l2_promote), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, wgmma_l2_promote)};
       k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
     }
 #endif
@@ -500,10 +375,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<T> a_, b_, c_, partials_;
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
-  bool tma_allowed_ = true;
-  int gram_cfg_ = 0, gram_l2_ = -1, gram_ws_ = -1;  // TALLY_MATMUL_GRAM
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
-  bool wgmma_allowed_ = true;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
 };
 

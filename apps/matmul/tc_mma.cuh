@@ -120,15 +120,15 @@ struct Dmma {
 /// The split: hi = rna_tf32(x) in two integer operations (add half a TF32 ulp to the magnitude, clear
 /// the 13 low bits; cvt.rna.tf32.f32 is emulated on sm_90 with 4); x - hi is exact in FP32 and passed
 /// as it is: the tensor core reads an FP32 register as TF32 by dropping the 13 low bits (CUTLASS's big
-/// + small 3xTF32 relies on the same), so lo enters truncated. (Truncating hi too saves one operation
-/// per element and ran no faster on an H200: the kernel is not bound by the split's issue slots.)
+/// + small 3xTF32 relies on the same), so lo enters truncated. hi is rounded, not truncated: the
+/// kernels are not bound by the split's issue slots, and rounding halves hi's error.
 ///
 /// Why the error stays within tolerance<float>(K) = u (1 + min(K, 10 sqrt K)), u = 2^-24:
 ///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi| of
 ///    x - hi, so the dropped terms (lo_a lo_b and the two residuals) are below 5 * 2^-22 |a||b| =
 ///    20u |a||b|.
 ///  * TF32 x TF32 products (11-bit significands) are exact in the tensor core; how it adds them to C
-///    is not IEEE (truncation after alignment was measured on A100 and H100), so we assume only a
+///    is not IEEE (sm_80 and sm_90 truncate after alignment), so we assume only a
 ///    faithful sum per MMA, error <= 2u (|C| + sum |products|), and keep its bias from building up
 ///    by restarting the tensor-core accumulator from zero every S k-steps (S = the k-steps a worker
 ///    group takes of TcConfig::chain_slices shared-memory slices, TcConfig::chain_steps; the first
@@ -141,8 +141,9 @@ struct Dmma {
 ///    about K / (8 S) terms instead of K, so at most u min(K / (8 S), 10 sqrt(K / (8 S))) sum |a||b|.
 ///  Total <= u (20 + 6 S + min(K / 8, 3.6 sqrt K)) sum |a||b|: within the tolerance for K >= 80 at
 ///  S <= 8 (TcConfig asserts it); the host uses this path for K >= TcConfig::min_k = 1024 only. A
-///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where the
-///  CUDA-core path gives Inf or NaN.
+///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where
+///  IEEE arithmetic (the CUDA-core path) gives an infinity: the check reports those places as NaN
+///  where the reference has none (compare, matmul.hpp).
 struct Tf32x3 {
   using T = float;
   static constexpr int km = 8;

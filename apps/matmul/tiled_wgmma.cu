@@ -147,10 +147,9 @@ __global__ void __launch_bounds__(threads, 1)
         b_off[r][c] = cl / 32 * (BK * 32) + kk * 32 + (((cl % 32 / 4) ^ kk) << 2) + cl % 4;
       }
     // Per slice: B's split into registers, 12 wgmmas, then wait for them before the stage is handed
-    // back. Slower in the same H200 runs (2026-11-24, 4096^3): the next slice's B loaded while the
-    // wgmmas run (1.657 against 1.584 ms), a chain's two slices issued back to back as well (1.704),
-    // and conflict-free B loads (k-step slots relabelled k = 2 t + j in A's split and B's loads:
-    // 1.637 against 1.605). B's loads here meet 2-way bank conflicts.
+    // back. B's loads meet 2-way bank conflicts; loading the next slice's B while the wgmmas run,
+    // issuing a chain's two slices back to back and conflict-free B loads (k-step slots relabelled)
+    // all ran slower (BENCHMARKS.md).
     for (idx t = 0; t < slices; ++t) {
       const int s = static_cast<int>(t % stages);
       mbar_wait(&ready[s], static_cast<unsigned>((t / stages) & 1));

@@ -1,7 +1,7 @@
 #pragma once
 // The tiled-tc level's float product on Hopper's warpgroup MMAs (wgmma, sm_90a): 3xTF32 like the
 // mma.sync path (tiled_tc.cuh, Tf32x3), at up to ~3x mma.sync's TF32 rate. Its kernel is compiled
-// for sm_90a alone (tiled_wgmma.cu); a build without it (TALLY_MATMUL_WGMMA 0) or another device
+// for sm_90a alone (tiled_wgmma.cu); a build without it (TALLY_MATMUL_WGMMA_BUILT 0) or another device
 // takes the mma.sync path.
 //
 // C = A B is computed as C^T = B^T A^T, because TF32 wgmma reads shared-memory operands K-major only:
@@ -23,14 +23,17 @@
 
 #include <cstdint>
 
-#ifndef TALLY_MATMUL_WGMMA
-#define TALLY_MATMUL_WGMMA 0
+#include "tuning.cuh"
+
+#ifndef TALLY_MATMUL_WGMMA_BUILT
+#define TALLY_MATMUL_WGMMA_BUILT 0
 #endif
 
 namespace tally::matmul::kernels::wg {
 
-inline constexpr int BM = 128, BN = 128, BK = 32, stages = 4;
-inline constexpr int chain_slices = 2;      // k-steps a chain spans: 4 chain_slices
+inline constexpr int BM = 128, BN = 128, BK = 32;  // fixed by m64n128k8 and the 128-byte swizzle row
+inline constexpr int stages = tuning::wgmma_stages;
+inline constexpr int chain_slices = tuning::wgmma_chain_slices;  // k-steps a chain spans: 4 chain_slices
 inline constexpr int chain_steps = BK / 8 * chain_slices;
 inline constexpr int threads = 384;         // producer + 2 consumer warpgroups
 inline constexpr int a_elems = BM * BK, b_elems = BK * BN;
@@ -38,7 +41,7 @@ inline constexpr int stage_elems = 2 * a_elems + b_elems;  // A big (in place), 
 inline constexpr std::size_t smem_bytes = sizeof(float) * stages * stage_elems + 1024;  // + alignment
 
 /// Whether the wgmma kernel is in this build (sm_90a code).
-constexpr bool built() { return TALLY_MATMUL_WGMMA != 0; }
+constexpr bool built() { return TALLY_MATMUL_WGMMA_BUILT != 0; }
 
 /// C (M x N) = A B from tensor maps of A (box 32 x BM) and B (box 32 x BK), both 128-byte swizzled;
 /// defined only where built().

@@ -105,6 +105,38 @@ hid_t create_plist(const dims_t& dims, std::size_t elem, std::string_view name) 
   return dcpl;
 }
 
+// What a datatype holds, in words for a message.
+std::string describe_type(hid_t t) {
+  const std::string bits = std::to_string(8 * H5Tget_size(t)) + "-bit";
+  switch (H5Tget_class(t)) {
+    case H5T_INTEGER: return bits + (H5Tget_sign(t) == H5T_SGN_NONE ? " unsigned" : " signed") + " integers";
+    case H5T_FLOAT: return bits + " floats";
+    case H5T_STRING: return "strings";
+    case H5T_COMPOUND: {  // two floats: how h5py, NumPy and others store complex numbers
+      const int n = H5Tget_nmembers(t);
+      bool floats = n == 2;
+      for (int i = 0; floats && i < n; ++i) {
+        Id m{H5Tget_member_type(t, static_cast<unsigned>(i))};
+        floats = H5Tget_class(m) == H5T_FLOAT;
+      }
+      if (!floats) return "a compound type of " + std::to_string(n) + " member(s)";
+      Id m{H5Tget_member_type(t, 0)};
+      return "complex numbers (a compound of two " + std::to_string(8 * H5Tget_size(m)) + "-bit floats)";
+    }
+#if H5_VERSION_GE(2, 0, 0)
+    case H5T_COMPLEX: return bits + " complex numbers";
+#endif
+    case H5T_ENUM: return "an enumeration";
+    case H5T_ARRAY: return "arrays";
+    case H5T_VLEN: return "variable-length sequences";
+    case H5T_BITFIELD: return bits + " bit fields";
+    case H5T_OPAQUE: return "opaque data";
+    case H5T_REFERENCE: return "references";
+    case H5T_TIME: return "times";
+    default: return "an unknown type";
+  }
+}
+
 }  // namespace
 
 bool parallel_built() {
@@ -225,6 +257,24 @@ dims_t Location::dataset_dims(std::string_view name) const {
   std::vector<hsize_t> d(static_cast<std::size_t>(std::max(rank, 0)));
   H5Sget_simple_extent_dims(space, d.data(), nullptr);
   return dims_t(d.begin(), d.end());
+}
+
+ElementType Location::dataset_type(std::string_view name) const {
+  if (!has(name)) throw InputError("no dataset '" + str(name) + "'");
+  Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
+  Id t{check(H5Dget_type(ds), "describe the type of", name)};
+  ElementType e;
+  e.bytes = H5Tget_size(t);
+  e.description = describe_type(t);
+  switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+      e.kind = ElementType::Kind::integer;
+      e.is_signed = H5Tget_sign(t) != H5T_SGN_NONE;
+      break;
+    case H5T_FLOAT: e.kind = ElementType::Kind::floating; break;
+    default: break;
+  }
+  return e;
 }
 
 template <class T>

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tally::test {
@@ -48,6 +49,29 @@ double max_scaled_error(std::span<const T> c, const NaiveProduct& ref) {
     if (e > worst) worst = e;
   }
   return worst;
+}
+
+/// IEEE's special values of the product: where the long-double product is NaN or an infinity (the
+/// same in any summation order), c must hold exactly that; elsewhere a number within tol of it on
+/// the scale of |A||B|. The number of elements that fail.
+template <class T>
+std::int64_t ieee_mismatches(std::span<const T> c, const NaiveProduct& ref, double tol) {
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const long double want = ref.c[i], x = c[i];
+    if (std::isnan(want)) bad += !std::isnan(x);
+    else if (std::isinf(want)) bad += !(x == want);
+    else if (!std::isfinite(x)) ++bad;
+    else bad += std::fabs(x - want) > tol * ref.abs[i];
+  }
+  return bad;
+}
+
+/// Elements of the long-double product that are NaN, and that are infinite.
+inline std::pair<std::int64_t, std::int64_t> special_counts(const NaiveProduct& ref) {
+  std::int64_t nan = 0, inf = 0;
+  for (const long double x : ref.c) nan += std::isnan(x), inf += std::isinf(x);
+  return {nan, inf};
 }
 
 /// data/matmul_expected.csv: exact products of the generated inputs (data/matmul_expected_gen.py).

@@ -1,39 +1,21 @@
-// The matmul driver: HDF5 input, --write-c, the output layout, and bad input (exit 2, nothing written).
-#include <unistd.h>
-
-#include <cstdio>
+// The matmul executable: HDF5 input, --write-c, the output layout, and bad input (exit 2, nothing written).
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "catch.hpp"
 #include "matmul.hpp"
+#include "matmul_app_support.hpp"
 #include "naive.hpp"
-#include "tally/common/app.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/reduce/backend.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using tally::test::run_matmul;
 
 namespace {
-
-int run_matmul(std::vector<std::string> args) {
-  args.insert(args.begin(), "matmul");
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  return tally::run_app("matmul", [&] { return tally::matmul::run(static_cast<int>(argv.size()), argv.data()); });
-}
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tally-matmul-test-" + std::to_string(getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // A (m x k) as /A and B (k2 x n) as /B.
 void write_inputs(const std::string& path, std::int64_t m, std::int64_t k, std::int64_t k2, std::int64_t n,
@@ -49,12 +31,14 @@ void write_inputs(const std::string& path, std::int64_t m, std::int64_t k, std::
 }  // namespace
 
 TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout", "[matmul][app]") {
-  TempDir dir;
+  const tally::test::ScratchDir dir("matmul-app");
   std::vector<double> a, b;
   write_inputs(dir.file("in.h5"), 37, 211, 211, 19, a, b);
   const std::string out = dir.file("out.h5");
-  REQUIRE(run_matmul({"--backend", "cpu", "--precision", "double", "--a", dir.file("in.h5") + ":/A", "--b",
-                      dir.file("in.h5") + ":/B", "--write-c", "--quiet", "--repeats", "1", "--out", out}) == 0);
+  const auto r = run_matmul("--backend cpu --precision double --a " + dir.file("in.h5") + ":/A --b " + dir.file("in.h5") +
+                            ":/B --write-c --quiet --repeats 1 --out " + out);
+  INFO(r.output);
+  REQUIRE(r.rc == 0);
   const auto f = tally::h5::File::open(out);
   CHECK(f.read_attr_string("app") == "matmul");
   CHECK(f.read_attr_string("status") == "ok");
@@ -83,75 +67,60 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
 }
 
 TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matmul][app][errors]") {
-  TempDir dir;
+  const tally::test::ScratchDir dir("matmul-bad");
   std::vector<double> a, b;
   write_inputs(dir.file("bad.h5"), 8, 5, 6, 4, a, b);  // A is 8 x 5, B is 6 x 4
   const std::string in = dir.file("bad.h5"), out = dir.file("never.h5");
-  auto rejects = [&](std::vector<std::string> args) {
-    args.insert(args.end(), {"--backend", "cpu", "--quiet", "--out", out});
-    const int rc = run_matmul(args);
-    CHECK(rc == 2);
-    CHECK_FALSE(fs::exists(out));
+  auto rejects = [&](const std::string& args) {
+    INFO("matmul " << args);
+    const auto r = run_matmul(args + " --backend cpu --quiet --out " + out);
+    INFO(r.output);
+    CHECK(r.rc == 2);
+    CHECK_FALSE(dir.any_starting_with("never.h5"));
   };
-  rejects({"--a", in + ":/A", "--b", in + ":/B"});              // inner dimensions 5 vs 6
-  rejects({"--a", in + ":/missing"});                          // no such dataset
-  rejects({"--a", dir.file("absent.h5") + ":/A"});             // no such file
-  rejects({"--a", in});                                        // no dataset named
-  rejects({"--a", in + ":/A", "--k", "7"});                     // --k disagrees with the file
-  rejects({"--b", in + ":/B", "--k", "5"});                     // B has 6 rows
-  rejects({"--level", "diagonal"});                            // unknown level
-  rejects({"--level", "gang,tiled-tc"});                       // the tensor-core level: CUDA only
-  rejects({"--m", "0"});                                       // empty matrix
-  rejects({"--repeats", "0"});
-  rejects({"--timing", "interleaved"});                        // rounds or sequential
-  if (tally::reduce::cuda_device_count() == 0) rejects({"--backend", "cuda"});  // no GPU here
+  rejects("--a " + in + ":/A --b " + in + ":/B");  // inner dimensions 5 vs 6
+  rejects("--a " + in + ":/missing");               // no such dataset
+  rejects("--a " + dir.file("absent.h5") + ":/A");  // no such file
+  rejects("--a " + in);                             // no dataset named
+  rejects("--a " + in + ":/A --k 7");               // --k disagrees with the file
+  rejects("--b " + in + ":/B --k 5");               // B has 6 rows
+  rejects("--level diagonal");                      // unknown level
+  rejects("--level gang,tiled-tc");                 // the tensor-core level: CUDA only
+  rejects("--m 0");                                 // empty matrix
+  rejects("--repeats 0");
+  rejects("--timing interleaved");                  // rounds or sequential
+  if (tally::reduce::cuda_device_count() == 0) rejects("--backend cuda");  // no GPU here
 }
 
 TEST_CASE("matmul numeric options name the option, the allowed values and the value given", "[matmul][app][errors]") {
-  TempDir dir;
-  const std::string out = dir.file("never.h5"), log = dir.file("stderr.txt");
-  // What run_app prints goes to stderr: send it to a file for the duration of one run.
-  auto message_of = [&](std::vector<std::string> args, int* rc) {
-    args.insert(args.end(), {"--backend", "cpu", "--quiet", "--out", out});
-    std::fflush(stderr);
-    const int saved = dup(2);
-    FILE* f = std::fopen(log.c_str(), "w");
-    REQUIRE(f != nullptr);
-    dup2(fileno(f), 2);
-    *rc = run_matmul(args);
-    std::fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    std::fclose(f);
-    std::ifstream in(log);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--m", "0"}, "--m: must be a positive integer (got 0)"},
-      {{"--n", "-4"}, "--n: must be a positive integer (got -4)"},
-      {{"--k", "x"}, "--k: must be a positive integer (got x)"},
-      {{"--size", "0"}, "--size: must be a positive integer (got 0)"},
-      {{"--repeats", "0"}, "--repeats: must be an integer in [1, 1000] (got 0)"},
-      {{"--warmup", "101"}, "--warmup: must be an integer in [0, 100] (got 101)"},
-      {{"--split-k", "65536"}, "--split-k: must be an integer in [0, 65535] (got 65536)"},
-      {{"--seed", "-1"}, "--seed: must be a non-negative integer (got -1)"},
+  const tally::test::ScratchDir dir("matmul-numbers");
+  const std::string out = dir.file("never.h5");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--m 0", "--m: must be a positive integer (got 0)"},
+      {"--n -4", "--n: must be a positive integer (got -4)"},
+      {"--k x", "--k: must be a positive integer (got x)"},
+      {"--size 0", "--size: must be a positive integer (got 0)"},
+      {"--repeats 0", "--repeats: must be an integer in [1, 1000] (got 0)"},
+      {"--warmup 101", "--warmup: must be an integer in [0, 100] (got 101)"},
+      {"--split-k 65536", "--split-k: must be an integer in [0, 65535] (got 65536)"},
+      {"--seed -1", "--seed: must be a non-negative integer (got -1)"},
   };
   for (const auto& [args, message] : cases) {
-    INFO(args[0] << " " << args[1]);
-    int rc = 0;
-    const std::string text = message_of(args, &rc);
-    INFO(text);
-    CHECK(rc == 2);
-    CHECK(text.find("matmul: error: " + message + "\n") != std::string::npos);
+    INFO("matmul " << args);
+    const auto r = run_matmul(args + " --backend cpu --quiet --out " + out);
+    INFO(r.output);
+    CHECK(r.rc == 2);
+    CHECK(r.output.find("matmul: error: " + message + "\n") != std::string::npos);
     CHECK_FALSE(fs::exists(out));
   }
 }
 
 TEST_CASE("a subset of levels given as a list runs only those levels", "[matmul][app]") {
-  TempDir dir;
+  const tally::test::ScratchDir dir("matmul-subset");
   const std::string out = dir.file("one.h5");
-  REQUIRE(run_matmul({"--backend", "cpu", "--precision", "float", "--m", "33", "--n", "17", "--k", "129", "--level",
-                      "gang,tiled", "--quiet", "--no-eigen", "--timing", "sequential", "--repeats", "3", "--out", out}) == 0);
+  REQUIRE(run_matmul("--backend cpu --precision float --m 33 --n 17 --k 129 --level gang,tiled --quiet --no-eigen --timing sequential "
+                     "--repeats 3 --out " + out)
+              .rc == 0);
   const auto f = tally::h5::File::open(out);
   CHECK(f.read_attr_string("levels") == "gang,tiled");
   CHECK(f.read_attr_string("timing") == "sequential");

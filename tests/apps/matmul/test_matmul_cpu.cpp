@@ -64,6 +64,50 @@ TEST_CASE("the app's reference and error measure agree with the independent orac
   CHECK(relative_error<double>(c, ref) == std::numeric_limits<double>::infinity());
 }
 
+TEST_CASE("the check takes NaN and infinities as values: the reference's are a pass, any other a failure", "[matmul][check][nan]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // A row of A with NaN, one with +Inf against B's mixed signs, one where +Inf and -Inf meet (C(2, 0))
+  // or add up (C(2, 1)): the reference has NaN and infinities as a long-double triple loop has them.
+  const Shape s{3, 2, 3};
+  const std::vector<double> a{nan, 1, 2, inf, 1, 1, inf, -inf, 1}, b{1, -1, 2, 3, 0.5, 0.25};
+  const Reference ref = reference_cpu<double>(a, b, s);
+  const auto oracle = tally::test::naive_product<double>(a, b, s.m, s.n, s.k);
+  for (std::size_t e = 0; e < ref.c.size(); ++e) {
+    INFO("element " << e);
+    if (std::isnan(oracle.c[e])) CHECK(std::isnan(ref.c[e]));
+    else CHECK(ref.c[e] == static_cast<double>(oracle.c[e]));
+  }
+  REQUIRE(std::isinf(ref.c[2]));
+  REQUIRE(ref.c[2] > 0);  // inf * 1 + 1 * 2 + 1 * 0.5
+  REQUIRE(ref.c[3] < 0);  // inf * -1 + ...
+  REQUIRE(std::isnan(ref.c[4]));  // inf * 1 - inf * 2
+  const std::vector<double> right(ref.c.begin(), ref.c.end());
+  const Comparison ok = compare<double>(right, ref);
+  CHECK(ok.rel_error == 0.0);
+  CHECK(ok.mismatches() == 0);
+  CHECK(ok.ref_nan == 3);  // row 0 (the NaN input) and C(2, 0)
+  CHECK(ok.ref_inf == 3);  // row 1 and C(2, 1)
+  auto with = [&](std::size_t e, double x) {
+    std::vector<double> c = right;
+    c[e] = x;
+    return compare<double>(c, ref);
+  };
+  CHECK(with(0, 1.0).nan_missing == 1);  // a NaN lost
+  CHECK(with(2, nan).nan_extra == 1);    // NaN for an infinity
+  CHECK(with(2, -inf).inf_wrong == 1);   // the other infinity
+  CHECK(with(3, 5.0).inf_wrong == 1);    // a number for an infinity
+  for (const double x : {nan, inf}) {    // on a finite reference, a NaN or an infinity
+    const Reference finite{{1.0, 2.0}, {1.0, 2.0}};
+    const Comparison bad = compare<double>(std::vector<double>{1.0, x}, finite);
+    CHECK(bad.mismatches() == 1);
+    CHECK(bad.rel_error == inf);
+  }
+  // A finite reference beyond float's range rounds to an infinity there: a float C holding it passes.
+  const Reference big{{6e38, 1.0}, {6e38, 1.0}};
+  CHECK(compare<float>(std::vector<float>{std::numeric_limits<float>::infinity(), 1.0f}, big).rel_error == 0.0);
+  CHECK(compare<float>(std::vector<float>{-std::numeric_limits<float>::infinity(), 1.0f}, big).inf_wrong == 1);
+}
+
 TEST_CASE("the tolerance grows like sqrt(K) and never exceeds the worst-case bound", "[matmul][check]") {
   const double u = std::numeric_limits<float>::epsilon() / 2;
   CHECK(tolerance<float>(1) == Catch::Approx(2 * u));

@@ -1,16 +1,15 @@
 // matmul --exact on the CPU: the reference (exact dot products) against big-integer arithmetic, and
 // every CPU level bit for bit the same C, for several thread counts; the driver's --exact checks.
 #include <omp.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
+#include <string>
 
 #include "catch.hpp"
 #include "driver.hpp"
 #include "exact.hpp"
 #include "exact_inputs.hpp"
-#include "tally/common/app.hpp"
+#include "matmul_app_support.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
 
@@ -73,22 +72,19 @@ TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and as
   CHECK(c == std::vector<float>(6, -7.0f));
 }
 
-TEST_CASE("matmul --exact through the driver: bitwise checks pass; --bench and bad input exit 2", "[matmul][exact]") {
-  const std::string out = (std::filesystem::temp_directory_path() / ("tally-matmul-exact-" + std::to_string(getpid()) + ".h5")).string();
-  const auto run_matmul = [](std::vector<std::string> args) {
-    args.insert(args.begin(), "matmul");
-    std::vector<char*> argv;
-    for (auto& x : args) argv.push_back(x.data());
-    return tally::run_app("matmul", [&] { return run(static_cast<int>(argv.size()), argv.data()); });
-  };
-  for (const char* p : {"float", "double"})
-    CHECK(run_matmul({"--backend", "cpu", "--exact", "--precision", p, "--m", "9", "--n", "7", "--k", "333", "--quiet", "--repeats", "1",
-                      "--out", out}) == 0);
-  {
+TEST_CASE("matmul --exact through the executable: bitwise checks pass, --bench and bad input exit 2", "[matmul][exact]") {
+  const tally::test::ScratchDir dir("matmul-exact");
+  const std::string out = dir.file("exact.h5");
+  for (const char* p : {"float", "double"}) {
+    const auto r = tally::test::run_matmul(std::string("--backend cpu --exact --precision ") + p +
+                                           " --m 9 --n 7 --k 333 --quiet --repeats 1 --out " + out);
+    INFO(p << ": " << r.output);
+    CHECK(r.rc == 0);
     const auto f = tally::h5::File::open(out);
     CHECK(f.read_attr_string("status") == "ok");
+    CHECK(f.read_attr<int>("exact") == 1);
   }
-  std::filesystem::remove(out);
-  CHECK(run_matmul({"--backend", "cpu", "--exact", "--bench", "--out", out}) == 2);
-  CHECK(!std::filesystem::exists(out));
+  const std::string never = dir.file("never.h5");
+  CHECK(tally::test::run_matmul("--backend cpu --exact --bench --quiet --out " + never).rc == 2);
+  CHECK_FALSE(dir.any_starting_with("never.h5"));
 }

@@ -2,11 +2,11 @@
 // inputs: odd sizes (not multiples of any tile or vector width), rectangular and tall-skinny shapes,
 // float and double; the device reference and cuBLAS against the same oracle; the gang and tiled-tc
 // levels bit for bit across reruns.
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "catch.hpp"
 #include "matmul.hpp"
@@ -73,7 +73,7 @@ const Shape shapes[] = {
     {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
     {36, 64, (1 << 16) + 12},          // 16-byte copies, rows of A beyond M, K ending inside a slice
     {64, 64, 1 << 16},                 // exact tiles, 16-byte copies
-    // 2 x 2 tiles of 64 x 64 split ~33 ways each on an H100/H200: the split-K combine's two levels
+    // 2 x 2 tiles of 64 x 64 split ~33 ways each on a GPU of 132 SMs: the split-K combine's two levels
     // (groups of 16 splits, the last group of one), four tiles' partials and tickets side by side.
     {100, 70, 40000},
 };
@@ -145,67 +145,83 @@ TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gp
   }
 }
 
-namespace {
-
-/// An environment variable set for a scope (the CUDA engine reads TALLY_MATMUL_GRAM when it is made).
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const std::string& value) : name(n) {
-    if (const char* o = std::getenv(n)) old = o;
-    setenv(n, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-};
-
-}  // namespace
-
-TEST_CASE("the warp-specialised double Gram tiles (TALLY_MATMUL_GRAM=ws=V) match a long-double triple loop, bit for bit on reruns", "[matmul][gpu][determinism]") {
-  // sm_90 with K and N even (elsewhere ws=V runs the default tile): C padded and K ending inside a
-  // slice, rows of A beyond M, exact tiles. Variant 0 takes the default tile's slices and worker
-  // groups through the other pipeline: the same sums, the same bits as the default.
-  constexpr int variants = 3;  // gram_ws.cuh
-  std::uint64_t salt = 400;
-  for (const Shape s : {Shape{48, 40, (1 << 17) + 4}, Shape{36, 64, (1 << 16) + 12}, Shape{64, 64, 1 << 16}}) {
-    const auto a = tally::test::random_vector<double>(static_cast<std::size_t>(s.m * s.k), -1.0, 1.0, salt += 2);
-    const auto b = tally::test::random_vector<double>(static_cast<std::size_t>(s.k * s.n), -1.0, 1.0, salt + 1);
-    const auto oracle = tally::test::naive_product<double>(a, b, s.m, s.n, s.k);
-    auto run = [&](const std::string& gram) {
-      const ScopedEnv env("TALLY_MATMUL_GRAM", gram);
-      auto engine = make_cuda_engine<double>(s, 0);
-      engine->set_inputs(a, b);
-      engine->run(Level::gang);
-      const auto c = engine->c();
-      for (int r = 0; r < 3; ++r) {
-        engine->run(Level::gang);
-        const auto again = engine->c();
-        INFO(s.str() << " TALLY_MATMUL_GRAM=" << gram << ", rerun " << r);
-        REQUIRE(std::memcmp(c.data(), again.data(), c.size() * sizeof(double)) == 0);
-      }
-      return c;
-    };
-    const auto base = run("");
-    for (int v = 0; v < variants; ++v) {
-      const auto c = run("ws=" + std::to_string(v));
-      const double err = tally::test::max_scaled_error<double>(c, oracle);
-      INFO(s.str() << " ws=" << v << ": error " << err << ", tolerance " << tolerance<double>(s.k));
-      CHECK(err <= tolerance<double>(s.k));
-      if (v == 0) CHECK(std::memcmp(c.data(), base.data(), c.size() * sizeof(double)) == 0);
-    }
-  }
-}
-
 TEST_CASE("the CUDA tiled-tc level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
   // 520 x 392 x 4100 float: the wgmma kernel on sm_90 (K, N multiples of 4); the others mma.sync.
   for (const Shape s : {Shape{520, 390, 4100}, Shape{129, 257, 3001}, Shape{520, 392, 4100}}) {
     check_rerun_bits<float>(s, Level::tiled_tc);
     check_rerun_bits<double>(s, Level::tiled_tc);
   }
+}
+
+namespace {
+
+/// A and B with NaN (nan) or infinities (inf) at places that make C's rows and columns NaN, both
+/// infinities and Inf - Inf (NaN); the long-double triple loop has IEEE's values there.
+template <class T>
+void check_specials(Shape s, bool nan, bool inf, std::uint64_t salt) {
+  auto a = tally::test::random_vector<T>(static_cast<std::size_t>(s.m * s.k), T(-1), T(1), salt);
+  auto b = tally::test::random_vector<T>(static_cast<std::size_t>(s.k * s.n), T(-1), T(1), salt + 1);
+  auto A = [&](std::int64_t i, std::int64_t q) -> T& { return a[static_cast<std::size_t>(i * s.k + q)]; };
+  auto B = [&](std::int64_t q, std::int64_t j) -> T& { return b[static_cast<std::size_t>(q * s.n + j)]; };
+  const T big = std::numeric_limits<T>::infinity();
+  if (nan) A(1, 3) = std::numeric_limits<T>::quiet_NaN(), B(s.k - 1, s.n - 1) = std::numeric_limits<T>::quiet_NaN();
+  if (inf) {
+    B(7, 2) = big, A(2, 7) = 0;                 // column 2: +-Inf, and 0 x Inf = NaN in row 2
+    B(9, 0) = -big, B(s.k - 2, 0) = big;        // column 0: Inf - Inf or one infinity by the signs of A
+    A(s.m - 1, s.k / 2) = big;                  // row M - 1
+  }
+  const auto oracle = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
+  const auto [n_nan, n_inf] = tally::test::special_counts(oracle);
+  REQUIRE(n_nan + n_inf > 0);
+  auto engine = make_cuda_engine<T>(s, 0);
+  engine->set_inputs(a, b);
+  const Reference ref = engine->reference();
+  {
+    const std::vector<T> rounded(ref.c.begin(), ref.c.end());
+    INFO("the device reference, " << s.str());
+    CHECK(tally::test::ieee_mismatches<T>(rounded, oracle, tolerance<T>(s.k)) == 0);
+  }
+  const double tol = tolerance<T>(s.k);
+  const auto judge = [&](const std::string& who, const std::vector<T>& c, bool ieee) {
+    const Comparison cmp = compare<T>(c, ref);
+    INFO(who << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << (nan ? ", NaN" : "") << (inf ? ", Inf" : "")
+              << ": nan_extra " << cmp.nan_extra << ", nan_missing " << cmp.nan_missing << ", inf_wrong " << cmp.inf_wrong
+              << ", rel. error " << cmp.rel_error);
+    CHECK(cmp.ref_nan == n_nan);
+    CHECK(cmp.ref_inf == n_inf);
+    CHECK(cmp.nan_missing == 0);  // never a NaN lost
+    CHECK(cmp.inf_wrong == 0);
+    if (ieee) {
+      CHECK(cmp.rel_error <= tol);
+      CHECK(tally::test::ieee_mismatches<T>(c, oracle, tol) == 0);
+    } else {  // NaN at some of the reference's infinities, and nothing else wrong
+      CHECK(cmp.nan_extra <= n_inf);
+      CHECK(tally::test::ieee_mismatches<T>(c, oracle, tol) == cmp.nan_extra);
+    }
+  };
+  for (Level l : cuda_levels) {
+    engine->run(l);
+    // 3xTF32 (float gang's tensor-core tiles, tiled-tc) splits an infinite input x into tf32(x) = Inf
+    // and x - Inf = NaN (tc_mma.cuh): NaN where IEEE gives an infinity. FP32 FMAs and DMMA are IEEE.
+    const bool may_split_inf = sizeof(T) == 4 && inf && (l == Level::gang || l == Level::tiled_tc);
+    judge("level " + to_string(l), engine->c(), !may_split_inf);
+  }
+  REQUIRE(engine->run_vendor().has_value());
+  judge("cuBLAS", engine->c(), true);
+}
+
+}  // namespace
+
+TEST_CASE("NaN and infinities in A and B: every CUDA level gives IEEE's NaN and infinities where the reference has them", "[matmul][gpu][nan]") {
+  // 37 x 53 x 1001: the CUDA-core tiles in gang (K < 1024), tiled-tc on the tensor cores; 48 x 40 x
+  // 4100 and 16 x 16 x 2048: the gang level's tensor-core Gram tiles (TMA-fed on sm_90: K, N multiples
+  // of 4); 200 x 136 x 2052: tiled-tc's wgmma kernel on sm_90.
+  std::uint64_t salt = 900;
+  for (const Shape s : {Shape{37, 53, 1001}, Shape{48, 40, 4100}, Shape{16, 16, 2048}, Shape{200, 136, 2052}})
+    for (const auto& [nan, inf] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+      check_specials<float>(s, nan, inf, salt += 2);
+      check_specials<double>(s, nan, inf, salt += 2);
+    }
 }
 
 TEST_CASE("the CUDA engine refuses matrices that cannot fit in device memory", "[matmul][gpu][errors]") {

@@ -22,6 +22,7 @@
 // closing it (closing is collective: it would wait for the other ranks); the rank-level runner then
 // ends the job (MPI_Abort), so no finished-looking file is left.
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -31,6 +32,15 @@
 namespace tally::h5 {
 
 using dims_t = std::vector<std::uint64_t>;
+
+/// A dataset's element type as stored, to check before reading it as numbers (Location::dataset_type).
+struct ElementType {
+  enum class Kind { integer, floating, other };
+  Kind kind = Kind::other;
+  std::size_t bytes = 0;    ///< of one element
+  bool is_signed = false;   ///< an integer's
+  std::string description;  ///< "64-bit signed integers", "32-bit floats", "strings", "complex numbers (...)", ...
+};
 
 /// Datasets larger than this are chunked and deflate-compressed.
 inline constexpr std::uint64_t compress_threshold_bytes = 64 * 1024;
@@ -87,6 +97,8 @@ class Location : public Object {
   template <class T>
   [[nodiscard]] std::vector<T> read(std::string_view name, const dims_t& offset, const dims_t& count) const;
   [[nodiscard]] dims_t dataset_dims(std::string_view name) const;
+  /// The dataset's element type. Throws InputError when there is no such dataset.
+  [[nodiscard]] ElementType dataset_type(std::string_view name) const;
   /// Whether the dataset is stored chunked with the deflate filter.
   [[nodiscard]] bool is_compressed(std::string_view name) const;
   [[nodiscard]] bool has_attr(std::string_view name) const;
