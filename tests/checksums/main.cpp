@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  tally-checksums library --backend cpu|cuda         the library's fixed cases, one line each\n"
-    "  tally-checksums hash [--prefix P] FILE NAME...     HDF5 datasets (/a/b) or attributes (/a@x, @x of the root)\n"
+    "  tally-checksums hash [--prefix P] FILE NAME... [--prefix P2 FILE2 NAME...]...\n"
+    "                                                     HDF5 datasets (/a/b) or attributes (/a@x, @x of the root)\n"
     "  tally-checksums compare RECORDED CURRENT           case by case; names every case that differs\n"
     "exit codes: 0 done / the same, 1 a difference or a failure, 2 bad usage, 77 no usable GPU / another kind of GPU\n";
 
@@ -46,16 +48,40 @@ int library(const std::vector<std::string>& args) {
   return 0;
 }
 
-int hash(std::vector<std::string> args) {
-  std::string prefix;
-  if (args.size() >= 2 && args[0] == "--prefix") {
-    prefix = args[1];
-    args.erase(args.begin(), args.begin() + 2);
+// Groups of "[--prefix P] FILE NAME...": one line per NAME; a file or an object that cannot be read
+// gives the value "no-file" or "unreadable" (and a message), so that the comparison names it.
+int hash(const std::vector<std::string>& args) {
+  int rc = 0;
+  std::size_t i = 0;
+  while (i < args.size()) {
+    std::string prefix;
+    if (args[i] == "--prefix") {
+      if (i + 1 >= args.size()) return usage("hash: --prefix without a value");
+      prefix = args[i + 1];
+      i += 2;
+    }
+    if (i >= args.size()) return usage("hash: a file after --prefix " + prefix);
+    const std::string file = args[i++];
+    const bool exists = std::ifstream(file).good();
+    std::size_t names = 0;
+    for (; i < args.size() && args[i] != "--prefix"; ++i, ++names) {
+      std::string value = "no-file";
+      if (exists) {
+        try {
+          value = checksums::hash_h5(file, args[i]);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "tally-checksums: %s\n", e.what());
+          value = "unreadable";
+        }
+      }
+      if (value == "no-file" || value == "unreadable") rc = 1;
+      std::printf("%s%s %s\n", prefix.c_str(), args[i].c_str(), value.c_str());
+    }
+    if (names == 0) return usage("hash: no dataset or attribute named for " + file);
+    if (!exists) std::fprintf(stderr, "tally-checksums: %s: no such file\n", file.c_str());
   }
-  if (args.size() < 2) return usage("hash: a file and at least one dataset or attribute");
-  for (std::size_t i = 1; i < args.size(); ++i)
-    std::printf("%s%s %s\n", prefix.c_str(), args[i].c_str(), checksums::hash_h5(args[0], args[i]).c_str());
-  return 0;
+  if (args.empty()) return usage("hash: a file and at least one dataset or attribute");
+  return rc;
 }
 
 }  // namespace

@@ -51,8 +51,9 @@ set_property(GLOBAL PROPERTY checksum_runs 0)
 
 # ---- the apps ------------------------------------------------------------------------------------
 # app_case(<name> EXE <path> [UNAVAILABLE <why>] ARGS <options...> HASH <datasets and @attributes...>)
-# Runs the app with ARGS --out <file> --quiet, then records "<name>/exit-code <rc>" and one line per
-# HASH item. An app or a mode this build lacks records "n/a" (not compared) under the same names.
+# Runs the app with ARGS --out <file> --quiet and records "<name>/exit-code <rc>"; its HASH items are
+# hashed at the end, all files in one call, as "<name><item> <hash>". An app or a mode this build
+# lacks records "n/a" (not compared) under the same names.
 function(app_case name)
   cmake_parse_arguments(arg "" "EXE;UNAVAILABLE" "ARGS;HASH" ${ARGN})
   set(out "")
@@ -73,27 +74,12 @@ function(app_case name)
     if(NOT rc EQUAL 0)
       message("${name}: ${arg_EXE} ${arg_ARGS} exited ${rc}:\n${o}${e}")
     endif()
-    if(EXISTS "${file}")
-      execute_process(COMMAND "${TOOL}" hash --prefix "${name}" "${file}" ${arg_HASH} RESULT_VARIABLE hrc OUTPUT_VARIABLE h
-                      ERROR_VARIABLE he)
-      if(hrc EQUAL 0)
-        string(APPEND out "${h}")
-      else()
-        message("${name}: ${he}")
-        foreach(item IN LISTS arg_HASH)
-          string(APPEND out "${name}${item} unreadable\n")
-        endforeach()
-      endif()
-    else()
-      foreach(item IN LISTS arg_HASH)
-        string(APPEND out "${name}${item} no-file\n")
-      endforeach()
-    endif()
+    set_property(GLOBAL APPEND PROPERTY checksum_hash_args --prefix "${name}" "${file}" ${arg_HASH})
     get_property(runs GLOBAL PROPERTY checksum_runs)
     math(EXPR runs "${runs} + 1")
     set_property(GLOBAL PROPERTY checksum_runs ${runs})
   endif()
-  set_property(GLOBAL APPEND_STRING PROPERTY checksum_lines "${out}")
+  set_property(GLOBAL APPEND_STRING PROPERTY checksum_app_lines "${out}")
 endfunction()
 
 set(heat2d_hash /field /residual/iteration /residual/value @iterations @status @final_residual @sweeps_per_pass)
@@ -120,18 +106,16 @@ if(BACKEND STREQUAL "cpu")
                   --alpha 0.5 --t-end 0.01 --check-every 5
              HASH ${heat2d_hash} @sim_time @dt)
   endforeach()
-  # matmul: every CPU level on small odd shapes (one with K past the gang level's 1024-element chunks),
-  # an explicit split, and the exact dot products.
+  # matmul: every CPU level on a small odd shape; the levels that split K (worker by thread, gang by
+  # 1024-element chunks, and an explicit split) with K = 3001; the exact dot products.
   foreach(p double float)
-    foreach(shape 37x29x53 13x11x3001)
-      string(REPLACE "x" ";" mnk "${shape}")
-      list(GET mnk 0 m)
-      list(GET mnk 1 n)
-      list(GET mnk 2 k)
-      foreach(level IN LISTS levels)
-        app_case(matmul/${p}-${shape}/${level} EXE "${MATMUL}"
-                 ARGS --backend cpu --precision ${p} --m ${m} --n ${n} --k ${k} --level ${level} ${mm_common} HASH ${matmul_hash})
-      endforeach()
+    foreach(level IN LISTS levels)
+      app_case(matmul/${p}-37x29x53/${level} EXE "${MATMUL}"
+               ARGS --backend cpu --precision ${p} --m 37 --n 29 --k 53 --level ${level} ${mm_common} HASH ${matmul_hash})
+    endforeach()
+    foreach(level worker gang)
+      app_case(matmul/${p}-13x11x3001/${level} EXE "${MATMUL}"
+               ARGS --backend cpu --precision ${p} --m 13 --n 11 --k 3001 --level ${level} ${mm_common} HASH ${matmul_hash})
     endforeach()
     app_case(matmul/${p}-13x11x3001/gang-split3 EXE "${MATMUL}"
              ARGS --backend cpu --precision ${p} --m 13 --n 11 --k 3001 --level gang --split-k 3 ${mm_common} HASH ${matmul_hash})
@@ -141,7 +125,8 @@ if(BACKEND STREQUAL "cpu")
     endforeach()
   endforeach()
   # mcpi: the CPU's own Philox (every build), a continued stream, and cuRAND's host generators
-  # (builds with the CUDA toolkit: they run on the CPU; fewer points, mrg32k3a's is slow there).
+  # (builds with the CUDA toolkit: they run on the CPU; not mrg32k3a, whose set-up takes most of a
+  # second there: the GPU checksums have it).
   set(mc --backend cpu --n 1000003 --batch 262144 --seed 7)
   app_case(mcpi/philox-device EXE "${MCPI}" ARGS ${mc} --generator philox --api device HASH ${mcpi_hash})
   app_case(mcpi/philox-device-offset EXE "${MCPI}"
@@ -150,7 +135,7 @@ if(BACKEND STREQUAL "cpu")
   if(NOT CURAND_HOST)
     set(no_curand "no-cuda-toolkit-in-this-build")
   endif()
-  foreach(gen_api philox:host xorwow:host mrg32k3a:host sobol:device sobol:host scrambled-sobol:device scrambled-sobol:host)
+  foreach(gen_api philox:host xorwow:host sobol:device sobol:host scrambled-sobol:device scrambled-sobol:host)
     string(REPLACE ":" ";" ga "${gen_api}")
     list(GET ga 0 gen)
     list(GET ga 1 api)
@@ -221,8 +206,25 @@ else()
            ARGS --backend cuda --n 500000 --offset 123456789 --seed 7 --generator philox HASH ${mcpi_hash})
 endif()
 
-# ---- record or compare ---------------------------------------------------------------------------
+# ---- hash, then record or compare ----------------------------------------------------------------
+get_property(hash_args GLOBAL PROPERTY checksum_hash_args)
+get_property(app_lines GLOBAL PROPERTY checksum_app_lines)
+if(hash_args)
+  execute_process(COMMAND "${TOOL}" hash ${hash_args} RESULT_VARIABLE rc OUTPUT_VARIABLE h ERROR_VARIABLE he)
+  if(NOT rc EQUAL 0)
+    message("${he}")  # the items it could not read are recorded as such, and compare names them
+  endif()
+  string(APPEND app_lines "${h}")
+endif()
+# The app lines sorted by name, so that each case's lines stand together.
+string(REGEX REPLACE "\n$" "" app_lines "${app_lines}")
+string(REPLACE "\n" ";" app_lines "${app_lines}")
+list(SORT app_lines)
+list(JOIN app_lines "\n" app_lines)
 get_property(lines GLOBAL PROPERTY checksum_lines)
+if(NOT app_lines STREQUAL "")
+  string(APPEND lines "${app_lines}\n")
+endif()
 get_property(runs GLOBAL PROPERTY checksum_runs)
 set(current "${WORK}/checksums_${BACKEND}.txt")
 file(WRITE "${current}" "${lines}")
@@ -232,10 +234,13 @@ if(MODE STREQUAL "record")
     execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse --short HEAD OUTPUT_VARIABLE commit ERROR_QUIET
                     OUTPUT_STRIP_TRAILING_WHITESPACE)
     # The sources whose results are recorded: everything but the tests and the data.
+    execute_process(COMMAND git -C "${SOURCE_DIR}" log -1 --format=%h -- . ":(exclude)tests" ":(exclude)data"
+                    OUTPUT_VARIABLE sources ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    string(APPEND commit ", whose sources outside tests/ and data/ are those of ${sources}")
     execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain --untracked-files=no -- . ":(exclude)tests"
                             ":(exclude)data" OUTPUT_VARIABLE dirty ERROR_QUIET)
     if(NOT dirty STREQUAL "")
-      set(commit "${commit} (with local changes outside tests/ and data/)")
+      string(APPEND commit " with local changes")
     endif()
   endif()
   file(WRITE "${REFERENCE}"
