@@ -45,31 +45,25 @@ void release(Backend b, void* p) {
 #endif
 }
 
-void to_backend(Backend b, void* dst, const void* host, std::size_t bytes) {
+namespace {
+void copy(Backend b, void* dst, const void* src, std::size_t bytes, bool to_device) {
   if (bytes == 0) return;
   if (b == Backend::cpu) {
-    std::memcpy(dst, host, bytes);
+    std::memcpy(dst, src, bytes);
     return;
   }
 #ifdef TALLY_CHECKSUMS_CUDA
-  check(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  check(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
+        to_device ? "cudaMemcpy to the device" : "cudaMemcpy to the host");
 #else
+  (void)to_device;
   no_cuda();
 #endif
 }
+}  // namespace
 
-void to_host(Backend b, void* host, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  if (b == Backend::cpu) {
-    std::memcpy(host, src, bytes);
-    return;
-  }
-#ifdef TALLY_CHECKSUMS_CUDA
-  check(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
-#else
-  no_cuda();
-#endif
-}
+void to_backend(Backend b, void* dst, const void* host, std::size_t bytes) { copy(b, dst, host, bytes, true); }
+void to_host(Backend b, void* host, const void* src, std::size_t bytes) { copy(b, host, src, bytes, false); }
 
 void finish(Backend b) {
   if (b == Backend::cpu) return;

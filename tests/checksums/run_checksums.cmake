@@ -90,7 +90,8 @@ set(mm_common --repeats 1 --warmup 0 --no-eigen --write-c --seed 11)
 
 if(BACKEND STREQUAL "cpu")
   # heat2d: steady (a few hundred sweeps on non-square grids, checked every 6 or 8: temporal blocking
-  # at the automatic depth and at fixed ones), one converging run, transient runs.
+  # at the automatic depth and at fixed ones), a converging run, a diverging one (NaN: exit 1, status
+  # diverged), transient runs.
   foreach(p double float)
     set(g --backend cpu --precision ${p} --mode steady --tol 1e-12 --check-every 6 --max-iter 300 --nx 67 --ny 45)
     app_case(heat2d/steady-${p}-67x45 EXE "${HEAT2D}" ARGS ${g} HASH ${heat2d_hash})
@@ -101,6 +102,8 @@ if(BACKEND STREQUAL "cpu")
     app_case(heat2d/converging-${p}-33x50 EXE "${HEAT2D}"
              ARGS --backend cpu --precision ${p} --nx 33 --ny 50 --tol 1e-5 --check-every 4 --init sin --bc-left 0.5
              HASH ${heat2d_hash})
+    app_case(heat2d/diverging-${p}-35x21 EXE "${HEAT2D}"
+             ARGS --backend cpu --precision ${p} --nx 35 --ny 21 --init nan --check-every 4 --max-iter 100 HASH ${heat2d_hash})
     app_case(heat2d/transient-${p}-41x57 EXE "${HEAT2D}"
              ARGS --backend cpu --precision ${p} --mode transient --nx 41 --ny 57 --bc-top 0 --bc-right sin --init sin
                   --alpha 0.5 --t-end 0.01 --check-every 5
@@ -161,6 +164,11 @@ else()
       app_case(heat2d/transient-${p}-41x57/${kernel}-t1 EXE "${HEAT2D}" ARGS ${trans} --cuda-kernel ${kernel}
                --sweeps-per-pass 1 HASH ${heat2d_hash} @sim_time @dt)
     endforeach()
+    app_case(heat2d/diverging-${p}-35x21/persistent-t1 EXE "${HEAT2D}"
+             ARGS --backend cuda --precision ${p} --nx 35 --ny 21 --init nan --check-every 4 --max-iter 100
+                  --cuda-kernel persistent --sweeps-per-pass 1 HASH ${heat2d_hash})
+    app_case(heat2d/diverging-${p}-35x21/auto EXE "${HEAT2D}"
+             ARGS --backend cuda --precision ${p} --nx 35 --ny 21 --init nan --check-every 4 --max-iter 100 HASH ${heat2d_hash})
     app_case(heat2d/steady-${p}-67x45/auto EXE "${HEAT2D}" ARGS ${g} HASH ${heat2d_hash})
     app_case(heat2d/steady-${p}-515x389/auto EXE "${HEAT2D}" ARGS ${big} HASH ${heat2d_hash})
     app_case(heat2d/converging-${p}-33x50/auto EXE "${HEAT2D}" ARGS ${conv} HASH ${heat2d_hash})
