@@ -7,7 +7,7 @@
 #   -DWORK=<scratch folder> [-DHEAT2D=<exe>] [-DMATMUL=<exe>] [-DMCPI=<exe>] [-DCURAND_HOST=ON|OFF]
 #   [-DSOURCE_DIR=<tree, for the commit named in a recording>] [-DRELEASE_BUILD=1|0 (Release, no sanitizers)]
 #
-# A skip (no GPU, no GPU recording, another kind of GPU) prints a line starting "CHECKSUMS SKIPPED"
+# A skip (no GPU, no GPU recording of this kind of GPU) prints a line starting "CHECKSUMS SKIPPED"
 # (the test's SKIP_REGULAR_EXPRESSION) and ends normally; a difference ends with an error.
 cmake_minimum_required(VERSION 3.25)
 
@@ -36,12 +36,23 @@ if(NOT RELEASE_BUILD)
   set(simd_order "the compiler's omp simd order, compared in Release builds only")
 endif()
 
-if(MODE STREQUAL "check" AND NOT EXISTS "${REFERENCE}")
-  if(BACKEND STREQUAL "cuda")
+# GPU recordings: REFERENCE and, for other kinds of GPU, <REFERENCE without .txt>-<device key>.txt
+# beside it; the one whose "# device-key:" is this GPU's is compared.
+get_filename_component(ref_dir "${REFERENCE}" DIRECTORY)
+get_filename_component(ref_stem "${REFERENCE}" NAME_WLE)
+function(device_key_of text out)
+  string(REGEX MATCH "# device-key: ([^\n]*)" m "${text}")
+  set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+if(MODE STREQUAL "check" AND BACKEND STREQUAL "cpu" AND NOT EXISTS "${REFERENCE}")
+  message(FATAL_ERROR "no recording ${REFERENCE}")
+endif()
+if(MODE STREQUAL "check" AND BACKEND STREQUAL "cuda")
+  file(GLOB recordings "${ref_dir}/${ref_stem}.txt" "${ref_dir}/${ref_stem}-*.txt")
+  if(NOT recordings)
     message("CHECKSUMS SKIPPED: no GPU recording (${REFERENCE}); record it from the baseline: see tests/checksums/README.md")
     return()
   endif()
-  message(FATAL_ERROR "no recording ${REFERENCE}")
 endif()
 
 file(REMOVE_RECURSE "${WORK}")
@@ -59,6 +70,34 @@ elseif(NOT rc EQUAL 0)
 endif()
 set_property(GLOBAL PROPERTY checksum_lines "${lines}")
 set_property(GLOBAL PROPERTY checksum_runs 0)
+if(BACKEND STREQUAL "cuda")
+  device_key_of("${lines}" key)
+  string(REGEX REPLACE "[^A-Za-z0-9_]+" "-" key_slug "${key}")
+  set(matching "")
+  set(keys "")
+  foreach(f IN LISTS recordings)  # check: the recording of this kind of GPU
+    file(READ "${f}" text)
+    device_key_of("${text}" k)
+    list(APPEND keys "${k}")
+    if(k STREQUAL key)
+      set(matching "${f}")
+    endif()
+  endforeach()
+  if(MODE STREQUAL "check" AND matching STREQUAL "")
+    list(JOIN keys "; " keys)
+    message("CHECKSUMS SKIPPED: the GPU recordings are of ${keys}; this GPU is ${key}: record from the baseline on it "
+            "(tests/checksums/README.md)")
+    return()
+  elseif(MODE STREQUAL "check")
+    set(REFERENCE "${matching}")
+  elseif(EXISTS "${REFERENCE}")  # record: beside a recording of another kind of GPU, not over it
+    file(READ "${REFERENCE}" text)
+    device_key_of("${text}" k)
+    if(NOT k STREQUAL key)
+      set(REFERENCE "${ref_dir}/${ref_stem}-${key_slug}.txt")
+    endif()
+  endif()
+endif()
 
 # ---- the apps ------------------------------------------------------------------------------------
 # app_case(<name> EXE <path> [UNAVAILABLE <why>] ARGS <options...> HASH <datasets and @attributes...>)
