@@ -68,7 +68,8 @@ std::string join(const std::vector<std::string>& v) {
 bool not_run(const std::vector<std::string>& v) { return !v.empty() && v[0] == "n/a"; }
 
 /// "gang, worker+vector" for the values that differ, where a "# columns" line names them.
-std::string which(const File& f, const std::string& name, const std::vector<std::string>& a, const std::vector<std::string>& b) {
+std::string which(const File& f, const std::string& name, const std::vector<std::string>& a,
+                  const std::vector<std::string>& b) {
   if (a.size() != b.size() || a.size() < 2) return "";
   const std::vector<std::string>* labels = nullptr;
   for (const auto& [prefix, l] : f.columns)
@@ -84,10 +85,11 @@ std::string which(const File& f, const std::string& name, const std::vector<std:
 int compare_files(const std::string& recorded_path, const std::string& current_path) {
   const File rec = load(recorded_path), cur = load(current_path);
   if (rec.device_key != cur.device_key) {
-    std::printf("recorded on %s, this is %s: launch shapes (and with them the bits of non-exact sums) may differ; "
-                "record from the baseline on this kind of device\n",
-                rec.device_key.empty() ? "no GPU" : rec.device_key.c_str(),
-                cur.device_key.empty() ? "no GPU" : cur.device_key.c_str());
+    std::printf(
+        "recorded on %s, this is %s: launch shapes (and with them the bits of non-exact sums) may differ; "
+        "record from the baseline on this kind of device\n",
+        rec.device_key.empty() ? "no GPU" : rec.device_key.c_str(),
+        cur.device_key.empty() ? "no GPU" : cur.device_key.c_str());
     return skip_code;
   }
   std::size_t same = 0, differ = 0, missing = 0, skipped = 0, added = 0;
@@ -103,8 +105,8 @@ int compare_files(const std::string& recorded_path, const std::string& current_p
       std::printf("NOT RUN  %s: %s\n", e.name.c_str(), join(not_run(now) ? now : e.values).c_str());
       ++skipped;
     } else if (now != e.values) {
-      std::printf("DIFFERS  %s%s\n  recorded: %s\n  now:      %s\n", e.name.c_str(), which(rec, e.name, e.values, now).c_str(),
-                  join(e.values).c_str(), join(now).c_str());
+      std::printf("DIFFERS  %s%s\n  recorded: %s\n  now:      %s\n", e.name.c_str(),
+                  which(rec, e.name, e.values, now).c_str(), join(e.values).c_str(), join(now).c_str());
       ++differ;
     } else {
       ++same;
@@ -115,8 +117,8 @@ int compare_files(const std::string& recorded_path, const std::string& current_p
       std::printf("NEW      %s (not in the recording: not compared)\n", e.name.c_str());
       ++added;
     }
-  std::printf("checksums: %zu the same, %zu differ, %zu missing, %zu not run in this build, %zu new (%s against %s)\n", same,
-              differ, missing, skipped, added, current_path.c_str(), recorded_path.c_str());
+  std::printf("checksums: %zu the same, %zu differ, %zu missing, %zu not run in this build, %zu new (%s against %s)\n",
+              same, differ, missing, skipped, added, current_path.c_str(), recorded_path.c_str());
   return differ + missing == 0 ? 0 : 1;
 }
 

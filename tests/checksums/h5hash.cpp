@@ -113,7 +113,8 @@ std::string hash_object(const Object& o) {
     h.byte('s');
     strings(h, o, n);
   } else {
-    throw std::runtime_error("a type of class " + std::to_string(static_cast<int>(cls)) + " (not a number or a string)");
+    throw std::runtime_error("a type of class " + std::to_string(static_cast<int>(cls)) +
+                             " (not a number or a string)");
   }
   return h.hex();
 }

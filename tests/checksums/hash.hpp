@@ -23,8 +23,7 @@ class Fnv1a {
     for (int i = 0; i < bytes; ++i) byte(static_cast<unsigned char>(w >> (8 * i)));
   }
   template <class T>
-    requires(std::is_arithmetic_v<T>)
-  void value(T x) {
+  requires(std::is_arithmetic_v<T>) void value(T x) {
     if constexpr (std::is_floating_point_v<T>) {
       if (std::isnan(x)) {
         word(0x4e614e, 3);  // "NaN", whatever the width

@@ -20,16 +20,16 @@ inline std::uint64_t mix(std::uint64_t z) {
 inline std::uint64_t bits(std::uint64_t stream, std::uint64_t i) { return mix(i ^ mix(stream)); }
 
 enum class Flavour {
-  uniform,   ///< floats in [-1, 1) on the type's grid; integers small enough that no sum overflows
-  wide,      ///< integers spanning the type (max, min, xor; sums of int32 only into int64)
-  near_one,  ///< products that stay finite: floats 1 +- 2^-7, integers +-1 with a few 2s
-  ties,      ///< a few distinct values: ties everywhere (first index wins), +0 and -0 among them
-  nan,       ///< uniform with NaN, +Inf and -Inf at sparse places (some outputs get one, most none)
-  exact,     ///< floats over a wide exponent range with exactly cancelling pairs (exact sums)
-  and_mask,  ///< all bits set but, rarely, one (bit and)
-  or_mask,   ///< zero but, rarely, one bit (bit or)
-  rare_zero, ///< non-zero but rarely zero (logical and)
-  rare_one,  ///< zero but rarely non-zero (logical or)
+  uniform,    ///< floats in [-1, 1) on the type's grid; integers small enough that no sum overflows
+  wide,       ///< integers spanning the type (max, min, xor; sums of int32 only into int64)
+  near_one,   ///< products that stay finite: floats 1 +- 2^-7, integers +-1 with a few 2s
+  ties,       ///< a few distinct values: ties everywhere (first index wins), +0 and -0 among them
+  nan,        ///< uniform with NaN, +Inf and -Inf at sparse places (some outputs get one, most none)
+  exact,      ///< floats over a wide exponent range with exactly cancelling pairs (exact sums)
+  and_mask,   ///< all bits set but, rarely, one (bit and)
+  or_mask,    ///< zero but, rarely, one bit (bit or)
+  rare_zero,  ///< non-zero but rarely zero (logical and)
+  rare_one,   ///< zero but rarely non-zero (logical or)
 };
 
 inline const char* name(Flavour f) {

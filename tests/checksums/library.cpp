@@ -44,8 +44,12 @@ std::string types() {
   else return std::string(type_name<T>()) + "-" + type_name<Acc>();
 }
 
-const Levels kLevels[7] = {Level::gang,   Level::worker,  Level::vector, Level::gang | Level::worker,
-                           Level::worker | Level::vector, Level::gang | Level::vector,
+const Levels kLevels[7] = {Level::gang,
+                           Level::worker,
+                           Level::vector,
+                           Level::gang | Level::worker,
+                           Level::worker | Level::vector,
+                           Level::gang | Level::vector,
                            Level::gang | Level::worker | Level::vector};
 
 // ---- shapes ----------------------------------------------------------------------------------
@@ -63,8 +67,8 @@ Shape contiguous(std::int64_t ng, std::int64_t nw, std::int64_t nv) {
   return {std::to_string(ng) + "x" + std::to_string(nw) + "x" + std::to_string(nv), {ng, nw, nv}, nv, nw * nv};
 }
 Shape strided(std::int64_t ng, std::int64_t nw, std::int64_t nv, std::int64_t sw, std::int64_t sg) {
-  return {std::to_string(ng) + "x" + std::to_string(nw) + "x" + std::to_string(nv) + "-strides" + std::to_string(sw) + "," +
-              std::to_string(sg),
+  return {std::to_string(ng) + "x" + std::to_string(nw) + "x" + std::to_string(nv) + "-strides" + std::to_string(sw) +
+              "," + std::to_string(sg),
           {ng, nw, nv},
           sw,
           sg};
@@ -73,19 +77,17 @@ Shape strided(std::int64_t ng, std::int64_t nw, std::int64_t nv, std::int64_t sw
 // many tiny rows, one element, an empty set, and two strided sub-arrays (one whose rows allow 16-byte
 // loads, one whose rows do not).
 const std::vector<Shape>& shapes() {
-  static const std::vector<Shape> s = {
-      contiguous(1, 1, 70001), contiguous(7, 37, 263), contiguous(1, 2, 20011), contiguous(200, 67, 3),
-      contiguous(2, 500, 33),  contiguous(5, 1, 7),    contiguous(1, 1, 1),     contiguous(2, 3, 0),
-      strided(5, 17, 45, 50, 863), strided(3, 33, 64, 96, 3200)};
+  static const std::vector<Shape> s = {contiguous(1, 1, 70001),     contiguous(7, 37, 263), contiguous(1, 2, 20011),
+                                       contiguous(200, 67, 3),      contiguous(2, 500, 33), contiguous(5, 1, 7),
+                                       contiguous(1, 1, 1),         contiguous(2, 3, 0),    strided(5, 17, 45, 50, 863),
+                                       strided(3, 33, 64, 96, 3200)};
   return s;
 }
 
 // ---- hashing results -------------------------------------------------------------------------
 template <class T>
-  requires std::is_arithmetic_v<T>
-void feed(Fnv1a& h, T x) {
-  h.value(x);
-}
+requires std::is_arithmetic_v<T>
+void feed(Fnv1a& h, T x) { h.value(x); }
 template <class T>
 void feed(Fnv1a& h, const r::ValueIndex<T>& v) {
   h.value(v.value);
@@ -140,7 +142,10 @@ std::vector<std::int64_t> segment_offsets() {
   std::vector<std::int64_t> len = {0, 1, 32, 33, 2048, 2049, 16384, 16385, 0, 0, 3};
   for (std::uint64_t s = 0; s < 240; ++s) {
     const std::uint64_t b = bits(77, s), c = b % 100, x = b >> 8;
-    len.push_back(static_cast<std::int64_t>(c < 40 ? x % 33 : c < 70 ? 33 + x % 2016 : c < 95 ? x % 2 : 2049 + x % 40000));
+    len.push_back(static_cast<std::int64_t>(c < 40   ? x % 33
+                                            : c < 70 ? 33 + x % 2016
+                                            : c < 95 ? x % 2
+                                                     : 2049 + x % 40000));
   }
   std::vector<std::int64_t> off{0};
   for (std::int64_t l : len) off.push_back(off.back() + l);
@@ -188,7 +193,8 @@ class Library {
     Buffer<Acc> out(b_, poison<Acc>(n_seg));
     const std::span<const T> sin(in.data(), n);
     const std::span<const Off> soff(d_off.data(), off.size());
-    if constexpr (r::Reducer<Op>) r::segmented_reduce<Op, T, Off>(b_, sin, soff, std::span<Acc>(out.data(), n_seg), ws_);
+    if constexpr (r::Reducer<Op>)
+      r::segmented_reduce<Op, T, Off>(b_, sin, soff, std::span<Acc>(out.data(), n_seg), ws_);
     else r::segmented_reduce<Op, T, Acc, Off>(b_, sin, soff, std::span<Acc>(out.data(), n_seg), ws_);
     finish(b_);
     lines_.push_back(std::string("segmented/") + op + "/" + types<T, Acc>() + "/" + name(f) + "/offsets-" +
@@ -217,14 +223,15 @@ class Library {
   void dot(Flavour f, std::size_t n) {
     const Buffer<T> a(b_, elements<T>(f, stream_of<T>(f, 97), n)), b(b_, elements<T>(f, stream_of<T>(f, 96), n));
     Buffer<Out> out(b_, poison<Out>(1));
-    r::exact_dot<T, Out>(b_, std::span<const T>(a.data(), n), std::span<const T>(b.data(), n), std::span<Out>(out.data(), 1),
-                         ws_);
+    r::exact_dot<T, Out>(b_, std::span<const T>(a.data(), n), std::span<const T>(b.data(), n),
+                         std::span<Out>(out.data(), 1), ws_);
     finish(b_);
     lines_.push_back(std::string("dot/exact/") + types<T, Out>() + "/" + name(f) + "/" + std::to_string(n) + " " +
                      hash_of(out.host()));
-    const Out host = r::exact_dot_to_host<T, Out>(b_, std::span<const T>(a.data(), n), std::span<const T>(b.data(), n), ws_);
-    lines_.push_back(std::string("to-host/dot/exact/") + types<T, Out>() + "/" + name(f) + "/" + std::to_string(n) + " " +
-                     hash_of(std::vector<Out>{host}));
+    const Out host =
+        r::exact_dot_to_host<T, Out>(b_, std::span<const T>(a.data(), n), std::span<const T>(b.data(), n), ws_);
+    lines_.push_back(std::string("to-host/dot/exact/") + types<T, Out>() + "/" + name(f) + "/" + std::to_string(n) +
+                     " " + hash_of(std::vector<Out>{host}));
   }
 
   // reduce_to_host: the scalar of all three levels, on shape `si`.

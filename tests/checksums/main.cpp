@@ -11,7 +11,7 @@
 #include "h5hash.hpp"
 #include "library.hpp"
 #include "memory.hpp"
-#include "tally/reduce/backend.hpp"
+#include "tally/reduce/reduce.hpp"  // Backend, cuda_built(), cuda_device_count()
 
 namespace {
 
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "library") return library(args);
     if (cmd == "hash") return hash(args);
-    if (cmd == "compare") return args.size() == 2 ? checksums::compare_files(args[0], args[1]) : usage("compare: two files");
+    if (cmd == "compare")
+      return args.size() == 2 ? checksums::compare_files(args[0], args[1]) : usage("compare: two files");
     return usage("unknown command " + cmd);
   } catch (const std::exception& e) {
     std::fflush(stdout);

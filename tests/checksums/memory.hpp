@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tally/reduce/backend.hpp"
+#include "tally/reduce/reduce.hpp"  // Backend
 
 namespace checksums {
 
