@@ -5,7 +5,7 @@
 
 #include "instantiate.hpp"
 #include "isa.hpp"
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 
 namespace tally::reduce::detail {
 

@@ -2,7 +2,7 @@
 #include <stdexcept>
 
 #include "instantiate.hpp"
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 #include "tally/reduce/dot.hpp"
 #include "tally/reduce/reduce.hpp"
 #include "tally/reduce/segmented.hpp"

@@ -8,7 +8,7 @@
 
 #include "instantiate.hpp"
 #include "rank/impl.hpp"
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 
 namespace tally::reduce::detail {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Error-free binning in front of the exact sum's filter (exact.hpp): the CUDA flat kernel's hot loop.
+// Error-free binning in front of the exact sum's filter (detail/exact.hpp): the CUDA flat kernel's hot loop.
 // ExBLAS's filter costs a float->double conversion and 6-9 FP64 operations per float, which bounds
 // the exact sum below the H200's bandwidth; binning (Demmel and Nguyen, ReproBLAS) takes a value in
 // six additions of its own type and two integer additions, and is exact, so the result is unchanged:
@@ -35,7 +35,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 
 namespace tally::reduce::exact {
 

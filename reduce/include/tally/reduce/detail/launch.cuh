@@ -1,6 +1,6 @@
 #pragma once
-// Programmatic dependent launch (sm_90+) for the production kernels (and the header-only segmented
-// kernels of segmented.cuh, which is why it is a public header; no API of its own). Each is launched so that it
+// Programmatic dependent launch (sm_90+) for the production kernels (and the header-only kernels of
+// detail/generic.cuh and detail/segmented.cuh; no API of its own). Each is launched so that it
 // may start while the stream's previous kernel is still finishing; its first act is to wait for that
 // kernel's completion and memory (griddepcontrol.wait), so it sees exactly what a plain launch would,
 // and then it lets the stream's next kernel start early in turn. What overlaps is launch latency, not

@@ -1,5 +1,5 @@
 #pragma once
-// The tile kernels of segmented reductions on CUDA (segmented.cuh has the design and runs them): a
+// The tile kernels of segmented reductions on CUDA (detail/segmented.cuh has the design and runs them): a
 // warp per tile of consecutive segments, each lane folding its short segment, the warp the tile's
 // medium ones, the tiles holding long segments listed for the long kernel.
 //   * short_kernel: any input; the next tile's offsets loaded while a tile is reduced;
@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tally/reduce/device/launch.cuh"
+#include "tally/reduce/detail/launch.cuh"
+#include "tally/reduce/detail/segmented_generic.hpp"
 #include "tally/reduce/device/segment.cuh"
-#include "tally/reduce/segmented_generic.hpp"
 
 namespace tally::reduce::detail::cuda::seg {
 
