@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "ladder/ladder.hpp"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_info.hpp"

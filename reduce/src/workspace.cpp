@@ -53,7 +53,7 @@ Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     impl_->tuning.sm_count = sms;
     impl_->tuning.programmatic_launch = major >= 9;
-    impl_->tuning.blocks_per_sm = max_threads_sm / impl_->tuning.block_threads;
+    impl_->tuning.blocks_per_sm = max_threads_sm / 256;  // kBlock of src/cuda/kernel_folds.cuh
     TALLY_CUDA_TRY(cudaMalloc(&impl_->d_result, 16));
 #else
     throw std::invalid_argument("tally::reduce: Workspace(Backend::cuda) in a build without the CUDA backend");

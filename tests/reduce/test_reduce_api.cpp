@@ -1,4 +1,4 @@
-// The backend-neutral parts of the host API: level sets, strategy names, output shapes, backend choice.
+// The backend-neutral parts of the host API: level sets, output shapes, backend choice.
 #include <stdexcept>
 #include <string>
 
@@ -39,20 +39,6 @@ TEST_CASE("Levels: names of the seven sets, parsing in any order", "[reduce][api
   CHECK(error_of([] { (void)Levels::parse("gang+"); }).find("levels") != std::string::npos);
   CHECK(error_of([] { (void)Levels::parse(""); }).find("levels") != std::string::npos);
   CHECK(error_of([] { (void)Levels::parse("Gang"); }).find("'Gang'") != std::string::npos);
-}
-
-TEST_CASE("Strategy: every name parses back, unknown names list the valid ones", "[reduce][api]") {
-  for (Strategy s : all_strategies) {
-    CHECK(parse_strategy(to_string(s)) == s);
-    CHECK(is_deterministic(s) == (s != Strategy::atomic));
-    for (Strategy t : all_strategies)
-      if (t != s) CHECK(to_string(t) != to_string(s));
-  }
-  CHECK(to_string(Strategy::production) == "production");
-  CHECK(to_string(Strategy::cub) == "cub");
-  const std::string e = error_of([] { (void)parse_strategy("fastest"); });
-  CHECK(e.find("'fastest'") != std::string::npos);
-  CHECK(e.find("warp-shuffle") != std::string::npos);
 }
 
 TEST_CASE("output_shape keeps the unreduced axes in order", "[reduce][api]") {

@@ -17,8 +17,6 @@ namespace {
 
 template <class Op, class T, class Acc>
 void reduce_cuda(const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
-template <class Op, class T, class Acc>
-void reduce_cuda_ladder(Strategy, const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
 template <class Acc>
 Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
 template <class Op, class T, class Acc, class Off>
@@ -35,12 +33,9 @@ template void exact_dot_cuda<float, float>(const float*, const float*, std::int6
 template void exact_dot_cuda<float, double>(const float*, const float*, std::int64_t, double*, Workspace&, stream_t);
 template void exact_dot_cuda<double, double>(const double*, const double*, std::int64_t, double*, Workspace&, stream_t);
 
-#define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
-  template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
-  template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
+#define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
-#define TALLY_INSTANTIATE_NO_CUDA_MEAN(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
-TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_NO_CUDA_MEAN)
+TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_NO_CUDA)
 #define TALLY_INSTANTIATE_NO_CUDA_SEG(Op, T, Acc)                                                                             \
   template void segmented_cuda<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*, \
                                                          Workspace&, stream_t);                                           \

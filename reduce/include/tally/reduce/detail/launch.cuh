@@ -15,7 +15,7 @@
 
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/config.hpp"
-#include "tally/reduce/strategy.hpp"
+#include "tally/reduce/workspace.hpp"
 
 namespace tally::reduce::detail::cuda {
 

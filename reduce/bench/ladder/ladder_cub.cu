@@ -3,10 +3,10 @@
 #include <cub/device/device_reduce.cuh>
 
 #include "instantiate.hpp"
-#include "ladder.hpp"
+#include "ladder/ladder.hpp"
 #include "tally/common/cuda_check.cuh"
 
-namespace tally::reduce::detail {
+namespace tally::reduce::bench {
 
 namespace {
 template <class Op, class Acc>
@@ -30,4 +30,4 @@ void ladder_cub(const T* in, std::int64_t n, Acc* d_out, Workspace& ws, stream_t
 #define TALLY_INSTANTIATE_CUB(Op, T, Acc) template void ladder_cub<Op, T, Acc>(const T*, std::int64_t, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_CUB)
 
-}  // namespace tally::reduce::detail
+}  // namespace tally::reduce::bench

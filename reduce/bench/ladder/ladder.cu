@@ -1,4 +1,4 @@
-// The seeds' ladder of reduction strategies, for study and benchmarking (reduce_with()). Each rung
+// The seeds' ladder of reduction strategies, for study and benchmarking (reduce_with(), ladder.hpp). Each rung
 // changes one thing against the one before it:
 //   atomic                 one atomicAdd per element into the result (Sum only; not deterministic)
 //   interleaved_divergent  shared-memory tree, `t % (2s) == 0` picks the active threads (divergent warps)
@@ -19,13 +19,13 @@
 #include <type_traits>
 
 #include "instantiate.hpp"
-#include "ladder.hpp"
+#include "ladder/ladder.hpp"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/device/vector.cuh"
 
-namespace tally::reduce::detail {
+namespace tally::reduce::bench {
 
 namespace {
 
@@ -137,13 +137,13 @@ __global__ void atomic_sum_kernel(const T* __restrict__ in, std::int64_t n, Acc*
 }  // namespace
 
 template <class Op, class T, class Acc>
-void reduce_cuda_ladder(Strategy s, const Problem& prob, Acc* d_out, Workspace& ws, stream_t stream) {
+void reduce_cuda_ladder(Strategy s, const detail::Problem& prob, Acc* d_out, Workspace& ws, stream_t stream) {
   if (s == Strategy::production) {
-    reduce_cuda<Op, T, Acc>(prob, d_out, ws, stream);
+    detail::reduce_cuda<Op, T, Acc>(prob, d_out, ws, stream);
     return;
   }
-  const Plan p = make_plan(prob);
-  const bool contiguous = p.empty || (p.kind == Plan::Kind::inner && p.n_out == 1 && p.rows == 1 && p.k_s1 == 0 && p.k_s2 == 0);
+  const detail::Plan p = detail::make_plan(prob);
+  const bool contiguous = p.empty || (p.kind == detail::Plan::Kind::inner && p.n_out == 1 && p.rows == 1 && p.k_s1 == 0 && p.k_s2 == 0);
   if (!contiguous)
     throw std::invalid_argument("tally::reduce: strategy " + to_string(s) +
                                 ": needs a contiguous input (a strided view only with Strategy::production)");
@@ -186,7 +186,7 @@ void reduce_cuda_ladder(Strategy s, const Problem& prob, Acc* d_out, Workspace& 
 }
 
 #define TALLY_INSTANTIATE_LADDER(Op, T, Acc) \
-  template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
+  template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const detail::Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_LADDER)
 
-}  // namespace tally::reduce::detail
+}  // namespace tally::reduce::bench
