@@ -30,14 +30,15 @@
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
 #include "tally/common/interrupt.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::matmul {
 namespace detail {
 namespace {
 
-using reduce::Comm;
-using reduce::Memory;
+using ranks::Comm;
+using ranks::Memory;
 
 // "file.h5:/A" -> {file.h5, /A}
 std::pair<std::string, std::string> split_source(const std::string& opt, const std::string& s) {
@@ -145,7 +146,7 @@ std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend
 
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
 /// holds its K slab (split_range of K): A[:, k0:k1] and B[k0:k1, :], multiplies it, and the partial Cs
-/// are summed in rank order (Comm::allreduce) inside every timed run: every rank ends with the same C.
+/// are summed in rank order (reduce::allreduce) inside every timed run: every rank ends with the same C.
 template <class T>
 Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels, const Options& o,
               bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth, const HostInputs<T>* given) {
@@ -153,7 +154,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   cs.shape = s;
   cs.precision = sizeof(T) == 4 ? "float" : "double";
   cs.ranks = comm.size();
-  const reduce::Range part = reduce::split_range(s.k, comm.size(), comm.rank());
+  const ranks::Range part = ranks::split_range(s.k, comm.size(), comm.rank());
   const Shape local{s.m, s.n, part.size()};
   const auto mu = static_cast<std::uint64_t>(s.m), nu = static_cast<std::uint64_t>(s.n);
   const auto k0 = static_cast<std::uint64_t>(part.begin), kr = static_cast<std::uint64_t>(part.size());
@@ -161,14 +162,14 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   // Host-side sums over ranks (rank order: the same bits on every rank).
   const auto host_sum = [&](auto& v) {
     using V = typename std::decay_t<decltype(v)>::value_type;
-    if (comm.size() > 1) comm.allreduce<reduce::Sum, V>(std::span<const V>(v), std::span<V>(v), Memory::host);
+    if (comm.size() > 1) reduce::allreduce<reduce::Sum, V>(comm, std::span<const V>(v), std::span<V>(v), Memory::host);
   };
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
   engine->set_exact(o.exact);
   if (comm.size() > 1)
     engine->set_combine([&comm, c_memory](std::span<T> c, stream_t stream) {
-      comm.allreduce<reduce::Sum, T>(std::span<const T>(c.data(), c.size()), c, c_memory, stream);
+      reduce::allreduce<reduce::Sum, T>(comm, std::span<const T>(c.data(), c.size()), c, c_memory, stream);
     });
   {
     ScopedTimer t(cs.timings, "inputs_s");
@@ -304,11 +305,11 @@ RanksReport ranks_report(const Comm& comm, Backend backend, const Case& cs) {
   rr.shares_device = backend == Backend::cuda && comm.shares_device();
   rr.decomposition = "K split (columns of A, rows of B; partial C summed in rank order): ";
   for (int q = 0; q < comm.size(); ++q) {
-    const reduce::Range p = reduce::split_range(cs.shape.k, comm.size(), q);
+    const ranks::Range p = ranks::split_range(cs.shape.k, comm.size(), q);
     rr.decomposition += (q ? " | " : "") + std::to_string(p.begin) + "-" + std::to_string(p.end - 1);
   }
   for (const auto& [name, v] : cs.timings.entries()) {  // "level_gang_s": phase "level_gang"
-    const reduce::RankStats st = comm.stats(v);
+    const ranks::RankStats st = comm.stats(v);
     const bool s_suffix = name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0;
     rr.phases.push_back({s_suffix ? name.substr(0, name.size() - 2) : name, st.min, st.median, st.max, st.per_rank});
   }
@@ -319,7 +320,7 @@ void write_ranks(h5::Location& where, const RanksReport& rr, Shape s) {
   write(where, rr);
   std::vector<std::int64_t> begin, end;  // each rank's K slab, machine-readable
   for (int q = 0; q < rr.ranks; ++q) {
-    const reduce::Range p = reduce::split_range(s.k, rr.ranks, q);
+    const ranks::Range p = ranks::split_range(s.k, rr.ranks, q);
     begin.push_back(p.begin);
     end.push_back(p.end);
   }
@@ -435,11 +436,11 @@ int run_single(const Comm& comm, Backend backend, int device, const Options& o, 
 }  // namespace detail
 
 int run(int argc, char** argv) {
-  reduce::Comm one;  // the tests' in-process runs: a single rank
+  ranks::Comm one;  // the tests' in-process runs: a single rank
   return run(argc, argv, one);
 }
 
-int run(int argc, char** argv, reduce::Comm& comm) {
+int run(int argc, char** argv, ranks::Comm& comm) {
   using namespace detail;
   // Every rank must run the same job (a rank with other options would multiply another problem or
   // wait in another collective): checked before parsing, so that every rank parses the same text.

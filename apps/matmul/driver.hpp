@@ -72,7 +72,7 @@ struct HostInputs {
 /// K split across them. Collective. Instantiated for float and double. The inputs: `given`, else
 /// --a/--b, else generated.
 template <class T>
-Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
+Case run_case(const ranks::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
               const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
               const HostInputs<T>* given = nullptr);
 /// --level's names as the executable takes them: "all" is every level of the backend (tiled-tc on
@@ -81,12 +81,12 @@ Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, co
 /// no exact form.
 std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact = false);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
-RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
+RanksReport ranks_report(const ranks::Comm& comm, Backend backend, const Case& cs);
 /// Writes the group "ranks" (tally::write) with each rank's K slab of `s` (datasets part_begin, part_end).
 void write_ranks(h5::Location& where, const RanksReport& rr, Shape s);
 void write_case(h5::Location& where, const Case& cs);
 std::string fmt(const char* f, double x);
 /// --bench (bench.cpp). Collective.
-int run_bench(const reduce::Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app);
+int run_bench(const ranks::Comm& comm, Backend backend, int device, const Options& o, const CLI::App& app);
 
 }  // namespace tally::matmul::detail

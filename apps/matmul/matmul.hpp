@@ -22,7 +22,7 @@
 
 #include "tally/reduce/config.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 class Comm;
 }
 
@@ -155,6 +155,6 @@ void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::
 /// The app: parses argv, runs, writes. Returns the exit code (throws InputError for bad input).
 /// The first runs as one rank (the tests); the second on the ranks of `comm` (main: run_ranks).
 int run(int argc, char** argv);
-int run(int argc, char** argv, reduce::Comm& comm);
+int run(int argc, char** argv, ranks::Comm& comm);
 
 }  // namespace tally::matmul

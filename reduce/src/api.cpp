@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce {

@@ -29,19 +29,6 @@ bool cuda_built() {
 #endif
 }
 
-int cuda_device_count() {
-#ifdef TALLY_HAS_CUDA
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver / no device: not an error for the caller
-    return 0;
-  }
-  return n;
-#else
-  return 0;
-#endif
-}
-
 Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->backend = backend;
   if (backend == Backend::cuda) {

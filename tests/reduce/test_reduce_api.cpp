@@ -3,6 +3,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"
 
 using namespace tally::reduce;
@@ -67,7 +68,7 @@ TEST_CASE("resolve_backend: cpu, auto falls back with notice, cuda needs a devic
   CHECK_FALSE(fell_back);
   CHECK(to_string(Backend::cpu) == "cpu");
   CHECK(to_string(Backend::cuda) == "cuda");
-  const bool gpu = cuda_built() && cuda_device_count() > 0;
+  const bool gpu = cuda_built() && tally::cuda_device_count() > 0;
   CHECK(resolve_backend("auto", &fell_back) == (gpu ? Backend::cuda : Backend::cpu));
   CHECK(fell_back == !gpu);
   if (!gpu) {

@@ -1,16 +1,17 @@
-// The process frame of the rank level: the launcher's environment, RankSession (MPI for the life of
-// the process) and run_ranks (main() of a multi-rank app).
+// The process frame of the rank runtime (session.hpp): the launcher's environment, RankSession (MPI
+// for the life of the process) and run_ranks (main() of a multi-rank app).
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "rank/impl.hpp"
+#include "ranks/impl.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/interrupt.hpp"
+#include "tally/ranks/session.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 
 namespace {
 
@@ -123,4 +124,4 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
   }
 }
 
-}  // namespace tally::reduce
+}  // namespace tally::ranks

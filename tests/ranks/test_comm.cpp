@@ -10,8 +10,10 @@
 #include "catch.hpp"
 #include "rank_support.hpp"
 #include "tally/common/error.hpp"
+#include "tally/ranks/session.hpp"
+#include "tally/ranks/split.hpp"
 
-using namespace tally::reduce;
+using namespace tally::ranks;
 using tally::test::world;
 
 TEST_CASE("ranks, node-local ranks and split_range") {

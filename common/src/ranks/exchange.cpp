@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "rank/impl.hpp"
+#include "ranks/impl.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 
 struct Comm::Exchange::Impl {
 #ifdef TALLY_HAS_MPI
@@ -126,4 +126,4 @@ TALLY_RANK_EXCHANGE(std::int32_t)
 TALLY_RANK_EXCHANGE(std::int64_t)
 #undef TALLY_RANK_EXCHANGE
 
-}  // namespace tally::reduce
+}  // namespace tally::ranks

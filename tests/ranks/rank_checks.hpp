@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "rank_support.hpp"
+#include "tally/ranks/split.hpp"
 #include "tally/reduce/ops.hpp"
+#include "tally/reduce/ranks.hpp"
 #include "test_support.hpp"
 
 namespace tally::test {
@@ -20,6 +22,7 @@ namespace tally::test {
 template <class Op, class T>
 T naive_combine(T a, T b) {
   using namespace tally::reduce;
+  using namespace tally::ranks;
   if constexpr (std::is_same_v<Op, Sum>) return a + b;
   else if constexpr (std::is_same_v<Op, Prod>) return a * b;
   else if constexpr (std::is_same_v<Op, Max> || std::is_same_v<Op, Min>) {
@@ -38,6 +41,7 @@ T naive_combine(T a, T b) {
 template <class Op, class T>
 std::vector<T> rank_input(std::size_t n, int r, std::uint64_t salt) {
   using namespace tally::reduce;
+  using namespace tally::ranks;
   const std::uint64_t s = rank_salt(salt, r);
   if constexpr (std::is_floating_point_v<T>) {
     if constexpr (std::is_same_v<Op, Prod>) return random_vector<T>(n, T(0.5), T(2), s);

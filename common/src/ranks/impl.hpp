@@ -1,5 +1,5 @@
 #pragma once
-// The rank level's private state (Comm::Impl) and the hooks into the device code (device.cu, or
+// The rank runtime's private state (Comm::Impl) and the hooks into the device code (device.cpp, or
 // no_device.cpp in a build without CUDA). A default Comm has no Impl: one rank, every call local.
 
 #include <cstddef>
@@ -8,24 +8,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/comm.hpp"
 
 #ifdef TALLY_HAS_MPI
 #include <mpi.h>
 #endif
 
-namespace tally::reduce {
-
-/// The element types of the NCCL/MPI transports the rank level uses.
-enum class DType { i32, i64, f32, f64 };
-template <class T>
-constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, std::int32_t>) return DType::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::i64;
-  else if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else return DType::f64;
-}
-enum class NativeOp { sum, prod, max, min };
+namespace tally::ranks {
 
 struct Comm::Impl {
 #ifdef TALLY_HAS_MPI
@@ -36,14 +25,14 @@ struct Comm::Impl {
   int device = -1;
   bool device_set = false, shares_device = false;
   void* nccl = nullptr;  // ncclComm_t, when device buffers travel by NCCL
-  // Scratch of the rank-ordered fold (every rank's values) and of the exact sum's accumulators,
+  // Scratch of the rank-ordered fold (every rank's values) and the caller's (Comm::device_scratch),
   // each grown once to the largest call: no allocation (and no cudaFree's device wait) per call.
   std::vector<std::byte> host_scratch, host_scratch2;
   struct DeviceBuffer {
     void* p = nullptr;
     std::size_t bytes = 0;
     void* grow(std::size_t need);  // at least `need` bytes; contents not kept
-  } device_scratch, device_accumulators;
+  } device_gathered, device_caller;
   ~Impl();
 };
 
@@ -51,23 +40,20 @@ namespace rank_detail {
 
 /// Throws tally::Error "<call> failed at file:line: <MPI_Error_string>" when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call, const char* file, int line);
-#define TALLY_MPI_CHECK(call) ::tally::reduce::rank_detail::check_mpi((call), #call, __FILE__, __LINE__)
+#define TALLY_MPI_CHECK(call) ::tally::ranks::rank_detail::check_mpi((call), #call, __FILE__, __LINE__)
 
 /// The whole element count of a call as an MPI count (std::invalid_argument beyond INT_MAX).
 int mpi_count(std::size_t n, const char* what);
 
-// ---- device hooks (device.cu; without CUDA, no_device.cpp throws) ------------------------------------
+// ---- device hooks (device.cpp; without CUDA, no_device.cpp throws) -----------------------------------
 void set_device(int device);
 void* device_alloc(std::size_t bytes);
 void device_free(void* p) noexcept;
 void copy_to_host(void* dst, const void* src, std::size_t bytes, stream_t stream);  // enqueue + wait
 void copy_to_device_async(void* dst, const void* src, std::size_t bytes, stream_t stream);
 void copy_device_async(void* dst, const void* src, std::size_t bytes, stream_t stream);
-/// out[i] = fold over r of gathered[r * count + i], r = 0..ranks-1, with Op::combine (a kernel on stream).
-template <class Op, class T>
-void fold_ranks_device(const T* gathered, T* out, std::size_t count, int ranks, stream_t stream);
 
-// NCCL (device.cu, only with TALLY_HAS_NCCL).
+// NCCL (device.cpp, only with TALLY_HAS_NCCL).
 std::vector<char> nccl_unique_id();
 void* nccl_init(int nranks, const std::vector<char>& id, int rank);
 void nccl_destroy(void* comm) noexcept;
@@ -79,4 +65,4 @@ void nccl_exchange(void* comm, const void* to_prev, void* from_prev, int prev, s
                    void* from_next, int next, std::size_t n_next, DType t, stream_t stream);
 
 }  // namespace rank_detail
-}  // namespace tally::reduce
+}  // namespace tally::ranks

@@ -1,4 +1,4 @@
-// Comm::allreduce on host memory, for every operator and type of the library: the rank-ordered
+// allreduce (tally/reduce/ranks.hpp) on host memory, for every operator and type of the library: the rank-ordered
 // fold, bit for bit, against a naive fold every rank computes from every rank's (regenerated) inputs.
 #include <cmath>
 #include <limits>
@@ -9,6 +9,7 @@
 #include "rank_checks.hpp"
 
 using namespace tally::reduce;
+using namespace tally::ranks;
 using namespace tally::test;
 
 namespace {
@@ -23,10 +24,10 @@ void check_allreduce(std::size_t n, std::uint64_t salt, bool in_place) {
   const std::vector<T> expect = naive_rank_fold<Op, T>(rows);
   std::vector<T> mine = rows[static_cast<std::size_t>(c.rank())], out(n, T(7));
   if (in_place) {
-    c.allreduce<Op, T>(std::span<const T>(mine), std::span<T>(mine), Memory::host);
+    allreduce<Op, T>(c, std::span<const T>(mine), std::span<T>(mine), Memory::host);
     out = mine;
   } else {
-    c.allreduce<Op, T>(std::span<const T>(mine), std::span<T>(out), Memory::host);
+    allreduce<Op, T>(c, std::span<const T>(mine), std::span<T>(out), Memory::host);
     CHECK(first_difference(mine, rows[static_cast<std::size_t>(c.rank())]) == -1);  // input untouched
   }
   CHECK(first_difference(out, expect) == -1);
@@ -48,17 +49,17 @@ TEST_CASE("allreduce: every operator and type, rank-ordered, bitwise") {
 TEST_CASE("allreduce: empty spans") {
   const Comm& c = world();
   std::vector<double> none;
-  c.allreduce<Sum, double>(std::span<const double>(none), std::span<double>(none), Memory::host);
-  c.allreduce<Max, std::int32_t>({}, {}, Memory::host);
+  allreduce<Sum, double>(c, std::span<const double>(none), std::span<double>(none), Memory::host);
+  allreduce<Max, std::int32_t>(c, {}, {}, Memory::host);
   // Still paired after the empty calls: a real one goes through.
   std::vector<std::int64_t> one{c.rank() + 1};
-  c.allreduce<Sum, std::int64_t>(std::span<const std::int64_t>(one), std::span<std::int64_t>(one), Memory::host);
+  allreduce<Sum, std::int64_t>(c, std::span<const std::int64_t>(one), std::span<std::int64_t>(one), Memory::host);
   CHECK(one[0] == std::int64_t{c.size()} * (c.size() + 1) / 2);
 }
 
 TEST_CASE("allreduce: a mismatch of in and out sizes throws std::invalid_argument") {
   std::vector<float> a(3), b(2);
-  auto call = [&] { world().allreduce<Sum, float>(std::span<const float>(a), std::span<float>(b), Memory::host); };
+  auto call = [&] { allreduce<Sum, float>(world(), std::span<const float>(a), std::span<float>(b), Memory::host); };
   CHECK_THROWS_AS(call(), std::invalid_argument);
 }
 
@@ -73,8 +74,8 @@ void check_nan_and_inf() {
   if (c.rank() == last) x[0] = nan, x[2] = inf;
   if (c.rank() == 0) x[1] = nan, x[3] = -inf;
   std::vector<T> mx(x.size()), mn(x.size());
-  c.allreduce<Max, T>(std::span<const T>(x), std::span<T>(mx), Memory::host);
-  c.allreduce<Min, T>(std::span<const T>(x), std::span<T>(mn), Memory::host);
+  allreduce<Max, T>(c, std::span<const T>(x), std::span<T>(mx), Memory::host);
+  allreduce<Min, T>(c, std::span<const T>(x), std::span<T>(mn), Memory::host);
   INFO(type_name<T>() << ", " << c.size() << " ranks");
   CHECK(std::isnan(mx[0]));
   CHECK(std::isnan(mn[0]));

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "tally/common/error.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/session.hpp"
 
 int main(int argc, char** argv) {
-  using namespace tally::reduce;
+  using namespace tally::ranks;
   return run_ranks("rank_probe", argc, argv, [&](Comm& comm) {
     const std::string mode = argc > 1 ? argv[1] : "";
     const bool last = comm.rank() == comm.size() - 1;

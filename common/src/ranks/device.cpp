@@ -1,4 +1,4 @@
-// The rank level's device side: the rank-ordered fold kernel, device copies, and NCCL (with
+// The rank runtime's device side: the device, its memory and copies, and NCCL (with
 // TALLY_HAS_NCCL). Every CUDA and NCCL call is checked.
 
 #include <cuda_runtime_api.h>
@@ -6,31 +6,14 @@
 #include <algorithm>
 #include <string>
 
-#include "instantiate.hpp"
-#include "rank/impl.hpp"
+#include "ranks/impl.hpp"
 #include "tally/common/cuda_check.cuh"
 
 #ifdef TALLY_HAS_NCCL
 #include <nccl.h>
 #endif
 
-namespace tally::reduce::rank_detail {
-
-namespace {
-
-/// out[i] = combine(...combine(g[0][i], g[1][i])..., g[ranks-1][i]): the same sequence of combines as
-/// the host fold, with the library's operators (ops.hpp: NaN propagates through Max/Min).
-template <class Op, class T>
-__global__ void fold_ranks_kernel(const T* __restrict__ gathered, T* __restrict__ out, std::size_t count, int ranks) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    T acc = gathered[i];
-    for (int r = 1; r < ranks; ++r) acc = Op::template combine<T>(acc, gathered[static_cast<std::size_t>(r) * count + i]);
-    out[i] = acc;
-  }
-}
-
-}  // namespace
+namespace tally::ranks::rank_detail {
 
 void set_device(int device) { TALLY_CUDA_TRY(cudaSetDevice(device)); }
 
@@ -56,19 +39,6 @@ void copy_to_device_async(void* dst, const void* src, std::size_t bytes, stream_
 void copy_device_async(void* dst, const void* src, std::size_t bytes, stream_t stream) {
   TALLY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
-
-template <class Op, class T>
-void fold_ranks_device(const T* gathered, T* out, std::size_t count, int ranks, stream_t stream) {
-  constexpr int block = 256;
-  const std::size_t blocks = std::min<std::size_t>((count + block - 1) / block, 65535);
-  fold_ranks_kernel<Op, T><<<static_cast<unsigned>(blocks), block, 0, stream>>>(gathered, out, count, ranks);
-  TALLY_CHECK_LAUNCH();
-}
-
-#define TALLY_RANK_FOLD_DEVICE(Op, T, Acc) \
-  template void fold_ranks_device<Op, T>(const T*, T*, std::size_t, int, stream_t);
-TALLY_REDUCE_FOR_EACH_SAME(TALLY_RANK_FOLD_DEVICE)
-#undef TALLY_RANK_FOLD_DEVICE
 
 #ifdef TALLY_HAS_NCCL
 namespace {
@@ -142,4 +112,4 @@ void nccl_exchange(void* comm, const void* to_prev, void* from_prev, int prev, s
 }
 #endif
 
-}  // namespace tally::reduce::rank_detail
+}  // namespace tally::ranks::rank_detail

@@ -17,6 +17,7 @@
 #include "tally/reduce/reduce.hpp"
 
 using namespace tally::reduce;
+using namespace tally::ranks;
 using namespace tally::test;
 using tally::DeviceBuffer;
 
@@ -46,8 +47,8 @@ void check_device_allreduce(std::size_t n, std::uint64_t salt, bool in_place) {
   for (int r = 0; r < c.size(); ++r) rows.push_back(rank_input<Op, T>(n, r, salt));
   DeviceBuffer<T> in(std::span<const T>(rows[static_cast<std::size_t>(c.rank())]), stream()), out(n);
   out.fill_bytes(0xFF, stream());
-  if (in_place) c.allreduce<Op, T>(std::span<const T>(in.data(), n), in.span(), Memory::device, stream());
-  else c.allreduce<Op, T>(std::span<const T>(in.data(), n), out.span(), Memory::device, stream());
+  if (in_place) allreduce<Op, T>(c, std::span<const T>(in.data(), n), in.span(), Memory::device, stream());
+  else allreduce<Op, T>(c, std::span<const T>(in.data(), n), out.span(), Memory::device, stream());
   const std::vector<T> got = (in_place ? in : out).to_host(stream());
   CHECK(first_difference(got, naive_rank_fold<Op, T>(rows)) == -1);
 }
@@ -73,8 +74,8 @@ TEST_CASE("device allreduce: NaN on any rank propagates through Max and Min") {
   DeviceBuffer<float> d(std::span<const float>(x), stream());
   for (int op = 0; op < 2; ++op) {
     DeviceBuffer<float> out(x.size());
-    if (op == 0) c.allreduce<Max, float>(std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
-    else c.allreduce<Min, float>(std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
+    if (op == 0) allreduce<Max, float>(c, std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
+    else allreduce<Min, float>(c, std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
     const std::vector<float> h = out.to_host(stream());
     CHECK(std::isnan(h[0]));
     CHECK(std::isnan(h[1]));

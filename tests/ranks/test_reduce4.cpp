@@ -9,6 +9,7 @@
 #include "tally/reduce/reduce.hpp"
 
 using namespace tally::reduce;
+using namespace tally::ranks;
 using namespace tally::test;
 
 namespace {

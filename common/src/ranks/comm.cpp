@@ -10,10 +10,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "rank/impl.hpp"
+#include "ranks/impl.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 
 bool mpi_built() {
 #ifdef TALLY_HAS_MPI
@@ -69,7 +70,7 @@ Comm::Impl::~Impl() {
 #ifdef TALLY_HAS_NCCL
   if (nccl) rank_detail::nccl_destroy(nccl);  // before MPI_Finalize (the session destroys the Comm first)
 #endif
-  for (DeviceBuffer* b : {&device_scratch, &device_accumulators})
+  for (DeviceBuffer* b : {&device_gathered, &device_caller})
     if (b->p) rank_detail::device_free(b->p);
 #ifdef TALLY_HAS_MPI
   int finalized = 0;
@@ -96,13 +97,18 @@ std::int64_t Comm::mpi_handle() const {
 }
 
 int Comm::pick_device(int requested) const {
-  const int n = cuda_device_count();
+  const int n = tally::cuda_device_count();
   if (n == 0) return -1;
   if (size() == 1) return requested;
   return local_rank() % n;
 }
 
 bool Comm::shares_device() const { return impl_ && impl_->shares_device; }
+
+void* Comm::device_scratch(std::size_t bytes) const {
+  if (!impl_) throw std::invalid_argument("device_scratch: a single-rank Comm keeps no device memory");
+  return impl_->device_caller.grow(bytes);
+}
 
 void Comm::use_device(int device, [[maybe_unused]] stream_t stream) {
   if (device < 0) throw std::invalid_argument("use_device: device " + std::to_string(device) + " is not a CUDA device");
@@ -300,4 +306,4 @@ void Comm::abort(int exit_code) const {
   std::exit(exit_code);
 }
 
-}  // namespace tally::reduce
+}  // namespace tally::ranks
