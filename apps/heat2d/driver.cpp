@@ -6,24 +6,26 @@
 #include <exception>
 #include <memory>
 
-#include "tally/common/progress.hpp"
 #include "tally/common/interrupt.hpp"
+#include "tally/common/progress.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::heat2d {
 
-reduce::Range own_rows(const Problem& p, int ranks, int rank) {
+ranks::Range own_rows(const Problem& p, int ranks, int rank) {
   const Block b = local_block(p, ranks, rank);
   return {b.row0 + (rank == 0 ? 0 : 1), b.end() - (rank == ranks - 1 ? 0 : 1)};
 }
 
 template <class T>
-std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
+std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
   const int n = comm.size();
   auto own = [&](int r) { return own_rows(p, n, r); };  // global rows that rank r contributes
   const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
   const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
   const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
-  const reduce::Range mine = own(comm.rank());
+  const ranks::Range mine = own(comm.rank());
   const std::int64_t mine_off = mine.begin - local_block(p, n, comm.rank()).row0;  // in `block`
   std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
   for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
@@ -33,7 +35,7 @@ std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::spa
     if (!comm.is_root()) continue;
     auto from = got.begin();
     for (int r = 0; r < n; ++r) {
-      const reduce::Range o = own(r);
+      const ranks::Range o = own(r);
       const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * p.nx;
       std::copy(from, from + k, field.begin() + (o.begin + c0) * p.nx);
       from += k;
@@ -41,12 +43,12 @@ std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::spa
   }
   return field;
 }
-template std::vector<float> gather_field<float>(const reduce::Comm&, const Problem&, std::span<const float>, std::int64_t);
-template std::vector<double> gather_field<double>(const reduce::Comm&, const Problem&, std::span<const double>, std::int64_t);
+template std::vector<float> gather_field<float>(const ranks::Comm&, const Problem&, std::span<const float>, std::int64_t);
+template std::vector<double> gather_field<double>(const ranks::Comm&, const Problem&, std::span<const double>, std::int64_t);
 
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOptions& o, std::span<const T> start) {
-  const reduce::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
+  const ranks::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
   Report<T> rep;
   HostTimer t;
   std::unique_ptr<Solver<T>> solver;
@@ -113,11 +115,11 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
     // Not gathered: the analytic error in parts, each rank over its own rows (the max exact in any
     // order, the rows' sums added in row order on rank 0: the bits of one rank).
     if (analytic) {
-      const reduce::Range own = own_rows(p, comm->size(), comm->rank());
+      const ranks::Range own = own_rows(p, comm->size(), comm->rank());
       ErrorParts e = analytic_error_rows<T>(
           p, std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx, static_cast<std::size_t>(own.size() * p.nx)),
           own.begin, rep.sim_time);
-      comm->allreduce<reduce::Max, double>(std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1), reduce::Memory::host);
+      reduce::allreduce<reduce::Max, double>(*comm, std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1), ranks::Memory::host);
       const std::vector<double> sums = comm->gather<double>(e.row_sum2);
       if (comm->is_root()) rep.analytic = error_norms(p, e.max, sums);
     }
@@ -197,7 +199,7 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
 /// The median per-sweep time of `repeats` runs of `sweeps` sweeps checked every sweep (after one
 /// warm-up); across ranks the slowest rank's time of each run.
 template <class T>
-double time_sweeps(const Problem& p, const RunOptions& o, const reduce::Comm* comm, std::int64_t sweeps, int repeats) {
+double time_sweeps(const Problem& p, const RunOptions& o, const ranks::Comm* comm, std::int64_t sweeps, int repeats) {
   auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
   const Block b = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
   solver->set_field(initial_field<T>(p, b.row0, b.rows));
@@ -216,7 +218,7 @@ double time_sweeps(const Problem& p, const RunOptions& o, const reduce::Comm* co
 
 template <class T>
 ScalingRow scaling_row(const RunOptions& o, std::int64_t n, std::int64_t sweeps, int repeats) {
-  const reduce::Comm& comm = *o.comm;
+  const ranks::Comm& comm = *o.comm;
   Problem p;
   p.nx = p.ny = n;
   p.init = parse_spec("sin", "--init");

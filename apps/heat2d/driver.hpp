@@ -11,7 +11,8 @@
 #include "heat2d.hpp"
 #include "solver.hpp"
 #include "tally/common/timing.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/comm.hpp"
+#include "tally/ranks/split.hpp"
 
 namespace tally::heat2d {
 
@@ -28,7 +29,7 @@ struct RunOptions {
   bool keep_partial = false;
   /// The ranks the grid is split over (nullptr: one). With several, run_problem is collective and,
   /// on CUDA, Comm::use_device(device) must have been called.
-  const reduce::Comm* comm = nullptr;
+  const ranks::Comm* comm = nullptr;
   /// Several ranks: gather the final field to rank 0 (Report::field). false (the field is written
   /// with parallel HDF5): each rank keeps its block in Report::block_field, and rank 0 gathers only
   /// when it needs the whole field (the analytic error, --validate).
@@ -48,19 +49,19 @@ struct Report {
   Timings timings;  ///< setup, h2d, solve, per_sweep, d2h (main adds write and total); this rank's
   Block block;      ///< this rank's rows
   /// With RunOptions::comm: min/median/max over ranks of each timing (in the order of `timings`).
-  std::vector<std::pair<std::string, reduce::RankStats>> rank_timings;
+  std::vector<std::pair<std::string, ranks::RankStats>> rank_timings;
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };
 
 /// The global rows [begin, end) that rank `rank` of `ranks` owns in the output: its interior rows,
 /// and the edge row at each end of the field for the first and last rank.
-[[nodiscard]] reduce::Range own_rows(const Problem& p, int ranks, int rank);
+[[nodiscard]] ranks::Range own_rows(const Problem& p, int ranks, int rank);
 
 /// Rank 0 assembles the whole field (ny * nx) from every rank's `block` (its local_block's rows):
 /// each rank's own rows and the end ranks' edge rows, in rounds of at most `round_bytes` altogether
 /// (MPI counts are ints). Collective; returns an empty vector on the other ranks.
 template <class T>
-std::vector<T> gather_field(const reduce::Comm& comm, const Problem& p, std::span<const T> block,
+std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block,
                             std::int64_t round_bytes = std::int64_t{1} << 30);
 
 /// Solves one problem from `start` (this rank's block, halo rows included: a restart's field at

@@ -28,11 +28,11 @@ struct RunRecord {
 };
 
 /// What carried the halos ("none" on one rank, "mpi", "nccl", ...).
-[[nodiscard]] std::string transport_of(const reduce::Comm& comm, const RunOptions& ro);
+[[nodiscard]] std::string transport_of(const ranks::Comm& comm, const RunOptions& ro);
 /// How the field reached the file (RanksReport::writer).
-[[nodiscard]] std::string writer_of(const reduce::Comm& comm, const RunOptions& ro);
+[[nodiscard]] std::string writer_of(const ranks::Comm& comm, const RunOptions& ro);
 /// Several ranks of a node on one GPU.
-[[nodiscard]] bool shared_gpu(const reduce::Comm& comm, const RunOptions& ro);
+[[nodiscard]] bool shared_gpu(const ranks::Comm& comm, const RunOptions& ro);
 
 /// The sweeps' rate: grid points and field bytes (read + written) per second of the solve.
 struct Throughput {
@@ -47,7 +47,7 @@ template <class T>
 /// the file was created and `run` at the start of the run: timings/write and timings/total.
 template <class T>
 void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro, const RunRecord& rec,
-                  const Report<T>& rep, const reduce::Comm& comm, const reduce::RankStats& total, const Provenance& prov,
+                  const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total, const Provenance& prov,
                   const std::optional<DeviceInfo>& dev, const HostTimer& write, const HostTimer& run);
 
 }  // namespace tally::heat2d

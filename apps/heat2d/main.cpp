@@ -24,13 +24,14 @@
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/session.hpp"
+#include "tally/ranks/split.hpp"
 
 namespace {
 
 using namespace tally;
 using namespace tally::heat2d;
-using reduce::Comm;
+using ranks::Comm;
 
 struct Options {
   cli::CommonOptions common;
@@ -95,7 +96,7 @@ std::optional<DeviceInfo> device_of(const RunOptions& ro) {
 }
 
 std::string shared_gpu_note(const Comm& comm) {
-  const int gpus = reduce::cuda_device_count();
+  const int gpus = tally::cuda_device_count();
   return "(" + std::to_string(comm.local_size()) + " ranks share " + (gpus > 1 ? std::to_string(gpus) + " GPUs)" : "a GPU)");
 }
 
@@ -123,7 +124,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     r.check_residual.insert(r.check_residual.begin(), restart.check_residual.begin(), restart.check_residual.end());
   }
   const SolveResult& res = rep.result;
-  const reduce::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
+  const ranks::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
   // Every rank exits as rank 0 does: the status and the verdict are the same everywhere.
   const int rank_exit = res.status == Status::diverged || !rep.validation_passed ? exit_failure : exit_ok;
   HostTimer tw;
@@ -132,7 +133,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   std::optional<h5::File> parallel;  // rank 0: the file every rank wrote its rows of the field into
   if (!ro.gather) {
     h5::File f = h5::File::create_collective(o.common.out, {comm.mpi_handle(), comm.rank(), comm.size()});
-    const reduce::Range own = own_rows(p, comm.size(), comm.rank());
+    const ranks::Range own = own_rows(p, comm.size(), comm.rank());
     const std::span<const T> mine(rep.block_field.data() + (own.begin - rep.block.row0) * p.nx,
                                   static_cast<std::size_t>(own.size() * p.nx));
     f.write_rows<T>("field", mine, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)},
@@ -380,7 +381,7 @@ int run(int argc, char** argv, Comm& comm) {
     const std::vector<int> codes = comm.allgather<int>(rc ? *rc : -1);
     for (int r = 0; r < comm.size(); ++r)
       if (codes[static_cast<std::size_t>(r)] > 0)
-        throw reduce::AgreedError("rank " + std::to_string(r) + ": bad options (its message above)", true);
+        throw ranks::AgreedError("rank " + std::to_string(r) + ": bad options (its message above)", true);
     if (rc) return *rc;
   }
   // All options, defaults and config files included, must be the same on every rank (one line, so
@@ -465,5 +466,5 @@ int run(int argc, char** argv, Comm& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tally::reduce::run_ranks("heat2d", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
+  return tally::ranks::run_ranks("heat2d", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
 }

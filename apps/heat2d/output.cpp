@@ -8,13 +8,13 @@
 
 namespace tally::heat2d {
 
-std::string transport_of(const reduce::Comm& comm, const RunOptions& ro) {
-  return comm.transport(ro.backend == reduce::Backend::cuda ? reduce::Memory::device : reduce::Memory::host);
+std::string transport_of(const ranks::Comm& comm, const RunOptions& ro) {
+  return comm.transport(ro.backend == reduce::Backend::cuda ? ranks::Memory::device : ranks::Memory::host);
 }
-std::string writer_of(const reduce::Comm& comm, const RunOptions& ro) {
+std::string writer_of(const ranks::Comm& comm, const RunOptions& ro) {
   return !ro.gather ? writer_parallel_hdf5 : comm.size() > 1 ? writer_gathered : writer_one_rank;
 }
-bool shared_gpu(const reduce::Comm& comm, const RunOptions& ro) {
+bool shared_gpu(const ranks::Comm& comm, const RunOptions& ro) {
   return comm.size() > 1 && ro.backend == reduce::Backend::cuda && comm.shares_device();
 }
 
@@ -59,8 +59,8 @@ void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, c
 /// ("rows 1-13 | 14-26 | ...", each rank's interior rows, inclusive; also as datasets row_begin and
 /// row_end, [begin, end)) and each timing's seconds on every rank.
 template <class T>
-void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const reduce::Comm& comm, const RunOptions& ro,
-                 const reduce::RankStats& total) {
+void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const ranks::Comm& comm, const RunOptions& ro,
+                 const ranks::RankStats& total) {
   RanksReport r;
   r.ranks = comm.size();
   r.transport = transport_of(comm, ro);
@@ -85,7 +85,7 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
 
 template <class T>
 void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro, const RunRecord& rec,
-                  const Report<T>& rep, const reduce::Comm& comm, const reduce::RankStats& total, const Provenance& prov,
+                  const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total, const Provenance& prov,
                   const std::optional<DeviceInfo>& dev, const HostTimer& write, const HostTimer& run) {
   const SolveResult& res = rep.result;
   write_parameters(file, p, rule, ro, rec, sizeof(T) == 4 ? "float" : "double");
@@ -127,7 +127,7 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
 #define TALLY_HEAT2D_OUTPUT(T)                                                                                     \
   template Throughput throughput<T>(const Problem&, const StopRule&, const Report<T>&);                           \
   template void write_result<T>(h5::Location&, const Problem&, const StopRule&, const RunOptions&, const RunRecord&, \
-                                const Report<T>&, const reduce::Comm&, const reduce::RankStats&, const Provenance&,  \
+                                const Report<T>&, const ranks::Comm&, const ranks::RankStats&, const Provenance&,  \
                                 const std::optional<DeviceInfo>&, const HostTimer&, const HostTimer&);
 TALLY_HEAT2D_OUTPUT(float)
 TALLY_HEAT2D_OUTPUT(double)

@@ -6,7 +6,8 @@
 
 #include "solver.hpp"
 #include "tally/common/error.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/comm.hpp"
+#include "tally/ranks/split.hpp"
 
 namespace tally::heat2d {
 
@@ -15,7 +16,7 @@ Block local_block(const Problem& p, int ranks, int rank) {
     throw InputError(std::to_string(ranks) + " ranks: the " + std::to_string(p.nx) + " x " + std::to_string(p.ny) +
                      " grid has only " + std::to_string(p.ny - 2) +
                      " interior rows (--ny), and each rank needs at least one");
-  const reduce::Range r = reduce::split_range(p.ny - 2, ranks, rank);
+  const ranks::Range r = ranks::split_range(p.ny - 2, ranks, rank);
   return {r.begin, r.size() + 2};  // interior rows [1 + begin, 1 + end) and one row on each side
 }
 

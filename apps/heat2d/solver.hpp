@@ -3,7 +3,7 @@
 // backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu.
 //
 // Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
-// interior rows 1..ny-2 by reduce::split_range, each rank holding its rows plus one row on each
+// interior rows 1..ny-2 by ranks::split_range, each rank holding its rows plus one row on each
 // side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
 // ranks); with passes of t > 1 sweeps the solver holds t rows a side, exchanged after each pass
 // (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks (exact), so every rank stops at the same sweep
@@ -19,7 +19,7 @@
 #include "heat2d.hpp"
 #include "tally/reduce/backend.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 class Comm;
 }
 
@@ -104,7 +104,7 @@ struct SolverOptions {
   std::string cuda_kernel = "persistent";
   /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
   /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
-  const reduce::Comm* comm = nullptr;
+  const ranks::Comm* comm = nullptr;
   /// Sweeps a pass (0: auto, resolved at each solve() against the rule's check interval; see
   /// resolve_sweeps_per_pass). Every t gives the same bits as t = 1.
   int sweeps_per_pass = 1;

@@ -13,7 +13,7 @@
 #include "solver.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/ops.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::heat2d {
 namespace {
@@ -132,7 +132,7 @@ class CpuSolver final : public Solver<T> {
       if (rule.is_check(k)) {  // only a pass's last sweep can be (t divides check_every)
         double res = static_cast<double>(pass<true>(k - k0 + 1, t));
         // The same bits on every rank (Max is exact): every rank judges alike and stops together.
-        if (comm_) comm_->allreduce<Max, double>(std::span<const double>(&res, 1), std::span<double>(&res, 1), reduce::Memory::host);
+        if (comm_) reduce::allreduce<Max, double>(*comm_, std::span<const double>(&res, 1), std::span<double>(&res, 1), ranks::Memory::host);
         r.iterations = k;
         r.check_iteration.push_back(k);
         r.check_residual.push_back(res);
@@ -177,7 +177,7 @@ class CpuSolver final : public Solver<T> {
     auto rows = [&](bool there, std::int64_t j) {  // rows j..j+n-1, or none toward a missing neighbour
       return there ? std::span<T>(b.data() + j * nx, static_cast<std::size_t>(n * nx)) : std::span<T>();
     };
-    auto halo = comm_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je), reduce::Memory::host);
+    auto halo = comm_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je), ranks::Memory::host);
     halo.wait();
   }
 
@@ -193,7 +193,7 @@ class CpuSolver final : public Solver<T> {
       res = sweep<T, Check>(u_.data(), v_.data(), nx, first, first + 1, c_);
       if (last > first) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, last, last + 1, c_));
       auto row = [&](std::int64_t j) { return std::span<T>(v_.data() + j * nx, static_cast<std::size_t>(nx)); };
-      auto halo = comm_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), reduce::Memory::host);
+      auto halo = comm_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), ranks::Memory::host);
       if (last > first + 1) res = Max::combine(res, sweep<T, Check>(u_.data(), v_.data(), nx, first + 1, last, c_));
       halo.wait();
     }
@@ -203,7 +203,7 @@ class CpuSolver final : public Solver<T> {
 
   Problem p_;
   Coeffs<T> c_;
-  const reduce::Comm* comm_;  // nullptr: one rank, no exchange
+  const ranks::Comm* comm_;  // nullptr: one rank, no exchange
   int t_;                     // sweeps a pass asked for (0: auto)
   int deepest_;               // the deepest pass the ranks' blocks allow
   HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)

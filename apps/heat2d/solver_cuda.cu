@@ -36,7 +36,7 @@
 #include "tally/common/device_timer.cuh"
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::heat2d {
 namespace {
@@ -314,7 +314,7 @@ class CudaSolver final : public Solver<T> {
           // The cross-rank Max and its publication on their own stream, while the next sweep runs.
           TALLY_CUDA_TRY(cudaEventRecord(swept_, stream_));
           TALLY_CUDA_TRY(cudaStreamWaitEvent(res_stream_, swept_, 0));
-          ranks_->allreduce<Max, double>(std::span<const double>(res, 1), std::span<double>(res, 1), reduce::Memory::device,
+          reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res, 1), std::span<double>(res, 1), ranks::Memory::device,
                                          res_stream_);
           publish_global<<<1, 1, 0, res_stream_>>>(res, state_.data(), d_slots_ + slot, k, rule.tol);
           TALLY_CHECK_LAUNCH();
@@ -479,7 +479,7 @@ class CudaSolver final : public Solver<T> {
       TALLY_CHECK_LAUNCH();
     }
     auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
-    auto halo = ranks_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), reduce::Memory::device, halo_stream_);
+    auto halo = ranks_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), ranks::Memory::device, halo_stream_);
     halo.wait();  // NCCL: returns at once; host-staged: the rows travel now, the copies back go on the stream
     TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
   }
@@ -493,7 +493,7 @@ class CudaSolver final : public Solver<T> {
   void connect_ranks() {
     exchange(u_[cur_].data(), 1, stream_);
     res_.fill_bytes(0, res_stream_);
-    ranks_->allreduce<Max, double>(std::span<const double>(res_.data(), 1), std::span<double>(res_.data(), 1), reduce::Memory::device,
+    reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res_.data(), 1), std::span<double>(res_.data(), 1), ranks::Memory::device,
                                    res_stream_);
     for (auto st : {stream_, halo_stream_, res_stream_}) TALLY_CUDA_TRY(cudaStreamSynchronize(st));
     connected_ = true;
@@ -511,14 +511,14 @@ class CudaSolver final : public Solver<T> {
     TALLY_CUDA_TRY(cudaEventRecord(boundary_done_, after));
     TALLY_CUDA_TRY(cudaStreamWaitEvent(halo_stream_, boundary_done_, 0));
     auto halo = ranks_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je),
-                                          reduce::Memory::device, halo_stream_);
+                                          ranks::Memory::device, halo_stream_);
     halo.wait();
     TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
   }
 
   Problem p_;
   Coeffs<T> c_;
-  const reduce::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
+  const ranks::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
   int t_ = 1;                  // sweeps a pass asked for (0: auto)
   int deepest_ = 1;            // the deepest pass the ranks' blocks allow
   HaloLayout lay_;             // the rows held: own rows and halos (one rank: the whole field)

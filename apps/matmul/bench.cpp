@@ -13,13 +13,13 @@
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/provenance.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/comm.hpp"
 
 namespace tally::matmul::detail {
 namespace {
 
-using reduce::Comm;
-using reduce::Memory;
+using ranks::Comm;
+using ranks::Memory;
 
 void print_table_header(bool cuda) {
   std::printf("| case | level | time ms | GFLOP/s | GB/s in | %s | %s | rel. err | tolerance | ok |\n",

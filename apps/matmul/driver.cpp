@@ -27,14 +27,15 @@
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::matmul {
 namespace detail {
 namespace {
 
-using reduce::Comm;
-using reduce::Memory;
+using ranks::Comm;
+using ranks::Memory;
 
 template <class T>
 Measured judge(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s) {
@@ -95,7 +96,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   cs.shape = s;
   cs.precision = sizeof(T) == 4 ? "float" : "double";
   cs.ranks = comm.size();
-  const reduce::Range part = reduce::split_range(s.k, comm.size(), comm.rank());
+  const ranks::Range part = ranks::split_range(s.k, comm.size(), comm.rank());
   const Shape local{s.m, s.n, part.size()};
   const auto mu = static_cast<std::uint64_t>(s.m), nu = static_cast<std::uint64_t>(s.n);
   const auto k0 = static_cast<std::uint64_t>(part.begin), kr = static_cast<std::uint64_t>(part.size());
@@ -103,14 +104,14 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   // Host-side sums over ranks (rank order: the same bits on every rank).
   const auto host_sum = [&](auto& v) {
     using V = typename std::decay_t<decltype(v)>::value_type;
-    if (comm.size() > 1) comm.allreduce<reduce::Sum, V>(std::span<const V>(v), std::span<V>(v), Memory::host);
+    if (comm.size() > 1) tally::reduce::allreduce<reduce::Sum, V>(comm, std::span<const V>(v), std::span<V>(v), Memory::host);
   };
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
   engine->set_exact(o.exact);
   if (comm.size() > 1)
     engine->set_combine([&comm, c_memory](std::span<T> c, stream_t stream) {
-      comm.allreduce<reduce::Sum, T>(std::span<const T>(c.data(), c.size()), c, c_memory, stream);
+      tally::reduce::allreduce<reduce::Sum, T>(comm, std::span<const T>(c.data(), c.size()), c, c_memory, stream);
     });
   {
     ScopedTimer t(cs.timings, "inputs_s");
@@ -252,11 +253,11 @@ RanksReport ranks_report(const Comm& comm, Backend backend, const Case& cs) {
   rr.shares_device = backend == Backend::cuda && comm.shares_device();
   rr.decomposition = "K split (columns of A, rows of B; partial C summed in rank order): ";
   for (int q = 0; q < comm.size(); ++q) {
-    const reduce::Range p = reduce::split_range(cs.shape.k, comm.size(), q);
+    const ranks::Range p = ranks::split_range(cs.shape.k, comm.size(), q);
     rr.decomposition += (q ? " | " : "") + std::to_string(p.begin) + "-" + std::to_string(p.end - 1);
   }
   for (const auto& [name, v] : cs.timings.entries()) {  // "level_gang_s": phase "level_gang"
-    const reduce::RankStats st = comm.stats(v);
+    const ranks::RankStats st = comm.stats(v);
     const bool s_suffix = name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0;
     rr.phases.push_back({s_suffix ? name.substr(0, name.size() - 2) : name, st.min, st.median, st.max, st.per_rank});
   }

@@ -17,7 +17,7 @@
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 class Comm;
 }
 
@@ -90,13 +90,13 @@ struct HostInputs {
 /// The job: set-up agreed over the ranks of `comm` (a failure anywhere is every rank's), then --bench
 /// or the single run, rank 0 writing the file and printing. Collective. Returns the exit code; bad
 /// input throws InputError.
-int run(const Options& o, reduce::Comm& comm);
+int run(const Options& o, ranks::Comm& comm);
 
 /// Runs one case (inputs, reference, each level, the vendor library, Eigen) on the ranks of `comm`,
 /// K split across them. Collective. Instantiated for float and double. The inputs: `given`, else
 /// --a/--b, else generated.
 template <class T>
-Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
+Case run_case(const ranks::Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
               const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
               const HostInputs<T>* given = nullptr);
 /// --level's names as the executable takes them: "all" is every level of the backend (tiled-tc on
@@ -105,8 +105,8 @@ Case run_case(const reduce::Comm& comm, Backend backend, int device, Shape s, co
 /// no exact form.
 std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact = false);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
-RanksReport ranks_report(const reduce::Comm& comm, Backend backend, const Case& cs);
+RanksReport ranks_report(const ranks::Comm& comm, Backend backend, const Case& cs);
 /// --bench (bench.cpp). Collective.
-int run_bench(const reduce::Comm& comm, Backend backend, int device, const Options& o);
+int run_bench(const ranks::Comm& comm, Backend backend, int device, const Options& o);
 
 }  // namespace tally::matmul::detail

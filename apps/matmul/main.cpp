@@ -7,14 +7,15 @@
 
 #include "driver.hpp"
 #include "tally/common/cli.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/session.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace {
 
 using namespace tally;
 using matmul::detail::Options;
 
-int run(int argc, char** argv, reduce::Comm& comm) {
+int run(int argc, char** argv, ranks::Comm& comm) {
   // Every rank must run the same job (a rank with other options would multiply another problem or
   // wait in another collective): checked before parsing, so that every rank parses the same text.
   std::string args;
@@ -65,5 +66,5 @@ int run(int argc, char** argv, reduce::Comm& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tally::reduce::run_ranks("matmul", argc, argv, [&](tally::reduce::Comm& comm) { return run(argc, argv, comm); });
+  return tally::ranks::run_ranks("matmul", argc, argv, [&](tally::ranks::Comm& comm) { return run(argc, argv, comm); });
 }

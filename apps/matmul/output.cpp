@@ -5,7 +5,8 @@
 #include <cstdio>
 
 #include "tally/common/json.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::matmul::detail {
 namespace {
@@ -110,7 +111,7 @@ void write_ranks(h5::Location& where, const RanksReport& rr, Shape s) {
   write(where, rr);
   std::vector<std::int64_t> begin, end;  // each rank's K slab, machine-readable
   for (int q = 0; q < rr.ranks; ++q) {
-    const reduce::Range p = reduce::split_range(s.k, rr.ranks, q);
+    const ranks::Range p = ranks::split_range(s.k, rr.ranks, q);
     begin.push_back(p.begin);
     end.push_back(p.end);
   }

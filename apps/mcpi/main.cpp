@@ -21,14 +21,16 @@
 #include "tally/common/timing.hpp"
 #include "tally/reduce/backend.hpp"
 #include "tally/common/interrupt.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/session.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace {
 
 using namespace tally;
 using namespace tally::mcpi;
-using reduce::Comm;
-using reduce::Memory;
+using ranks::Comm;
+using ranks::Memory;
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -50,7 +52,7 @@ Scaling bench_ranks(const Comm& comm, int device, std::uint64_t seed, int repeat
   Scaling sc;
   sc.samples_per_rank = std::int64_t{1} << 36;
   const auto job = [&](double local_s) {
-    comm.allreduce<reduce::Max, double>(std::span<const double>(&local_s, 1), std::span<double>(&local_s, 1), Memory::host);
+    reduce::allreduce<reduce::Max, double>(comm, std::span<const double>(&local_s, 1), std::span<double>(&local_s, 1), Memory::host);
     return local_s;
   };
   const auto barrier = [&] { comm.barrier(); };
@@ -199,7 +201,7 @@ int run(int argc, char** argv, Comm& comm) {
   HostTimer total;
   // This rank's stretch of the stream: samples [offset + b, offset + e) of the job, in batches of
   // --batch. The stream layout (mcpi.hpp) makes the stretches' hits add up to the single-rank count.
-  const reduce::Range part = reduce::split_range(p.n, ranks, comm.rank());
+  const ranks::Range part = ranks::split_range(p.n, ranks, comm.rank());
   Params mine = p;
   mine.offset = p.offset + part.begin;
   mine.n = part.size();
@@ -246,5 +248,5 @@ int run(int argc, char** argv, Comm& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tally::reduce::run_ranks("mcpi", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
+  return tally::ranks::run_ranks("mcpi", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
 }

@@ -20,8 +20,9 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
+#include "tally/ranks/comm.hpp"
+#include "tally/ranks/split.hpp"
 #include "tally/reduce/backend.hpp"
-#include "tally/reduce/rank.hpp"
 
 namespace tally::mcpi {
 
@@ -45,9 +46,9 @@ struct Job {
   [[nodiscard]] double samples_per_s() const { return static_cast<double>(params.n) / result.generate_count_s; }
 };
 
-/// Collective: combines every rank's `mine` (its stretch reduce::split_range(p.n, size, rank) of the
+/// Collective: combines every rank's `mine` (its stretch ranks::split_range(p.n, size, rank) of the
 /// job `p`) into the Job (complete on rank 0). `total` started before the run.
-[[nodiscard]] Job gather_job(const reduce::Comm& comm, const Params& p, reduce::Backend backend, Result mine,
+[[nodiscard]] Job gather_job(const ranks::Comm& comm, const Params& p, reduce::Backend backend, Result mine,
                              const HostTimer& total);
 
 /// Attributes app, backend, seed (every mcpi file, the benchmark's too).

@@ -5,11 +5,13 @@
 #include <utility>
 
 #include "mcpi_output.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 
 namespace tally::mcpi {
 
-using reduce::Comm;
-using reduce::Memory;
+using ranks::Comm;
+using ranks::Memory;
 
 Outcome judge(std::int64_t hits, std::int64_t n) {
   Outcome o;
@@ -22,7 +24,7 @@ Outcome judge(std::int64_t hits, std::int64_t n) {
 
 namespace {
 RankPhase rank_phase(const Comm& comm, std::string name, double seconds) {
-  const reduce::RankStats st = comm.stats(seconds);  // collective
+  const ranks::RankStats st = comm.stats(seconds);  // collective
   return {std::move(name), st.min, st.median, st.max, st.per_rank};
 }
 }  // namespace
@@ -36,7 +38,7 @@ Job gather_job(const Comm& comm, const Params& p, reduce::Backend backend, Resul
   rr.transport = comm.transport(Memory::host);
   rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
   // The job's hits: integer sum, exact in any order.
-  comm.allreduce<reduce::Sum, std::int64_t>(std::span<const std::int64_t>(&mine.hits, 1),
+  reduce::allreduce<reduce::Sum, std::int64_t>(comm, std::span<const std::int64_t>(&mine.hits, 1),
                                             std::span<std::int64_t>(&mine.hits, 1), Memory::host);
   const auto all_batch_n = comm.gather<std::int64_t>(mine.batch_n), all_batch_hits = comm.gather<std::int64_t>(mine.batch_hits);
   rr.phases.push_back(rank_phase(comm, "setup", mine.setup_s));
@@ -52,7 +54,7 @@ Job gather_job(const Comm& comm, const Params& p, reduce::Backend backend, Resul
   job.result.setup_s = rr.phases[0].max;
   job.result.generate_count_s = rr.phases[1].max;
   for (int q = 0; q < rr.ranks; ++q) {
-    const reduce::Range pq = reduce::split_range(p.n, rr.ranks, q);
+    const ranks::Range pq = ranks::split_range(p.n, rr.ranks, q);
     rr.decomposition += (q ? " | " : "samples ") + std::to_string(p.offset + pq.begin) + "-" + std::to_string(p.offset + pq.end - 1);
   }
   job.outcome = judge(job.result.hits, p.n);
@@ -97,7 +99,7 @@ void write_result(h5::Location& f, const Job& job, const Provenance& prov, const
   write(f, job.ranks);
   std::vector<std::int64_t> part_begin, part_end;  // each rank's stretch, machine-readable
   for (int q = 0; q < job.ranks.ranks; ++q) {
-    const reduce::Range pq = reduce::split_range(p.n, job.ranks.ranks, q);
+    const ranks::Range pq = ranks::split_range(p.n, job.ranks.ranks, q);
     part_begin.push_back(p.offset + pq.begin);
     part_end.push_back(p.offset + pq.end);
   }

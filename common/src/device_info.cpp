@@ -19,6 +19,7 @@ std::string DeviceInfo::summary() const {
 }
 
 #ifndef TALLY_HAS_CUDA
+int cuda_device_count() { return 0; }
 DeviceInfo query_device(int) { throw Error("this build of tally has no CUDA backend"); }
 #endif
 

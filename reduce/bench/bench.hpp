@@ -13,7 +13,7 @@
 #include "tally/reduce/backend.hpp"
 #include "tally/reduce/config.hpp"
 
-namespace tally::reduce {
+namespace tally::ranks {
 class Comm;
 }
 
@@ -121,6 +121,6 @@ std::unique_ptr<RankBench> make_rank_bench_cpu(int threads);
 
 /// The full Sum of the global array (o.extents, split along gang over the ranks): the aggregate
 /// bandwidth against the number of ranks times rank 0's single-process figure. Collective.
-Report run_ranks_suite(const Options& o, Comm& comm, Backend backend);
+Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend);
 
 }  // namespace tally::reduce::bench

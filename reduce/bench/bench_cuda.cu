@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "ladder/ladder.hpp"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_info.hpp"
@@ -56,6 +57,69 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+/// The loop nests of the levels, shapes and openacc suites: one list each, read by the suites and
+/// by Bench's sizing of its pools.
+Extents levels_extents(const Options& o) { return o.quick ? Extents{16, 64, 256} : Extents{64, 1024, 256}; }
+Extents openacc_extents(const Options& o) {
+  return o.quick ? Extents{16, 64, 256} : Extents{o.extents[0], o.extents[1], o.extents[2]};
+}
+/// The shapes suite's sizes (2^lg elements, the full reduction it is compared with) and each one's nests.
+std::vector<int> shapes_logs(const Options& o) { return o.quick ? std::vector<int>{22} : std::vector<int>{26, 28}; }
+std::vector<Extents> shapes_extents(std::int64_t n) {
+  std::vector<Extents> list;
+  for (std::int64_t nv : {std::int64_t{1}, std::int64_t{2}, std::int64_t{16}, std::int64_t{32}, std::int64_t{1000}, std::int64_t{1} << 20}) {
+    const std::int64_t ng = 64;
+    const std::int64_t nw = std::max<std::int64_t>(1, n / (ng * nv));
+    list.push_back({ng, nw, nv});
+  }
+  list.push_back({1, n >> 10, 1024});  // outermost extent 1
+  return list;
+}
+/// The sweep's sizes (the full reductions of floats) and the exact suite's (of floats and doubles).
+std::vector<int> sweep_logs(const Options& o) {
+  if (o.quick) return {10, 16, 20, 24};
+  std::vector<int> logs;
+  for (int lg = 10; lg <= 30; lg += 2) logs.push_back(lg);
+  return logs;
+}
+std::vector<int> exact_logs(const Options& o) {
+  return o.quick ? std::vector<int>{16, 20} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
+}
+std::int64_t ladder_size(const Options& o) { return std::int64_t{1} << (o.quick ? 20 : 24); }
+std::size_t copy_ceiling_bytes(const Options& o) { return o.quick ? (std::size_t{64} << 20) : (std::size_t{1} << 30); }
+
+/// The bytes of the largest input and of the largest output the chosen suites (o.suite) reduce, so
+/// that the pools hold every case of --quick, of the full table and of any --extents.
+struct PoolNeeds {
+  std::size_t input = 0, output = 0;
+  void nest(Extents e, std::size_t elem) {  // every level set of e, elements of at most `elem` bytes
+    input = std::max(input, static_cast<std::size_t>(e.size()) * elem);
+    for (Levels lv : Levels::all_sets()) output = std::max(output, static_cast<std::size_t>(output_shape(e, lv).size()) * elem);
+  }
+  void full(std::int64_t n, std::size_t elem) {  // a full reduction: one or two scalars out
+    input = std::max(input, static_cast<std::size_t>(n) * elem);
+    output = std::max(output, 2 * elem);
+  }
+};
+PoolNeeds pool_needs(const Options& o) {
+  const bool all = o.suite == "all";
+  PoolNeeds need;
+  need.input = 2 * copy_ceiling_bytes(o);  // the copy ceiling's source and destination
+  if (all || o.suite == "sweep")
+    for (int lg : sweep_logs(o)) need.full(std::int64_t{1} << lg, sizeof(float));
+  if (all || o.suite == "ladder") need.full(ladder_size(o), sizeof(float));
+  if (all || o.suite == "levels") need.nest(levels_extents(o), sizeof(double));
+  if (all || o.suite == "shapes")
+    for (int lg : shapes_logs(o)) {
+      need.full(std::int64_t{1} << lg, sizeof(float));
+      for (Extents e : shapes_extents(std::int64_t{1} << lg)) need.nest(e, sizeof(float));
+    }
+  if (all || o.suite == "openacc") need.nest(openacc_extents(o), sizeof(double));
+  if (all || o.suite == "exact")
+    for (int lg : exact_logs(o)) need.full(std::int64_t{1} << lg, sizeof(double));
+  return need;
+}
+
 template <class T> const char* type_name() {
   if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
@@ -70,10 +134,12 @@ class Bench {
     dev_ = query_device(o.device);
     ws_ = Workspace(Backend::cuda);
     TALLY_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    // One pool for every input (rotated copies of small ones), one for outputs.
-    pool_bytes_ = o.quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30) + (std::size_t{64} << 20);
+    // One pool for every input (rotated copies of small ones: at least 256 MiB, --quick, or 4 GiB), one
+    // for outputs, each at least what the largest case of the chosen suites needs.
+    const PoolNeeds need = pool_needs(o);
+    pool_bytes_ = std::max(need.input, o.quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30) + (std::size_t{64} << 20));
     pool_ = DeviceBuffer<unsigned char>(pool_bytes_);
-    out_ = DeviceBuffer<unsigned char>(std::size_t{1} << (o.quick ? 26 : 30));
+    out_ = DeviceBuffer<unsigned char>(std::max<std::size_t>(need.output, 256));
     rep_.backend = "cuda";
     rep_.device = dev_.summary();
   }
@@ -148,6 +214,9 @@ class Bench {
   template <class T>
   T* input(std::size_t n, int copy) {
     const std::size_t stride = (n * sizeof(T) + 255) / 256 * 256;
+    if (static_cast<std::size_t>(copy) * stride + n * sizeof(T) > pool_bytes_)  // pool_needs() missed a case
+      throw std::logic_error("reduce-bench: input copy " + std::to_string(copy) + " of " + std::to_string(n * sizeof(T)) +
+                             " bytes runs past the input pool (" + std::to_string(pool_bytes_) + " bytes)");
     return reinterpret_cast<T*>(pool_.data() + static_cast<std::size_t>(copy) * stride);
   }
 
@@ -174,11 +243,10 @@ class Bench {
   }
 
   void copy_ceiling() {
-    const std::size_t bytes = o_.quick ? (std::size_t{64} << 20) : (std::size_t{1} << 30);
+    const std::size_t bytes = copy_ceiling_bytes(o_);
     fill<float>(false);
     unsigned char* src = pool_.data();
-    unsigned char* dst = pool_.data() + bytes;
-    if (2 * bytes > pool_bytes_) dst = out_.data();
+    unsigned char* dst = pool_.data() + bytes;  // the pool holds both (pool_needs)
     rep_.ceiling_gbs = tally::copy_bandwidth_gbs(dst, src, bytes, o_.quick ? 5 : 15, stream_);  // plain calls: slower in a graph
     const double us = 2.0 * static_cast<double>(bytes) / (rep_.ceiling_gbs * 1e3);
     rep_.ceiling_name = "cudaMemcpy D2D " + size_name(static_cast<std::int64_t>(bytes)) + " B (read + write)";
@@ -205,7 +273,9 @@ class Bench {
     const std::int64_t nout = output_shape(e, lv).size();
     *out_bytes = static_cast<double>(nout) * sizeof(Acc);
     Acc* d_out = reinterpret_cast<Acc*>(out_.data());
-    if (static_cast<std::size_t>(nout) * sizeof(Acc) > out_.size()) throw std::runtime_error("reduce-bench: output pool too small");
+    if (static_cast<std::size_t>(nout) * sizeof(Acc) > out_.size())  // pool_needs() missed a case
+      throw std::logic_error("reduce-bench: an output of " + std::to_string(nout * std::int64_t{sizeof(Acc)}) +
+                             " bytes does not fit the output pool (" + std::to_string(out_.size()) + " bytes)");
     return time_us([&](int c) {
                      reduce<Op, T, Acc>(Backend::cuda, View<const T>::contiguous(input<T>(static_cast<std::size_t>(n), c), e.ng, e.nw, e.nv),
                                         lv, std::span<Acc>(d_out, static_cast<std::size_t>(nout)), ws_, stream_);
@@ -271,16 +341,14 @@ class Bench {
 
   void sweep() {
     launch_floor();
-    std::vector<int> logs;
-    if (o_.quick) logs = {10, 16, 20, 24};
-    else for (int lg = 10; lg <= 30; lg += 2) logs.push_back(lg);
+    const std::vector<int> logs = sweep_logs(o_);
     sweep_op<Sum>(logs);
     sweep_op<Max>(logs);
   }
 
   void ladder() {
     fill<float>(false);
-    const std::int64_t n = std::int64_t{1} << (o_.quick ? 20 : 24);
+    const std::int64_t n = ladder_size(o_);
     double cub = 0;
     std::vector<Row> rows;
     for (Strategy s : all_strategies) {
@@ -321,7 +389,7 @@ class Bench {
   }
 
   void levels() {
-    const Extents e = o_.quick ? Extents{16, 64, 256} : Extents{64, 1024, 256};
+    const Extents e = levels_extents(o_);
     const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
     levels_type<std::int32_t>(e, shape);
     levels_type<std::int64_t>(e, shape);
@@ -331,21 +399,14 @@ class Bench {
 
   void shapes() {
     fill<float>(false);
-    std::vector<int> logs = o_.quick ? std::vector<int>{22} : std::vector<int>{26, 28};
+    const std::vector<int> logs = shapes_logs(o_);
     double worst = 1e9;
     std::string worst_name;
     for (int lg : logs) {
       const std::int64_t n = std::int64_t{1} << lg;
       const double full_us = time_full<Sum, float>(Strategy::production, n);
       const double full_gbs = 4.0 * double(n) / (full_us * 1e3);
-      std::vector<Extents> list;
-      for (std::int64_t nv : {std::int64_t{1}, std::int64_t{2}, std::int64_t{16}, std::int64_t{32}, std::int64_t{1000}, std::int64_t{1} << 20}) {
-        const std::int64_t ng = 64;
-        const std::int64_t nw = std::max<std::int64_t>(1, n / (ng * nv));
-        list.push_back({ng, nw, nv});
-      }
-      list.push_back({1, n >> 10, 1024});  // outermost extent 1
-      for (Extents e : list) {
+      for (Extents e : shapes_extents(n)) {
         const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
         const std::size_t first = rep_.rows.size();
         levels_case<Sum, float>(e, shape, "shapes", full_gbs);
@@ -381,7 +442,7 @@ class Bench {
   template <class T>
   void exact_type() {
     fill<T>(false);
-    std::vector<int> logs = o_.quick ? std::vector<int>{16, 20} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
+    const std::vector<int> logs = exact_logs(o_);
     for (int lg : logs) {
       const std::int64_t n = std::int64_t{1} << lg;
       const double bytes = double(n) * double(sizeof(T));
@@ -430,7 +491,7 @@ class Bench {
   }
 
   void openacc() {
-    const Extents e = o_.quick ? Extents{16, 64, 256} : Extents{o_.extents[0], o_.extents[1], o_.extents[2]};
+    const Extents e = openacc_extents(o_);
     fill<std::int32_t>(false), openacc_cell<Sum, std::int32_t>(e);
     fill<std::int32_t>(true), openacc_cell<Prod, std::int32_t>(e);
     fill<float>(false), openacc_cell<Sum, float>(e);

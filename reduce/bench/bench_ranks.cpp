@@ -12,7 +12,8 @@
 
 #include "bench.hpp"
 #include "tally/common/error.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/split.hpp"
+#include "tally/reduce/ranks.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce::bench {
@@ -33,7 +34,7 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-Report run_ranks_suite(const Options& o, Comm& comm, Backend backend) {
+Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
   const bool cuda = backend == Backend::cuda;
   std::array<std::int64_t, 3> e = o.extents;
   if (!o.extents_given) e = cuda ? std::array<std::int64_t, 3>{1024, 1024, 1024} : std::array<std::int64_t, 3>{64, 1024, 1024};
@@ -85,11 +86,11 @@ Report run_ranks_suite(const Options& o, Comm& comm, Backend backend) {
   comm.broadcast(std::span<double>(&single_us, 1));
   comm.broadcast(std::span<float>(&single_sum, 1));
 
-  const Range g = split_range(ng, comm.size(), comm.rank());
+  const ranks::Range g = ranks::split_range(ng, comm.size(), comm.rank());
   bench->fill(g.size() * row, g.begin * row, o.seed);
   const double mine_us = timed(View<const float>::contiguous(g.size() ? bench->data() : nullptr, g.size(), e[1], e[2]), true);
   const float sum = bench->read_result();
-  const RankStats st = comm.stats(mine_us);
+  const ranks::RankStats st = comm.stats(mine_us);
   std::uint32_t bits = 0;
   std::memcpy(&bits, &sum, sizeof bits);
   const std::vector<std::uint32_t> all_bits = comm.allgather(bits);
@@ -110,7 +111,7 @@ Report run_ranks_suite(const Options& o, Comm& comm, Backend backend) {
   rep.rows = {single, agg};
   rep.summary.push_back("| ranks | transport | elements | single GB/s | aggregate GB/s | rank us min / median / max | ratio vs N x single |");
   rep.summary.push_back("| --- | --- | --- | --- | --- | --- | --- |");
-  rep.summary.push_back("| " + std::to_string(comm.size()) + " | " + comm.transport(cuda ? Memory::device : Memory::host) +
+  rep.summary.push_back("| " + std::to_string(comm.size()) + " | " + comm.transport(cuda ? ranks::Memory::device : ranks::Memory::host) +
                         (comm.shares_device() ? ", GPUs shared" : "") + " | " + size_name(total) + " (" + shape + ") | " +
                         fmt("%.1f", single.gbs) + " | " + fmt("%.1f", agg.gbs) + " | " + fmt("%.1f", st.min) + " / " +
                         fmt("%.1f", st.median) + " / " + fmt("%.1f", st.max) + " | " + fmt("%.2f", agg.vs_ref) + " |");

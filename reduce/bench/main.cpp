@@ -15,8 +15,8 @@
 #include "tally/common/h5.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/provenance.hpp"
+#include "tally/ranks/session.hpp"
 #include "tally/reduce/backend.hpp"
-#include "tally/reduce/rank.hpp"
 
 namespace tally::reduce::bench {
 
@@ -70,7 +70,7 @@ void write_h5(h5::File& f, const Report& r) {
   }
 }
 
-int run(int argc, char** argv, Comm& comm) {
+int run(int argc, char** argv, ranks::Comm& comm) {
   CLI::App app{"reduce-bench: tally::reduce against the copy bandwidth, CUB (CUDA) and Eigen (CPU)", "reduce-bench"};
   cli::CommonOptions common;
   common.out = "results/reduce-bench.h5";
@@ -199,6 +199,6 @@ int run(int argc, char** argv, Comm& comm) {
 
 int main(int argc, char** argv) {
   // One process (no launcher) is exactly the single-process program; under mpiexec only --suite ranks.
-  return tally::reduce::run_ranks("reduce-bench", argc, argv,
-                                  [&](tally::reduce::Comm& comm) { return tally::reduce::bench::run(argc, argv, comm); });
+  return tally::ranks::run_ranks("reduce-bench", argc, argv,
+                                  [&](tally::ranks::Comm& comm) { return tally::reduce::bench::run(argc, argv, comm); });
 }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce {
@@ -39,35 +40,9 @@ Levels Levels::parse(std::string_view text) {
   return r;
 }
 
-// ---- strategies ----------------------------------------------------------------------------------
-
-std::string to_string(Strategy s) {
-  switch (s) {
-    case Strategy::production: return "production";
-    case Strategy::atomic: return "atomic";
-    case Strategy::interleaved_divergent: return "interleaved-divergent";
-    case Strategy::interleaved: return "interleaved";
-    case Strategy::sequential: return "sequential";
-    case Strategy::first_add: return "first-add";
-    case Strategy::warp_shuffle: return "warp-shuffle";
-    case Strategy::coarsened: return "coarsened";
-    case Strategy::cub: return "cub";
-  }
-  return "?";
-}
-
-Strategy parse_strategy(std::string_view name) {
-  std::string names;
-  for (Strategy s : all_strategies) {
-    if (to_string(s) == name) return s;
-    names += (names.empty() ? "" : ", ") + to_string(s);
-  }
-  throw std::invalid_argument("strategy: unknown '" + std::string(name) + "' (one of: " + names + ")");
-}
-
 std::string Tuning::to_string() const {
   std::ostringstream s;
-  s << "Tuning{block_threads=" << block_threads << ", blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count
+  s << "Tuning{blocks_per_sm=" << blocks_per_sm << ", sm_count=" << sm_count
     << ", programmatic_launch=" << (programmatic_launch ? "true" : "false") << "}";
   return s.str();
 }

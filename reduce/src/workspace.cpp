@@ -29,19 +29,6 @@ bool cuda_built() {
 #endif
 }
 
-int cuda_device_count() {
-#ifdef TALLY_HAS_CUDA
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver / no device: not an error for the caller
-    return 0;
-  }
-  return n;
-#else
-  return 0;
-#endif
-}
-
 Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->backend = backend;
   if (backend == Backend::cuda) {
@@ -53,7 +40,7 @@ Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     impl_->tuning.sm_count = sms;
     impl_->tuning.programmatic_launch = major >= 9;
-    impl_->tuning.blocks_per_sm = max_threads_sm / impl_->tuning.block_threads;
+    impl_->tuning.blocks_per_sm = max_threads_sm / 256;  // kBlock of src/cuda/kernel_folds.cuh
     TALLY_CUDA_TRY(cudaMalloc(&impl_->d_result, 16));
 #else
     throw std::invalid_argument("tally::reduce: Workspace(Backend::cuda) in a build without the CUDA backend");

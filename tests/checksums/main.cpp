@@ -11,6 +11,7 @@
 #include "h5hash.hpp"
 #include "library.hpp"
 #include "memory.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"  // Backend, cuda_built(), cuda_device_count()
 
 namespace {
@@ -32,7 +33,7 @@ int library(const std::vector<std::string>& args) {
   if (args.size() != 2 || args[0] != "--backend" || (args[1] != "cpu" && args[1] != "cuda"))
     return usage("library: --backend cpu or --backend cuda");
   const bool cuda = args[1] == "cuda";
-  if (cuda && (!tally::reduce::cuda_built() || tally::reduce::cuda_device_count() == 0)) {
+  if (cuda && (!tally::reduce::cuda_built() || tally::cuda_device_count() == 0)) {
     std::printf("no usable CUDA device%s: the GPU checksums are skipped\n",
                 tally::reduce::cuda_built() ? "" : " (a build without the CUDA backend)");
     return checksums::skip_code;

@@ -12,17 +12,18 @@
 
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/session.hpp"
+#include "tally/ranks/split.hpp"
 
 int main(int argc, char** argv) {
   using namespace tally;
-  return reduce::run_ranks("h5_collective_probe", argc, argv, [&](reduce::Comm& comm) {
+  return ranks::run_ranks("h5_collective_probe", argc, argv, [&](ranks::Comm& comm) {
     if (argc != 3) throw InputError("usage: h5_collective_probe ok|throw-last|agree-last <out>");
     const std::string mode = argv[1], out = argv[2];
     if (mode != "ok" && mode != "throw-last" && mode != "agree-last") throw InputError("mode: '" + mode + "'");
     const bool last = comm.rank() == comm.size() - 1;
     const std::uint64_t ny = 40, nx = 1000;  // 320 KB: chunked and compressed
-    const reduce::Range mine = reduce::split_range(static_cast<std::int64_t>(ny), comm.size(), comm.rank());
+    const ranks::Range mine = ranks::split_range(static_cast<std::int64_t>(ny), comm.size(), comm.rank());
     std::vector<double> rows(static_cast<std::size_t>(mine.size()) * nx);
     for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<double>(mine.begin * nx + k);
     auto f = h5::File::create_collective(out, {comm.mpi_handle(), comm.rank(), comm.size()});

@@ -19,7 +19,7 @@
 #include "rank_support.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
-#include "tally/reduce/rank.hpp"
+#include "tally/ranks/split.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 /// The folder every rank uses (rank 0's pid).
-std::string shared_dir(const reduce::Comm& comm, const std::string& tag) {
+std::string shared_dir(const ranks::Comm& comm, const std::string& tag) {
   std::int64_t pid = getpid();
   comm.broadcast(std::span<std::int64_t>(&pid, 1));
   const fs::path d = fs::temp_directory_path() / ("tally_h5_collective_" + tag + "_" + std::to_string(pid));
@@ -57,10 +57,10 @@ std::string shared_dir(const reduce::Comm& comm, const std::string& tag) {
 
 template <class T>
 void check_rows(std::uint64_t ny, std::uint64_t nx, std::uint64_t salt) {
-  const reduce::Comm& comm = test::world();
+  const ranks::Comm& comm = test::world();
   INFO(comm.size() << " ranks, " << ny << " x " << nx << (sizeof(T) == 4 ? " float" : " double"));
   const std::vector<T> whole = random_field<T>(ny * nx, salt);
-  const reduce::Range mine = reduce::split_range(static_cast<std::int64_t>(ny), comm.size(), comm.rank());
+  const ranks::Range mine = ranks::split_range(static_cast<std::int64_t>(ny), comm.size(), comm.rank());
   const std::span<const T> rows(whole.data() + mine.begin * nx, static_cast<std::size_t>(mine.size()) * nx);
   const std::string dir = shared_dir(comm, std::to_string(ny) + "x" + std::to_string(nx));
   const std::string out = dir + "/parallel.h5", one = dir + "/one.h5";
@@ -120,7 +120,7 @@ TEST_CASE("h5 collective: every rank's rows land bit for bit, as one writer's fi
 }
 
 TEST_CASE("h5 collective: refused without parallel HDF5; write_rows on one writer's file", "[h5][ranks]") {
-  const reduce::Comm& comm = test::world();
+  const ranks::Comm& comm = test::world();
   const std::string dir = shared_dir(comm, "serial");
   if (!h5::parallel_built()) {
     CHECK_THROWS_AS(h5::File::create_collective(dir + "/x.h5", {comm.mpi_handle(), comm.rank(), comm.size()}), Error);

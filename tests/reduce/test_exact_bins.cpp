@@ -14,7 +14,7 @@
 
 #include "catch.hpp"
 #include "exact_inputs.hpp"
-#include "tally/reduce/exact_bins.hpp"
+#include "tally/reduce/detail/exact_bins.hpp"
 #include "test_support.hpp"
 
 namespace {

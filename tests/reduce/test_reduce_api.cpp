@@ -1,8 +1,9 @@
-// The backend-neutral parts of the host API: level sets, strategy names, output shapes, backend choice.
+// The backend-neutral parts of the host API: level sets, output shapes, backend choice.
 #include <stdexcept>
 #include <string>
 
 #include "catch.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"
 
 using namespace tally::reduce;
@@ -41,20 +42,6 @@ TEST_CASE("Levels: names of the seven sets, parsing in any order", "[reduce][api
   CHECK(error_of([] { (void)Levels::parse("Gang"); }).find("'Gang'") != std::string::npos);
 }
 
-TEST_CASE("Strategy: every name parses back, unknown names list the valid ones", "[reduce][api]") {
-  for (Strategy s : all_strategies) {
-    CHECK(parse_strategy(to_string(s)) == s);
-    CHECK(is_deterministic(s) == (s != Strategy::atomic));
-    for (Strategy t : all_strategies)
-      if (t != s) CHECK(to_string(t) != to_string(s));
-  }
-  CHECK(to_string(Strategy::production) == "production");
-  CHECK(to_string(Strategy::cub) == "cub");
-  const std::string e = error_of([] { (void)parse_strategy("fastest"); });
-  CHECK(e.find("'fastest'") != std::string::npos);
-  CHECK(e.find("warp-shuffle") != std::string::npos);
-}
-
 TEST_CASE("output_shape keeps the unreduced axes in order", "[reduce][api]") {
   const Extents e{4, 5, 6};
   const auto dims = [&](Levels l) {
@@ -81,7 +68,7 @@ TEST_CASE("resolve_backend: cpu, auto falls back with notice, cuda needs a devic
   CHECK_FALSE(fell_back);
   CHECK(to_string(Backend::cpu) == "cpu");
   CHECK(to_string(Backend::cuda) == "cuda");
-  const bool gpu = cuda_built() && cuda_device_count() > 0;
+  const bool gpu = cuda_built() && tally::cuda_device_count() > 0;
   CHECK(resolve_backend("auto", &fell_back) == (gpu ? Backend::cuda : Backend::cpu));
   CHECK(fell_back == !gpu);
   if (!gpu) {

@@ -12,6 +12,7 @@
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "custom_reducers.hpp"
+#include "ladder/ladder.hpp"
 #include "segmented_custom.hpp"
 #include "tally/reduce/reduce.hpp"
 
@@ -210,6 +211,7 @@ TEST_CASE("cuda: the workspace stops growing once sized", "[reduce][workspace]")
 }
 
 TEST_CASE("cuda: every strategy of the ladder computes the full sum", "[reduce][ladder]") {
+  using namespace tally::reduce::bench;
   Workspace ws(Backend::cuda);
   const int64_t n = (int64_t{1} << 22) + 7;
   const auto x = make_input<Sum, float, float>(static_cast<std::size_t>(n), n, 10000);

@@ -13,14 +13,14 @@
 #include "test_support.hpp"
 
 #ifdef TALLY_TEST_GPU
-#include "tally/reduce/backend.hpp"
+#include "tally/common/device_info.hpp"
 #endif
 
 int main(int argc, char** argv) {
 #ifdef TALLY_TEST_GPU
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0;
-  if (!listing && tally::reduce::cuda_device_count() == 0) {
+  if (!listing && tally::cuda_device_count() == 0) {
     std::printf("no usable CUDA device: GPU tests skipped\n");
     return tally::test::skip_code;
   }

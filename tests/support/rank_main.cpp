@@ -16,25 +16,27 @@
 #include <string>
 
 #include "rank_support.hpp"
+#include "tally/common/device_info.hpp"
+#include "tally/ranks/session.hpp"
 #include "test_support.hpp"
 
 namespace tally::test {
 namespace {
-reduce::Comm* g_world = nullptr;
+ranks::Comm* g_world = nullptr;
 }
-reduce::Comm& world() { return *g_world; }
+ranks::Comm& world() { return *g_world; }
 }  // namespace tally::test
 
 int main(int argc, char** argv) {
 #ifdef TALLY_TEST_GPU
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0;
-  if (!listing && tally::reduce::cuda_device_count() == 0) {
+  if (!listing && tally::cuda_device_count() == 0) {
     std::printf("no usable CUDA device: GPU tests skipped\n");
     return tally::test::skip_code;
   }
 #endif
-  return tally::reduce::run_ranks("rank test", argc, argv, [&](tally::reduce::Comm& w) {
+  return tally::ranks::run_ranks("rank test", argc, argv, [&](tally::ranks::Comm& w) {
     tally::test::g_world = &w;
     std::uint64_t s = w.is_root() ? tally::test::seed() : 0;
     w.broadcast(std::span<std::uint64_t>(&s, 1));

@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "tally/common/device_info.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace nb = nanobind;
@@ -95,7 +96,7 @@ void bind_reduce(nb::module_& m) {
       nb::arg("stride_w"), nb::arg("stride_g"), nb::arg("level_bits"), nb::arg("out_ptr"), nb::arg("out_dtype"),
       nb::arg("out_size"), nb::arg("op"), nb::arg("stream") = 0, nb::arg("repeats") = 1);
   m.def("cuda_built", &tr::cuda_built);
-  m.def("cuda_device_count", &tr::cuda_device_count);
+  m.def("cuda_device_count", &tally::cuda_device_count);
   nb::list ops, dtypes;
   for (const char* o : op_names) ops.append(o);
   for (const char* d : dtype_names) dtypes.append(d);

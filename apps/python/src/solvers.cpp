@@ -127,8 +127,8 @@ nb::dict heat2d_report(const heat2d::Problem& p, heat2d::StopRule rule, heat2d::
                        const std::optional<std::string>& out, const std::string& call, const std::optional<DeviceInfo>& dev) {
   using namespace heat2d;
   Report<T> rep;
-  reduce::RankStats total_s;
-  const reduce::Comm one;  // the executable's one-rank job
+  ranks::RankStats total_s;
+  const ranks::Comm one;  // the executable's one-rank job
   HostTimer total;
   {
     nb::gil_scoped_release unlocked;
@@ -247,7 +247,7 @@ nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const
     HostTimer total;
     const ProgressFn progress = [](std::int64_t, std::int64_t) { check_python_signals(); };
     Result r = b == reduce::Backend::cuda ? run_cuda(p, device, progress) : run_cpu(p, progress);
-    const reduce::Comm one;  // the executable's one-rank job
+    const ranks::Comm one;  // the executable's one-rank job
     job = gather_job(one, p, b, std::move(r), total);
   }
   write_out(out, [&](h5::File& f) { write_result(f, job, collect_provenance(call, dev), dev); });
@@ -318,7 +318,7 @@ nb::dict matmul_case(reduce::Backend b, int device, matmul::Shape s, const std::
   {
     nb::gil_scoped_release unlocked;
     HostTimer total;
-    const reduce::Comm one;  // the executable's one-rank job
+    const ranks::Comm one;  // the executable's one-rank job
     cs = run_case<T>(one, b, device, s, levels, o, !o.no_eigen, o.repeats, return_c || o.write_c ? &c : nullptr,
                      b == reduce::Backend::cuda, &given);
     cs.timings.set("total_s", total.seconds());

@@ -8,6 +8,15 @@
 
 namespace tally {
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver / no device: not an error for the caller
+    return 0;
+  }
+  return n;
+}
+
 DeviceInfo query_device(int index) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || index < 0 || index >= count) {

@@ -5,7 +5,7 @@
 
 #include "instantiate.hpp"
 #include "isa.hpp"
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 
 namespace tally::reduce::detail {
 
@@ -66,7 +66,7 @@ void exact_cpu(const Problem& p, Out* out) {
 
 #define TALLY_INSTANTIATE_EXACT_CPU(Op, T, Out) template void exact_cpu<T, Out>(const Problem&, Out*);
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CPU)
-// The unrounded accumulators, for the rank level's cross-rank step (rank.hpp).
+// The unrounded accumulators, for the rank level's cross-rank step (ranks.hpp).
 template void exact_cpu<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*);
 template void exact_cpu<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*);
 

@@ -18,8 +18,8 @@
 
 #include "isa.hpp"
 #include "plan.hpp"
-#include "tally/reduce/exact.hpp"
-#include "tally/reduce/exact_bins.hpp"
+#include "tally/reduce/detail/exact.hpp"
+#include "tally/reduce/detail/exact_bins.hpp"
 
 #ifndef TALLY_CPU_ISA
 #define TALLY_CPU_ISA base

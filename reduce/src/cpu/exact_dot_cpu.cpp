@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tally/reduce/detail/exact.hpp"
 #include "tally/reduce/dot.hpp"
-#include "tally/reduce/exact.hpp"
 
 namespace tally::reduce::detail {
 

@@ -2,8 +2,9 @@
 #include <stdexcept>
 
 #include "instantiate.hpp"
-#include "tally/reduce/exact.hpp"
+#include "tally/reduce/detail/exact.hpp"
 #include "tally/reduce/dot.hpp"
+#include "tally/reduce/ranks.hpp"
 #include "tally/reduce/reduce.hpp"
 #include "tally/reduce/segmented.hpp"
 
@@ -17,8 +18,6 @@ namespace {
 
 template <class Op, class T, class Acc>
 void reduce_cuda(const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
-template <class Op, class T, class Acc>
-void reduce_cuda_ladder(Strategy, const Problem&, Acc*, Workspace&, stream_t) { no_cuda(); }
 template <class Acc>
 Acc copy_scalar_to_host(const Acc*, stream_t) { no_cuda(); }
 template <class Op, class T, class Acc, class Off>
@@ -31,16 +30,17 @@ template <class T, class Out>
 void exact_round_cuda(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t) { no_cuda(); }
 template <class T, class Out>
 void exact_dot_cuda(const T*, const T*, std::int64_t, Out*, Workspace&, stream_t) { no_cuda(); }
+template <class Op, class T>
+void fold_ranks_device(const void*, void*, std::size_t, int, stream_t) { no_cuda(); }
 template void exact_dot_cuda<float, float>(const float*, const float*, std::int64_t, float*, Workspace&, stream_t);
 template void exact_dot_cuda<float, double>(const float*, const float*, std::int64_t, double*, Workspace&, stream_t);
 template void exact_dot_cuda<double, double>(const double*, const double*, std::int64_t, double*, Workspace&, stream_t);
 
-#define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc)                                            \
-  template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t); \
-  template void reduce_cuda_ladder<Op, T, Acc>(Strategy, const Problem&, Acc*, Workspace&, stream_t);
+#define TALLY_INSTANTIATE_NO_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_NO_CUDA)
-#define TALLY_INSTANTIATE_NO_CUDA_MEAN(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
-TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_NO_CUDA_MEAN)
+TALLY_REDUCE_FOR_EACH_MEAN(TALLY_INSTANTIATE_NO_CUDA)
+#define TALLY_INSTANTIATE_NO_CUDA_FOLD(Op, T, Acc) template void fold_ranks_device<Op, T>(const void*, void*, std::size_t, int, stream_t);
+TALLY_REDUCE_FOR_EACH_SAME(TALLY_INSTANTIATE_NO_CUDA_FOLD)
 #define TALLY_INSTANTIATE_NO_CUDA_SEG(Op, T, Acc)                                                                             \
   template void segmented_cuda<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*, \
                                                          Workspace&, stream_t);                                           \

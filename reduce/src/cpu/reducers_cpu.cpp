@@ -1,6 +1,6 @@
 // CPU backend of the generic reducers (ArgMax, ArgMin, MinMax, MeanVar): the header-only engine of
 // generic.hpp, compiled here for the library's types.
-#include "tally/reduce/generic.hpp"
+#include "tally/reduce/detail/generic.hpp"
 
 namespace tally::reduce::detail {
 

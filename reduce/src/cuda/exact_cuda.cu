@@ -187,7 +187,7 @@ void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64
   template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t); \
   template void exact_round_cuda<T, Out>(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CUDA)
-// The unrounded accumulators, for the rank level's cross-rank step (rank.hpp).
+// The unrounded accumulators, for the rank level's cross-rank step (ranks.hpp).
 template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&, stream_t);
 template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&, stream_t);
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kernel_folds.cuh"
-#include "tally/reduce/device/launch.cuh"
+#include "tally/reduce/detail/launch.cuh"
 #include "tally/reduce/device/worker.cuh"
 
 namespace tally::reduce::detail::cuda {

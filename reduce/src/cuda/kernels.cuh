@@ -30,7 +30,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tally/reduce/device/launch.cuh"
+#include "tally/reduce/detail/launch.cuh"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/gang.cuh"

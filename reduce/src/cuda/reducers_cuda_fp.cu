@@ -1,7 +1,7 @@
 // CUDA backend of the generic reducers (ArgMax, ArgMin, MinMax, MeanVar) for float and double inputs: the
 // header-only engine of generic.cuh, compiled here (the other types in reducers_cuda_*.cu, so that
 // the CI's two cores build them in parallel).
-#include "tally/reduce/generic.cuh"
+#include "tally/reduce/detail/generic.cuh"
 
 namespace tally::reduce::detail {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "instantiate.hpp"
+#include "tally/reduce/detail/segmented_generic.hpp"
 #include "tally/reduce/reducers.hpp"
 #include "tally/reduce/segmented.hpp"
-#include "tally/reduce/segmented_generic.hpp"
 
 namespace tally::reduce::detail {
 

@@ -1,6 +1,6 @@
 // Segmented reductions on CUDA (tally/reduce/segmented.cuh): the float and double combinations.
 #include "instantiate.hpp"
-#include "tally/reduce/segmented.cuh"
+#include "tally/reduce/detail/segmented.cuh"
 
 namespace tally::reduce::detail {
 

@@ -1,7 +1,7 @@
 // Segmented reductions on CUDA (tally/reduce/segmented.cuh): the integer combinations and the offsets check. The
 // floating-point ones are in segmented_cuda_fp.cu, so that the CI's two cores build them in parallel.
 #include "instantiate.hpp"
-#include "tally/reduce/segmented.cuh"
+#include "tally/reduce/detail/segmented.cuh"
 
 namespace tally::reduce::detail {
 

@@ -1,7 +1,7 @@
 // Segmented reductions on CUDA (tally/reduce/segmented.cuh): the library's reducers (reducers.hpp: ArgMax, ArgMin,
 // MinMax, MeanVar) over int32, int64, float and double inputs.
 #include "instantiate.hpp"
-#include "tally/reduce/segmented.cuh"
+#include "tally/reduce/detail/segmented.cuh"
 #include "tally/reduce/reducers.hpp"
 
 namespace tally::reduce::detail {

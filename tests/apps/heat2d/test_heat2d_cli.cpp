@@ -10,6 +10,7 @@
 
 #include "catch.hpp"
 #include "heat2d_test_support.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/reduce/backend.hpp"
 
@@ -65,7 +66,7 @@ TEST_CASE("heat2d refuses bad input with exit code 2 and writes nothing", "[heat
     CHECK(text.find("error") != std::string::npos);
     CHECK(dir_is_empty(dir));  // neither the file nor its temporary
   }
-  if (tally::reduce::cuda_device_count() == 0) {
+  if (tally::cuda_device_count() == 0) {
     const int rc = run_command(exe() + " --quiet --backend cuda --out " + out + " 2>/dev/null");
     CHECK(rc == 2);
     CHECK(dir_is_empty(dir));

@@ -45,7 +45,7 @@ void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& r
   if (backend == tally::reduce::Backend::cuda && comm.size() > 1) {
     // use_device: once per job. world() is const but the job's Comm is not (rank_main.cpp's `w`).
     static bool device_set = false;
-    if (!device_set) const_cast<tally::reduce::Comm&>(comm).use_device(comm.pick_device());
+    if (!device_set) const_cast<tally::ranks::Comm&>(comm).use_device(comm.pick_device());
     device_set = true;
   }
   const int device = backend == tally::reduce::Backend::cuda ? std::max(comm.pick_device(), 0) : 0;

@@ -14,9 +14,9 @@
 
 #include "catch.hpp"
 #include "heat2d_test_support.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/ranks_report.hpp"
-#include "tally/reduce/backend.hpp"
 #include "tally_test_mpiexec.hpp"
 
 namespace fs = std::filesystem;
@@ -224,7 +224,7 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
   CHECK(rc != 124);
   CHECK(fs::is_empty(dir));
 
-  if (tally::reduce::cuda_device_count() == 0) {
+  if (tally::cuda_device_count() == 0) {
     CHECK(ranks_exiting("--backend cuda --out " + out, 2, 2, text) == 2);
     CHECK(count(text, "error") == 1);
     CHECK(fs::is_empty(dir));

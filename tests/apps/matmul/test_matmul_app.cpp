@@ -8,6 +8,7 @@
 #include "matmul.hpp"
 #include "matmul_app_support.hpp"
 #include "naive.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/reduce/backend.hpp"
 #include "test_support.hpp"
@@ -89,7 +90,7 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
   rejects("--m 0");                                 // empty matrix
   rejects("--repeats 0");
   rejects("--timing interleaved");                  // rounds or sequential
-  if (tally::reduce::cuda_device_count() == 0) rejects("--backend cuda");  // no GPU here
+  if (tally::cuda_device_count() == 0) rejects("--backend cuda");  // no GPU here
 }
 
 TEST_CASE("matmul numeric options name the option, the allowed values and the value given", "[matmul][app][errors]") {

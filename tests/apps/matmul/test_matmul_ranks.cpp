@@ -15,9 +15,9 @@
 #include "catch.hpp"
 #include "matmul.hpp"
 #include "naive.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/ranks_report.hpp"
-#include "tally/reduce/backend.hpp"
 #include "test_support.hpp"
 
 using namespace tally;
@@ -164,7 +164,7 @@ TEST_CASE("matmul on several ranks: bad input and a failing rank end every rank,
   expect_refused(std::string(TALLY_TEST_MPIEXEC) + " 2 " + matmul_cmd("--k 100", out) + " : -n 1 " + matmul_cmd("--k 101", out),
                  "differs between ranks");
   // --backend cuda where no rank has a usable GPU.
-  if (reduce::cuda_device_count() == 0)
+  if (tally::cuda_device_count() == 0)
     expect_refused(test::on_ranks(2, std::string(MATMUL_EXE) + " --backend cuda --out " + out), "--backend cuda");
 
   // A rank failing mid-run: B's last chunk made unreadable (its deflate stream zeroed), so the ranks

@@ -9,9 +9,9 @@
 #include "app_ranks_support.hpp"
 #include "catch.hpp"
 #include "mcpi.hpp"
+#include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/ranks_report.hpp"
-#include "tally/reduce/backend.hpp"
 #include "test_support.hpp"
 
 using namespace tally;
@@ -121,7 +121,7 @@ TEST_CASE("mcpi on several ranks refuses bad input with one message, exit 2 and 
   expect_refused(test::on_ranks(3, mcpi_cmd("--n 0", out)), "--n");
   expect_refused(test::on_ranks(2, mcpi_cmd("--generator sobol --n 2^32 --offset 1", out)), "--offset/--n");
   // --backend cuda where no rank has a usable GPU.
-  if (tally::reduce::cuda_device_count() == 0)
+  if (tally::cuda_device_count() == 0)
     expect_refused(test::on_ranks(2, std::string(MCPI_EXE) + " --backend cuda --n 1000 --out " + out), "--backend cuda");
 }
 #endif

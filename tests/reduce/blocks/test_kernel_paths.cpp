@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ladder/ladder.hpp"
 #include "tally/common/device_buffer.cuh"
 #include "tally/reduce/reduce.hpp"
 #include "test_support.hpp"
 
 using namespace tally::reduce;
+using namespace tally::reduce::bench;
 using tally::DeviceBuffer;
 
 namespace {

@@ -24,6 +24,8 @@ struct DeviceInfo {
   [[nodiscard]] std::string summary() const;  ///< one line
 };
 
+/// Number of usable CUDA devices (0 without CUDA in the build, without a driver or without a GPU).
+[[nodiscard]] int cuda_device_count();
 /// Queries device `index`. Throws tally::Error when the build has no CUDA or the device is absent.
 DeviceInfo query_device(int index);
 /// "13.0" from 13000.

@@ -112,7 +112,7 @@ class Location : public Object {
 [[nodiscard]] bool parallel_built();
 
 /// The ranks of a collective file: the MPI communicator as its Fortran handle (MPI_Comm_c2f, e.g.
-/// tally::reduce::Comm::mpi_handle()): no mpi.h here, and common needs nothing of the rank level.
+/// tally::ranks::Comm::mpi_handle()): no mpi.h here, and common needs nothing of the rank level.
 struct Ranks {
   std::int64_t mpi_comm = -1;
   int rank = 0, size = 1;

@@ -11,10 +11,9 @@ enum class Backend { cpu, cuda };
 
 [[nodiscard]] std::string to_string(Backend b);
 
-/// True when this build has the CUDA backend (TALLY_CUDA found a toolkit).
+/// True when this build has the CUDA backend (TALLY_CUDA found a toolkit). The usable devices:
+/// tally::cuda_device_count() (tally/common/device_info.hpp).
 [[nodiscard]] bool cuda_built();
-/// Number of usable CUDA devices (0 without the CUDA backend, without a driver or without a GPU).
-[[nodiscard]] int cuda_device_count();
 
 /// "cpu", "cuda" or "auto". "auto" picks cuda when a device is usable and cpu otherwise
 /// (*fell_back is set when it had to fall back). "cuda" without a usable device, or an unknown

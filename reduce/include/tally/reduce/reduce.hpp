@@ -16,7 +16,6 @@
 // every production path returns bitwise identical results run to run: each output element is
 // combined in a fixed order (per-thread strided partials, a fixed shuffle tree, per-block partials
 // combined in block order by the last block to finish). No floating-point atomics touch a result.
-// Only Strategy::atomic, asked for by name, is non-deterministic.
 //
 // Empty inputs give the identity of Op for every output element. Max and Min propagate NaN.
 //
@@ -45,7 +44,6 @@
 #include "tally/reduce/ops.hpp"
 #include "tally/reduce/reducer.hpp"
 #include "tally/reduce/reducers.hpp"
-#include "tally/reduce/strategy.hpp"
 #include "tally/reduce/view.hpp"
 #include "tally/reduce/workspace.hpp"
 
@@ -85,8 +83,6 @@ template <class T, class Out>
 void exact_cuda(const Problem& p, Out* d_out, Workspace& ws, stream_t stream);  // Out: also exact::Accumulator<T>
 template <class T, class Out>
 void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64_t n, Workspace& ws, stream_t stream);
-template <class Op, class T, class Acc>
-void reduce_cuda_ladder(Strategy s, const Problem& p, Acc* d_out, Workspace& ws, stream_t stream);
 template <class Acc>
 Acc copy_scalar_to_host(const Acc* d_value, stream_t stream);  // cudaMemcpyAsync + stream sync
 void check_workspace(const Workspace& ws, Backend b);
@@ -153,19 +149,6 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
     if (backend == Backend::cpu) detail::reduce_cpu<Op, T, Acc>(p, out.data());
     else detail::reduce_cuda<Op, T, Acc>(p, out.data(), ws, stream);
   }
-}
-
-/// A full reduction through one of the ladder's strategies (CUDA only; Strategy::production is the
-/// same as reduce()). Strategies other than production need a contiguous input (std::invalid_argument otherwise).
-template <class Op, class T, class Acc = T>
-void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
-  static_assert(!std::is_same_v<Op, ExactSum>, "reduce_with: the ladder has no exact sum (use reduce())");
-  static_assert(!std::is_same_v<Op, Mean>, "reduce_with: the ladder has no mean (use reduce())");
-  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
-  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
-  detail::validate(p, out.data());
-  detail::check_workspace(ws, Backend::cuda);
-  detail::reduce_cuda_ladder<Op, T, Acc>(strategy, p, out.data(), ws, stream);
 }
 
 /// Reduces all three levels and returns the scalar on the host. On CUDA this is the one explicit

@@ -5,12 +5,21 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "tally/reduce/backend.hpp"
 #include "tally/reduce/config.hpp"
-#include "tally/reduce/strategy.hpp"
 
 namespace tally::reduce {
+
+/// Launch shape of the production CUDA kernels, derived from the device's properties (a printable
+/// struct, CUB style, not macros).
+struct Tuning {
+  int blocks_per_sm = 8;             ///< resident 256-thread blocks per SM (the production kernels' block)
+  int sm_count = 0;                  ///< multiprocessors of the device
+  bool programmatic_launch = false;  ///< launch so that a kernel's start overlaps its predecessor's end (sm_90+)
+  [[nodiscard]] std::string to_string() const;
+};
 
 class Workspace {
  public:

@@ -27,12 +27,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tally/reduce/device/gang.cuh"
+#include "tally/reduce/detail/exact.hpp"
+#include "tally/reduce/detail/exact_bins.hpp"
 #include "tally/reduce/device/exact_round.cuh"
+#include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/device/thread.cuh"
-#include "tally/reduce/exact.hpp"
-#include "tally/reduce/exact_bins.hpp"
 
 namespace tally::reduce::device {
 

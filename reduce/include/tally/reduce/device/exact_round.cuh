@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
+#include "tally/reduce/detail/exact.hpp"
 #include "tally/reduce/device/index.cuh"
 #include "tally/reduce/device/vector.cuh"
-#include "tally/reduce/exact.hpp"
 
 namespace tally::reduce::device {
 
