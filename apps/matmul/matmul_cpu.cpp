@@ -68,8 +68,9 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::worker: {
       const idx nt = std::min<idx>(omp_get_max_threads(), s.k);
+      const int threads = static_cast<int>(nt);
       std::vector<T> partials(static_cast<std::size_t>(nt * mn));
-#pragma omp parallel num_threads(static_cast<int>(nt))
+#pragma omp parallel num_threads(threads)
       {
         const idx t = omp_get_thread_num();
         const idx k0 = s.k * t / nt, k1 = s.k * (t + 1) / nt;
@@ -90,8 +91,9 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     case Level::worker_vector: {
       const auto bt = transpose(b_, s.k, s.n);
       const idx nt = std::min<idx>(omp_get_max_threads(), s.k);
+      const int threads = static_cast<int>(nt);
       std::vector<T> partials(static_cast<std::size_t>(nt * mn));
-#pragma omp parallel num_threads(static_cast<int>(nt))
+#pragma omp parallel num_threads(threads)
       {
         const idx t = omp_get_thread_num();
         partial_dots(a, bt.data(), partials.data() + t * mn, s, s.k * t / nt, s.k * (t + 1) / nt);

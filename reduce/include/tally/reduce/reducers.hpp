@@ -133,13 +133,14 @@ inline T run_extreme(const T* x, std::int64_t n, bool* special) {
   T m[run_lanes], sp[run_lanes];
   for (int l = 0; l < run_lanes; ++l) m[l] = x[0], sp[l] = T(0);
   std::int64_t k = 0;
-  for (; k + run_lanes <= n; k += run_lanes)
+  for (; k + run_lanes <= n; k += run_lanes) {
     TALLY_RUN_SIMD
     for (int l = 0; l < run_lanes; ++l) {
       const T v = x[k + l];
       m[l] = (Greater ? v > m[l] : v < m[l]) ? v : m[l];
       if constexpr (std::is_floating_point_v<T>) sp[l] += v - v;
     }
+  }
   for (; k < n; ++k) {
     m[0] = (Greater ? x[k] > m[0] : x[k] < m[0]) ? x[k] : m[0];
     if constexpr (std::is_floating_point_v<T>) sp[0] += x[k] - x[k];
@@ -163,7 +164,7 @@ inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* special) 
   T lo[L], hi[L], sp[L];
   for (int l = 0; l < L; ++l) lo[l] = hi[l] = x[0], sp[l] = T(0);
   std::int64_t k = 0;
-  for (; k + L <= n; k += L)
+  for (; k + L <= n; k += L) {
     TALLY_RUN_SIMD
     for (int l = 0; l < L; ++l) {
       const T v = x[k + l];
@@ -171,6 +172,7 @@ inline void run_minmax(const T* x, std::int64_t n, T* mn, T* mx, bool* special) 
       hi[l] = v > hi[l] ? v : hi[l];
       if constexpr (std::is_floating_point_v<T>) sp[l] += v;
     }
+  }
   for (; k < n; ++k) {
     lo[0] = x[k] < lo[0] ? x[k] : lo[0];
     hi[0] = x[k] > hi[0] ? x[k] : hi[0];
@@ -314,20 +316,22 @@ struct MeanVar {
     if constexpr (Full) len = detail::run_block;
     double s[L] = {}, q[L] = {};
     std::int64_t k = 0;
-    for (; k + L <= len; k += L)
+    for (; k + L <= len; k += L) {
       TALLY_RUN_SIMD
       for (int l = 0; l < L; ++l) s[l] += static_cast<double>(p[k + l]);
+    }
     if constexpr (!Full)
       for (; k < len; ++k) s[0] += static_cast<double>(p[k]);
     double sum = 0;
     for (int l = 0; l < L; ++l) sum += s[l];
     const double mean = sum / static_cast<double>(len);
-    for (k = 0; k + L <= len; k += L)
+    for (k = 0; k + L <= len; k += L) {
       TALLY_RUN_SIMD
       for (int l = 0; l < L; ++l) {
         const double d = static_cast<double>(p[k + l]) - mean;
         q[l] += d * d;
       }
+    }
     if constexpr (!Full)
       for (; k < len; ++k) q[0] += (static_cast<double>(p[k]) - mean) * (static_cast<double>(p[k]) - mean);
     double m2 = 0;
