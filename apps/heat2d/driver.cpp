@@ -19,7 +19,8 @@ ranks::Range own_rows(const Problem& p, int ranks, int rank) {
 }
 
 template <class T>
-std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block, std::int64_t round_bytes) {
+std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block,
+                            std::int64_t round_bytes) {
   const int n = comm.size();
   auto own = [&](int r) { return own_rows(p, n, r); };  // global rows that rank r contributes
   const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
@@ -30,8 +31,8 @@ std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span
   std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
   for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
     const std::int64_t rows = std::clamp<std::int64_t>(mine.size() - c0, 0, chunk);
-    const std::vector<T> got = comm.gather<T>(
-        std::span<const T>(block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
+    const std::vector<T> got = comm.gather<T>(std::span<const T>(
+        block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
     if (!comm.is_root()) continue;
     auto from = got.begin();
     for (int r = 0; r < n; ++r) {
@@ -43,8 +44,10 @@ std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span
   }
   return field;
 }
-template std::vector<float> gather_field<float>(const ranks::Comm&, const Problem&, std::span<const float>, std::int64_t);
-template std::vector<double> gather_field<double>(const ranks::Comm&, const Problem&, std::span<const double>, std::int64_t);
+template std::vector<float> gather_field<float>(const ranks::Comm&, const Problem&, std::span<const float>,
+                                                std::int64_t);
+template std::vector<double> gather_field<double>(const ranks::Comm&, const Problem&, std::span<const double>,
+                                                  std::int64_t);
 
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOptions& o, std::span<const T> start) {
@@ -61,8 +64,8 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
     failed = std::current_exception();
   }
   if (comm) comm->agree(failed);  // a rank that cannot hold its block stops every rank
-  const std::vector<T> u0 = start.empty() ? initial_field<T>(p, rep.block.row0, rep.block.rows)
-                                          : std::vector<T>(start.begin(), start.end());
+  const std::vector<T> u0 =
+      start.empty() ? initial_field<T>(p, rep.block.row0, rep.block.rows) : std::vector<T>(start.begin(), start.end());
   if (u0.size() != static_cast<std::size_t>(rep.block.rows * p.nx))
     throw Error("heat2d: the start field holds " + std::to_string(u0.size()) + " values, the block " +
                 std::to_string(rep.block.rows * p.nx));
@@ -91,7 +94,8 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   // Also a signal after the last check: the run stops here unless its result is to be written.
   if (const int sig = comm ? 0 : interrupt::requested(); sig != 0 && !o.keep_partial) {
     throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " at sweep " +
-                                          std::to_string(res.iterations) + " (nothing written; --keep-partial writes the field)");
+                                          std::to_string(res.iterations) +
+                                          " (nothing written; --keep-partial writes the field)");
   }
   rep.timings.set("solve", res.solve_s);
   const std::int64_t swept = res.iterations - rule.first;
@@ -116,10 +120,12 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
     // order, the rows' sums added in row order on rank 0: the bits of one rank).
     if (analytic) {
       const ranks::Range own = own_rows(p, comm->size(), comm->rank());
-      ErrorParts e = analytic_error_rows<T>(
-          p, std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx, static_cast<std::size_t>(own.size() * p.nx)),
-          own.begin, rep.sim_time);
-      reduce::allreduce<reduce::Max, double>(*comm, std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1), ranks::Memory::host);
+      ErrorParts e = analytic_error_rows<T>(p,
+                                            std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx,
+                                                               static_cast<std::size_t>(own.size() * p.nx)),
+                                            own.begin, rep.sim_time);
+      reduce::allreduce<reduce::Max, double>(*comm, std::span<const double>(&e.max, 1), std::span<double>(&e.max, 1),
+                                             ranks::Memory::host);
       const std::vector<double> sums = comm->gather<double>(e.row_sum2);
       if (comm->is_root()) rep.analytic = error_norms(p, e.max, sums);
     }
@@ -127,11 +133,12 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   }
 
   std::vector<T> whole;  // the whole start field on rank 0
-  if (validate) whole = !comm ? u0 : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
-                                                   : gather_field<T>(*comm, p, u0);
+  if (validate)
+    whole = !comm           ? u0
+            : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
+                            : gather_field<T>(*comm, p, u0);
   if (!rep.field.empty()) {  // rank 0
-    if (analytic && !rep.analytic)
-      rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
+    if (analytic && !rep.analytic) rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
     if (validate) {
       const std::vector<T> ref = eigen_sweeps<T>(p, whole, swept);
       rep.eigen_max_abs_diff = max_abs_diff<T>(rep.field, ref);
@@ -149,7 +156,8 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   return rep;
 }
 template Report<float> run_problem<float>(const Problem&, const StopRule&, const RunOptions&, std::span<const float>);
-template Report<double> run_problem<double>(const Problem&, const StopRule&, const RunOptions&, std::span<const double>);
+template Report<double> run_problem<double>(const Problem&, const StopRule&, const RunOptions&,
+                                            std::span<const double>);
 
 namespace {
 
@@ -167,8 +175,9 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
   finalize(p);
   const double field_bytes = static_cast<double>(n * n) * sizeof(T);
   // About 20 ms per timed repeat at the copy bandwidth (t = 1), a multiple of 8 sweeps.
-  const auto sweeps = static_cast<std::int64_t>(
-      std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 24.0, 20000.0)) / 8 * 8;
+  const auto sweeps =
+      static_cast<std::int64_t>(std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 24.0, 20000.0)) / 8 *
+      8;
   const std::vector<T> u0 = initial_field<T>(p);
   for (const BenchCase& bc : cases) {
     auto solver = make_solver<T>(o.backend, p, {o.device, kernel, nullptr, bc.t});
@@ -179,7 +188,8 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
     rule.last = sweeps;
     (void)solver->solve(rule);  // warm-up
     std::vector<double> t;
-    for (int rep = 0; rep < table.repeats; ++rep) t.push_back(solver->solve(rule).solve_s / static_cast<double>(sweeps));
+    for (int rep = 0; rep < table.repeats; ++rep)
+      t.push_back(solver->solve(rule).solve_s / static_cast<double>(sweeps));
     std::sort(t.begin(), t.end());
     BenchRow row;
     row.kernel = o.backend == reduce::Backend::cuda ? (bc.t > 1 ? "blocked" : kernel) : "cpu";

@@ -39,10 +39,10 @@ struct RunOptions {
 template <class T>
 struct Report {
   SolveResult result;
-  std::vector<T> field;   ///< final field (ny * nx), gathered on rank 0 (empty on the other ranks)
-  std::vector<T> block_field;  ///< with RunOptions::gather false: this rank's block (Report::block's rows)
-  double sim_time = 0.0;  ///< transient: iterations * dt
-  std::optional<ErrorNorms> analytic;        ///< when an analytic solution applies (and not diverged)
+  std::vector<T> field;                ///< final field (ny * nx), gathered on rank 0 (empty on the other ranks)
+  std::vector<T> block_field;          ///< with RunOptions::gather false: this rank's block (Report::block's rows)
+  double sim_time = 0.0;               ///< transient: iterations * dt
+  std::optional<ErrorNorms> analytic;  ///< when an analytic solution applies (and not diverged)
   std::optional<double> eigen_max_abs_diff;  ///< with validate
   double eigen_tolerance = 0.0;
   bool validation_passed = true;
@@ -65,11 +65,11 @@ std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span
                             std::int64_t round_bytes = std::int64_t{1} << 30);
 
 /// Solves one problem from `start` (this rank's block, halo rows included: a restart's field at
-/// sweep rule.first) or, when empty, from initial_field. Several ranks: each builds its block of the initial field, the solver is
-/// created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field
-/// is gathered to rank 0 (RunOptions::gather; else each rank keeps its block and the analytic error
-/// is computed in parts, rank 0 holding the result), which alone runs --validate (on the whole field,
-/// gathered for it); validation_passed is rank 0's verdict on every rank.
+/// sweep rule.first) or, when empty, from initial_field. Several ranks: each builds its block of the initial field, the
+/// solver is created (a failure on any rank is agreed on: every rank throws AgreedError), and the final field is
+/// gathered to rank 0 (RunOptions::gather; else each rank keeps its block and the analytic error is computed in parts,
+/// rank 0 holding the result), which alone runs --validate (on the whole field, gathered for it); validation_passed is
+/// rank 0's verdict on every rank.
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule, const RunOptions& o, std::span<const T> start = {});
 
@@ -78,8 +78,8 @@ struct BenchRow {
   std::string precision;
   std::int64_t n = 0;  ///< n x n grid
   std::int64_t check_every = 0;
-  int sweeps_per_pass = 1;  ///< t: sweeps a pass over memory
-  std::int64_t sweeps = 0;  ///< per timed repeat
+  int sweeps_per_pass = 1;   ///< t: sweeps a pass over memory
+  std::int64_t sweeps = 0;   ///< per timed repeat
   double per_sweep_s = 0.0;  ///< median over repeats
   double gb_per_s = 0.0;     ///< 2 x field bytes per pass (the field read and written once per t sweeps)
   double fraction_of_copy = 0.0;

@@ -46,8 +46,9 @@ template <class T>
 /// rank's run time (Comm::stats, collective: taken before rank 0 alone writes), `write` started before
 /// the file was created and `run` at the start of the run: timings/write and timings/total.
 template <class T>
-void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro, const RunRecord& rec,
-                  const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total, const Provenance& prov,
-                  const std::optional<DeviceInfo>& dev, const HostTimer& write, const HostTimer& run);
+void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro,
+                  const RunRecord& rec, const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total,
+                  const Provenance& prov, const std::optional<DeviceInfo>& dev, const HostTimer& write,
+                  const HostTimer& run);
 
 }  // namespace tally::heat2d

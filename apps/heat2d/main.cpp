@@ -81,8 +81,8 @@ void write_xdmf(const std::string& h5_path, const Problem& p, int precision_byte
     << "      <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"" << dims << "\"/>\n"
     << "      <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
     << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">0 0</DataItem>\n"
-    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << p.h() << " " << p.h()
-    << "</DataItem>\n      </Geometry>\n"
+    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << p.h() << " "
+    << p.h() << "</DataItem>\n      </Geometry>\n"
     << "      <Attribute Name=\"u\" AttributeType=\"Scalar\" Center=\"Node\">\n"
     << "        <DataItem Dimensions=\"" << dims << "\" NumberType=\"Float\" Precision=\"" << precision_bytes
     << "\" Format=\"HDF\">" << fs::path(h5_path).filename().string() << ":/field</DataItem>\n"
@@ -97,7 +97,8 @@ std::optional<DeviceInfo> device_of(const RunOptions& ro) {
 
 std::string shared_gpu_note(const Comm& comm) {
   const int gpus = tally::cuda_device_count();
-  return "(" + std::to_string(comm.local_size()) + " ranks share " + (gpus > 1 ? std::to_string(gpus) + " GPUs)" : "a GPU)");
+  return "(" + std::to_string(comm.local_size()) + " ranks share " +
+         (gpus > 1 ? std::to_string(gpus) + " GPUs)" : "a GPU)");
 }
 
 template <class T>
@@ -158,7 +159,8 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   h5::File file = parallel ? std::move(*parallel) : h5::File::create(o.common.out);
   parallel.reset();
   const auto dev = device_of(ro);
-  write_result<T>(file, p, rule, ro, {o.max_iter, o.restart}, rep, comm, total_s, collect_provenance(cmdline, dev), dev, tw, total);
+  write_result<T>(file, p, rule, ro, {o.max_iter, o.restart}, rep, comm, total_s, collect_provenance(cmdline, dev), dev,
+                  tw, total);
   file.commit();
   if (o.xdmf) write_xdmf(o.common.out, p, static_cast<int>(sizeof(T)));
 
@@ -169,7 +171,8 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     j.add("ranks", static_cast<std::int64_t>(comm.size())).add("transport", transport_of(comm, ro));
     j.add("writer", writer_of(comm, ro));
     if (shared_gpu(comm, ro)) j.add("shares_device", true);
-    j.add("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, deepest_pass(p, comm.size()))));
+    j.add("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend,
+                                                                               deepest_pass(p, comm.size()))));
     j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
     j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
     if (rep.analytic) j.add("analytic_max", rep.analytic->max).add("analytic_l2", rep.analytic->l2);
@@ -188,9 +191,15 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     }
     std::string check;
     switch (res.status) {
-      case Status::converged: check = "converged, residual " + fmt("%.2e", res.final_residual) + " <= tol " + fmt("%.0e", rule.tol); break;
-      case Status::t_end: check = "reached t = " + fmt("%.4g", rep.sim_time) + ", residual " + fmt("%.2e", res.final_residual); break;
-      case Status::max_iter: check = "NOT converged: --max-iter reached, residual " + fmt("%.2e", res.final_residual); break;
+      case Status::converged:
+        check = "converged, residual " + fmt("%.2e", res.final_residual) + " <= tol " + fmt("%.0e", rule.tol);
+        break;
+      case Status::t_end:
+        check = "reached t = " + fmt("%.4g", rep.sim_time) + ", residual " + fmt("%.2e", res.final_residual);
+        break;
+      case Status::max_iter:
+        check = "NOT converged: --max-iter reached, residual " + fmt("%.2e", res.final_residual);
+        break;
       case Status::diverged: check = "DIVERGED, residual " + fmt("%g", res.final_residual); break;
       case Status::interrupted: check = "INTERRUPTED, residual " + fmt("%.2e", res.final_residual); break;
     }
@@ -205,10 +214,12 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   }
   if (const int sig = interrupt::requested(); sig != 0) {  // --keep-partial (one rank): written, now stop
     std::fflush(stdout);
-    const std::string at = res.status == Status::interrupted ? "at sweep " + std::to_string(res.iterations)
-                                                             : "after the last sweep (" + std::to_string(res.iterations) + ")";
-    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " " + at + "; the field so far was written to " +
-                                          o.common.out + " (status " + to_string(res.status) + ", --restart continues it)");
+    const std::string at = res.status == Status::interrupted
+                               ? "at sweep " + std::to_string(res.iterations)
+                               : "after the last sweep (" + std::to_string(res.iterations) + ")";
+    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " " + at +
+                                          "; the field so far was written to " + o.common.out + " (status " +
+                                          to_string(res.status) + ", --restart continues it)");
   }
   if (res.status == Status::diverged) {
     std::fprintf(stderr, "heat2d: diverged at sweep %lld (residual %g); the field was written to %s\n",
@@ -227,7 +238,8 @@ std::vector<std::int64_t> bench_sizes(const Options& o, reduce::Backend b, int r
   std::vector<std::int64_t> sizes = o.bench_sizes;
   if (sizes.empty()) {
     if (ranks > 1)  // the scaling goals' sizes
-      sizes = b == reduce::Backend::cuda ? std::vector<std::int64_t>{8192, 16384} : std::vector<std::int64_t>{512, 1024};
+      sizes =
+          b == reduce::Backend::cuda ? std::vector<std::int64_t>{8192, 16384} : std::vector<std::int64_t>{512, 1024};
     else
       sizes = b == reduce::Backend::cuda ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
                                          : std::vector<std::int64_t>{256, 512, 1024};
@@ -334,27 +346,35 @@ int run(int argc, char** argv, Comm& comm) {
   HostTimer total;
   Options o;
   o.common.out = "results/heat2d.h5";
-  CLI::App app{"heat2d: the 2-D heat equation (Jacobi for the steady state, or explicit time steps) with a\n"
-               "max-residual convergence test computed inside the update sweep.",
-               "heat2d"};
+  CLI::App app{
+      "heat2d: the 2-D heat equation (Jacobi for the steady state, or explicit time steps) with a\n"
+      "max-residual convergence test computed inside the update sweep.",
+      "heat2d"};
   cli::add_common_options(app, o.common);
-  cli::add_number(app, "--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))", cli::at_least(3))->capture_default_str();
+  cli::add_number(app, "--nx", o.p.nx, "Grid points along x, edges included (h = 1/(nx-1))", cli::at_least(3))
+      ->capture_default_str();
   cli::add_number(app, "--ny", o.ny, "Grid points along y, edges included (default: nx)", cli::at_least(3));
   app.add_option("--mode", o.mode, "steady (Jacobi for Laplace) or transient (explicit steps)")
       ->check(CLI::IsMember({"steady", "transient"}))
       ->capture_default_str();
   cli::add_number(app, "--tol", o.tol, "Stop when max |u_new - u| <= tol", cli::positive)->capture_default_str();
   cli::add_number(app, "--max-iter", o.max_iter, "Most sweeps", cli::positive)->capture_default_str();
-  cli::add_number(app, "--check-every", o.check_every, "Test the residual every k sweeps (and at the last)", cli::positive)->capture_default_str();
+  cli::add_number(app, "--check-every", o.check_every, "Test the residual every k sweeps (and at the last)",
+                  cli::positive)
+      ->capture_default_str();
   cli::add_number(app, "--alpha", o.p.alpha, "Diffusivity (transient)", cli::positive)->capture_default_str();
-  cli::add_number(app, "--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)", cli::non_negative);
-  cli::add_number(app, "--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)", cli::non_negative)->capture_default_str();
+  cli::add_number(app, "--dt", o.p.dt, "Time step (transient; default r = alpha dt/h^2 = 0.2; at most r = 1/4)",
+                  cli::non_negative);
+  cli::add_number(app, "--t-end", o.p.t_end, "End time (transient; 0: run to steady state or --max-iter)",
+                  cli::non_negative)
+      ->capture_default_str();
   app.add_option("--bc-top", o.bc_top, "Top edge (y = Ly): a number or sin (sin(pi x))")->capture_default_str();
   app.add_option("--bc-bottom", o.bc_bottom, "Bottom edge (y = 0): a number or sin")->capture_default_str();
   app.add_option("--bc-left", o.bc_left, "Left edge (x = 0): a number or sin (sin(pi y/Ly))")->capture_default_str();
   app.add_option("--bc-right", o.bc_right, "Right edge (x = 1): a number or sin")->capture_default_str();
   app.add_option("--init", o.init, "Initial interior: a number or sin (sin(pi x) sin(pi y/Ly))")->capture_default_str();
-  app.add_option("--cuda-kernel", o.cuda_kernel, "CUDA sweep kernel: registers (rows queued in registers), async (cp.async ring in shared memory) or "
+  app.add_option("--cuda-kernel", o.cuda_kernel,
+                 "CUDA sweep kernel: registers (rows queued in registers), async (cp.async ring in shared memory) or "
                  "persistent (the registers kernel's sweeps, many a launch, blocks waiting only for their neighbours)")
       ->check(CLI::IsMember({"async", "registers", "persistent"}))
       ->capture_default_str();
@@ -369,9 +389,11 @@ int run(int argc, char** argv, Comm& comm) {
   app.add_flag("--bench", o.bench, "Benchmark table: per-sweep time and GB/s against the copy bandwidth");
   app.add_flag("--keep-partial", o.keep_partial,
                "On SIGINT/SIGTERM (one process), write the field reached (status interrupted) before exiting 130/143");
-  app.add_option("--restart", o.restart,
-                 "Continue from a heat2d output of the same problem (its field and sweep count; --max-iter counts all sweeps)");
-  cli::add_number(app, "--bench-sizes", o.bench_sizes, "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)", cli::at_least(3))
+  app.add_option(
+      "--restart", o.restart,
+      "Continue from a heat2d output of the same problem (its field and sweep count; --max-iter counts all sweeps)");
+  cli::add_number(app, "--bench-sizes", o.bench_sizes,
+                  "Grid sides for --bench (default cuda: 1024 2048 4096 8192, cpu: 256 512 1024)", cli::at_least(3))
       ->delimiter(',');
   {
     // A parse failure on some ranks only (different command lines) must not leave the others
@@ -416,7 +438,8 @@ int run(int argc, char** argv, Comm& comm) {
     rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
     o.t = parse_sweeps_per_pass(o.sweeps_per_pass);
     // Refuses what cannot work (the backend does not matter for that; --bench sets its own t).
-    (void)resolve_sweeps_per_pass(o.t, o.check_every, reduce::Backend::cpu, o.bench ? max_sweeps_per_pass : deepest_pass(p, comm.size()));
+    (void)resolve_sweeps_per_pass(o.t, o.check_every, reduce::Backend::cpu,
+                                  o.bench ? max_sweeps_per_pass : deepest_pass(p, comm.size()));
     if (!o.restart.empty()) {
       if (o.bench) throw InputError("--restart: not with --bench");
       restart = read_restart(o.restart, p, o.common.precision, rule);

@@ -22,13 +22,14 @@ template <class T>
 Throughput throughput(const Problem& p, const StopRule& rule, const Report<T>& rep) {
   const SolveResult& res = rep.result;
   const double sweeps = static_cast<double>(std::max<std::int64_t>(res.iterations - rule.first, 1));
-  return {static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s, 2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9};
+  return {static_cast<double>(p.nx * p.ny) * sweeps / res.solve_s,
+          2.0 * rep.field_bytes(p) * sweeps / res.solve_s / 1e9};
 }
 
 namespace {
 
-void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, const RunOptions& ro, const RunRecord& rec,
-                      const char* precision) {
+void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, const RunOptions& ro,
+                      const RunRecord& rec, const char* precision) {
   f.attr("app", "heat2d");
   f.attr("nx", static_cast<std::int64_t>(p.nx));
   f.attr("ny", static_cast<std::int64_t>(p.ny));
@@ -51,8 +52,8 @@ void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, c
   f.attr("validate", ro.validate);
   f.attr("cuda_kernel", ro.cuda_kernel);
   const int ranks = ro.comm ? ro.comm->size() : 1;
-  f.attr("sweeps_per_pass", static_cast<std::int64_t>(
-                                resolve_sweeps_per_pass(ro.sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(p, ranks))));
+  f.attr("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(ro.sweeps_per_pass, rule.check_every,
+                                                                              ro.backend, deepest_pass(p, ranks))));
 }
 
 /// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
@@ -84,9 +85,10 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
 }  // namespace
 
 template <class T>
-void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro, const RunRecord& rec,
-                  const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total, const Provenance& prov,
-                  const std::optional<DeviceInfo>& dev, const HostTimer& write, const HostTimer& run) {
+void write_result(h5::Location& file, const Problem& p, const StopRule& rule, const RunOptions& ro,
+                  const RunRecord& rec, const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total,
+                  const Provenance& prov, const std::optional<DeviceInfo>& dev, const HostTimer& write,
+                  const HostTimer& run) {
   const SolveResult& res = rep.result;
   write_parameters(file, p, rule, ro, rec, sizeof(T) == 4 ? "float" : "double");
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
@@ -99,7 +101,8 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
   file.attr("status", to_string(res.status));
   file.attr("converged", res.status == Status::converged);
   file.attr("final_residual", res.final_residual);
-  if (ro.gather) file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
+  if (ro.gather)
+    file.write<T>("field", rep.field, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)});
   file.write<std::int64_t>("residual/iteration", res.check_iteration);
   file.write<double>("residual/value", res.check_residual);
   auto errors = file.group("errors");
@@ -124,10 +127,10 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
   tg.attr("total", run.seconds());
 }
 
-#define TALLY_HEAT2D_OUTPUT(T)                                                                                     \
-  template Throughput throughput<T>(const Problem&, const StopRule&, const Report<T>&);                           \
+#define TALLY_HEAT2D_OUTPUT(T)                                                                                       \
+  template Throughput throughput<T>(const Problem&, const StopRule&, const Report<T>&);                              \
   template void write_result<T>(h5::Location&, const Problem&, const StopRule&, const RunOptions&, const RunRecord&, \
-                                const Report<T>&, const ranks::Comm&, const ranks::RankStats&, const Provenance&,  \
+                                const Report<T>&, const ranks::Comm&, const ranks::RankStats&, const Provenance&,    \
                                 const std::optional<DeviceInfo>&, const HostTimer&, const HostTimer&);
 TALLY_HEAT2D_OUTPUT(float)
 TALLY_HEAT2D_OUTPUT(double)

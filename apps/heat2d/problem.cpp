@@ -58,7 +58,8 @@ void finalize(Problem& p) {
     return;
   }
   if (!(p.alpha > 0.0) || !std::isfinite(p.alpha)) throw InputError("--alpha " + num(p.alpha) + ": must be positive");
-  if (!(p.dt >= 0.0) || !std::isfinite(p.dt)) throw InputError("--dt " + num(p.dt) + ": must be positive (0: automatic)");
+  if (!(p.dt >= 0.0) || !std::isfinite(p.dt))
+    throw InputError("--dt " + num(p.dt) + ": must be positive (0: automatic)");
   if (!(p.t_end >= 0.0) || !std::isfinite(p.t_end)) throw InputError("--t-end " + num(p.t_end) + ": must be >= 0");
   const double dt_max = max_stable_dt(p);
   if (p.dt == 0.0) p.dt = 0.8 * dt_max;  // r = 0.2
@@ -213,12 +214,12 @@ double max_abs(std::span<const T> a) {
   return m;
 }
 
-#define TALLY_HEAT2D_INSTANTIATE(T)                                                 \
-  template std::vector<T> initial_field<T>(const Problem&, std::int64_t, std::int64_t); \
-  template ErrorNorms analytic_error<T>(const Problem&, std::span<const T>, double); \
+#define TALLY_HEAT2D_INSTANTIATE(T)                                                                     \
+  template std::vector<T> initial_field<T>(const Problem&, std::int64_t, std::int64_t);                 \
+  template ErrorNorms analytic_error<T>(const Problem&, std::span<const T>, double);                    \
   template ErrorParts analytic_error_rows<T>(const Problem&, std::span<const T>, std::int64_t, double); \
-  template double rounding_tolerance<T>(std::int64_t, double);                      \
-  template double max_abs_diff<T>(std::span<const T>, std::span<const T>);          \
+  template double rounding_tolerance<T>(std::int64_t, double);                                          \
+  template double max_abs_diff<T>(std::span<const T>, std::span<const T>);                              \
   template double max_abs<T>(std::span<const T>);
 TALLY_HEAT2D_INSTANTIATE(float)
 TALLY_HEAT2D_INSTANTIATE(double)

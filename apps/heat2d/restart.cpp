@@ -35,7 +35,8 @@ Restart read_restart(const std::string& path, const Problem& p, const std::strin
   if (!f.has_attr("app") || f.read_attr_string("app") != "heat2d")
     throw InputError(what + ": not a heat2d output (its 'app' attribute is " +
                      (f.has_attr("app") ? "'" + f.read_attr_string("app") + "'" : "missing") + ")");
-  if (f.has_attr("status") && f.read_attr_string("status") == "bench") throw InputError(what + ": a --bench table, not a solve output");
+  if (f.has_attr("status") && f.read_attr_string("status") == "bench")
+    throw InputError(what + ": a --bench table, not a solve output");
   for (const char* a : {"status", "iterations", "nx", "ny", "precision", "mode", "alpha", "dt", "bc_top", "bc_bottom",
                         "bc_left", "bc_right", "init"})
     if (!f.has_attr(a)) throw InputError(what + ": not a heat2d solve output (no '" + std::string(a) + "' attribute)");
@@ -43,14 +44,17 @@ Restart read_restart(const std::string& path, const Problem& p, const std::strin
     if (!f.has(d)) throw InputError(what + ": not a heat2d solve output (no /" + std::string(d) + ")");
   auto mismatch = [&](const std::string& option, const std::string& file_v, const std::string& ours) {
     if (file_v != ours)
-      throw InputError(option + " " + ours + " differs from " + what + "'s " + file_v + " (a restart continues the same problem)");
+      throw InputError(option + " " + ours + " differs from " + what + "'s " + file_v +
+                       " (a restart continues the same problem)");
   };
   mismatch("--nx", std::to_string(f.read_attr<std::int64_t>("nx")), std::to_string(p.nx));
   mismatch("--ny", std::to_string(f.read_attr<std::int64_t>("ny")), std::to_string(p.ny));
   mismatch("--precision", f.read_attr_string("precision"), precision);
   mismatch("--mode", f.read_attr_string("mode"), to_string(p.mode));
-  for (auto [option, attr, ours] : {std::tuple{"--bc-top", "bc_top", &p.top}, {"--bc-bottom", "bc_bottom", &p.bottom},
-                                    {"--bc-left", "bc_left", &p.left}, {"--bc-right", "bc_right", &p.right},
+  for (auto [option, attr, ours] : {std::tuple{"--bc-top", "bc_top", &p.top},
+                                    {"--bc-bottom", "bc_bottom", &p.bottom},
+                                    {"--bc-left", "bc_left", &p.left},
+                                    {"--bc-right", "bc_right", &p.right},
                                     {"--init", "init", &p.init}}) {
     const Spec theirs = parse_spec(f.read_attr_string(attr), option);
     if (theirs.is_sin != ours->is_sin || (!ours->is_sin && !same_bits(theirs.value, ours->value)))

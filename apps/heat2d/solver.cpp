@@ -36,12 +36,15 @@ int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Bac
     throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": expected auto or 1.." +
                      std::to_string(max_sweeps_per_pass));
   if (requested > deepest)
-    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": across ranks a pass needs that many halo rows "
-                     "from each neighbour's block, and the smallest block has " + std::to_string(deepest) +
-                     " rows (fewer ranks or a larger --ny)");
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) +
+                     ": across ranks a pass needs that many halo rows "
+                     "from each neighbour's block, and the smallest block has " +
+                     std::to_string(deepest) + " rows (fewer ranks or a larger --ny)");
   if (requested > 1 && check_every % requested != 0)
-    throw InputError("--sweeps-per-pass " + std::to_string(requested) + ": residuals exist only at a pass's last sweep, so it "
-                     "must divide --check-every (" + std::to_string(check_every) + ")");
+    throw InputError("--sweeps-per-pass " + std::to_string(requested) +
+                     ": residuals exist only at a pass's last sweep, so it "
+                     "must divide --check-every (" +
+                     std::to_string(check_every) + ")");
   if (requested > 0) return requested;
   // The deepest pass that pays on each backend (measured: apps/heat2d/PERF_NOTES.md).
   const int preferred = b == reduce::Backend::cuda ? cuda_preferred_sweeps_per_pass : cpu_preferred_sweeps_per_pass;
@@ -63,7 +66,8 @@ std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, cons
   // Two fields plus the output copy: refuse what cannot fit in the host's memory (rank 0 also
   // gathers the whole field; ranks sharing a node share its memory: not counted here).
   const Block blk = o.comm ? local_block(p, o.comm->size(), o.comm->rank()) : Block{0, p.ny};
-  const double need = static_cast<double>(p.nx) * (2.0 * static_cast<double>(blk.rows) + static_cast<double>(p.ny)) * sizeof(T);
+  const double need =
+      static_cast<double>(p.nx) * (2.0 * static_cast<double>(blk.rows) + static_cast<double>(p.ny)) * sizeof(T);
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > have)
     throw InputError("--nx/--ny " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + ": needs " +

@@ -6,8 +6,8 @@
 // interior rows 1..ny-2 by ranks::split_range, each rank holding its rows plus one row on each
 // side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
 // ranks); with passes of t > 1 sweeps the solver holds t rows a side, exchanged after each pass
-// (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks (exact), so every rank stops at the same sweep
-// and the fields and residuals are bitwise those of one rank.
+// (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks
+// (exact), so every rank stops at the same sweep and the fields and residuals are bitwise those of one rank.
 
 #include <cstdint>
 #include <functional>
@@ -37,7 +37,7 @@ Block local_block(const Problem& p, int ranks, int rank);
 struct SolveResult {
   std::int64_t iterations = 0;  ///< sweeps done
   Status status = Status::max_iter;
-  double final_residual = 0.0;  ///< the residual of the last checked sweep
+  double final_residual = 0.0;                ///< the residual of the last checked sweep
   std::vector<std::int64_t> check_iteration;  ///< every checked sweep, in order
   std::vector<double> check_residual;
   double solve_s = 0.0;  ///< device time (CUDA events) or host time (CPU) of the whole iteration

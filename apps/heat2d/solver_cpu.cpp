@@ -45,7 +45,8 @@ T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coe
     T local = Max::identity<T>();
 #pragma omp for schedule(static)
     for (std::int64_t j = j0; j < j1; ++j)
-      local = Max::combine(local, update_row<T, Check>(u + (j - 1) * nx, u + j * nx, u + (j + 1) * nx, v + j * nx, nx, c));
+      local =
+          Max::combine(local, update_row<T, Check>(u + (j - 1) * nx, u + j * nx, u + (j + 1) * nx, v + j * nx, nx, c));
     if constexpr (Check) {
 #pragma omp critical(heat2d_residual)
       res = Max::combine(res, local);
@@ -55,12 +56,13 @@ T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coe
 }
 
 /// `t` sweeps u -> v of rows [j0, j1) in one pass over memory (ny rows held; rows j0 - t .. j1 + t - 1
-/// must hold the state, or be edge rows): each thread streams down a band of rows, sweep level l computing row n - l when row n is read, and keeps each intermediate
-/// level's last three rows in a ring (cache-resident), so u is read and v written once per pass.
-/// The band's levels reach t - l rows beyond it (recomputed by the neighbouring band too). Returns
-/// max |v - u_{t-1}| of the last sweep when Check. The same update_row as sweep(): the same bits.
+/// must hold the state, or be edge rows): each thread streams down a band of rows, sweep level l computing row n - l
+/// when row n is read, and keeps each intermediate level's last three rows in a ring (cache-resident), so u is read and
+/// v written once per pass. The band's levels reach t - l rows beyond it (recomputed by the neighbouring band too).
+/// Returns max |v - u_{t-1}| of the last sweep when Check. The same update_row as sweep(): the same bits.
 template <class T, bool Check>
-T blocked_pass(const T* u, T* v, std::int64_t nx, std::int64_t ny, std::int64_t j0, std::int64_t j1, int t, Coeffs<T> c) {
+T blocked_pass(const T* u, T* v, std::int64_t nx, std::int64_t ny, std::int64_t j0, std::int64_t j1, int t,
+               Coeffs<T> c) {
   T res = Max::identity<T>();
 #pragma omp parallel if (nx * (j1 - j0) > 32768)
   {
@@ -132,7 +134,9 @@ class CpuSolver final : public Solver<T> {
       if (rule.is_check(k)) {  // only a pass's last sweep can be (t divides check_every)
         double res = static_cast<double>(pass<true>(k - k0 + 1, t));
         // The same bits on every rank (Max is exact): every rank judges alike and stops together.
-        if (comm_) reduce::allreduce<Max, double>(*comm_, std::span<const double>(&res, 1), std::span<double>(&res, 1), ranks::Memory::host);
+        if (comm_)
+          reduce::allreduce<Max, double>(*comm_, std::span<const double>(&res, 1), std::span<double>(&res, 1),
+                                         ranks::Memory::host);
         r.iterations = k;
         r.check_iteration.push_back(k);
         r.check_residual.push_back(res);
@@ -164,7 +168,8 @@ class CpuSolver final : public Solver<T> {
   template <bool Check>
   T pass(std::int64_t len, int t) {
     if (t == 1) return step<Check>();
-    const T res = blocked_pass<T, Check>(u_.data(), v_.data(), p_.nx, rows_, lay_.first(), lay_.end(), static_cast<int>(len), c_);
+    const T res =
+        blocked_pass<T, Check>(u_.data(), v_.data(), p_.nx, rows_, lay_.first(), lay_.end(), static_cast<int>(len), c_);
     if (comm_) exchange(v_, t);
     std::swap(u_, v_);
     return res;
@@ -177,7 +182,8 @@ class CpuSolver final : public Solver<T> {
     auto rows = [&](bool there, std::int64_t j) {  // rows j..j+n-1, or none toward a missing neighbour
       return there ? std::span<T>(b.data() + j * nx, static_cast<std::size_t>(n * nx)) : std::span<T>();
     };
-    auto halo = comm_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je), ranks::Memory::host);
+    auto halo = comm_->start_exchange<T>(rows(prev, js), rows(prev, js - n), rows(next, je - n), rows(next, je),
+                                         ranks::Memory::host);
     halo.wait();
   }
 
@@ -204,10 +210,10 @@ class CpuSolver final : public Solver<T> {
   Problem p_;
   Coeffs<T> c_;
   const ranks::Comm* comm_;  // nullptr: one rank, no exchange
-  int t_;                     // sweeps a pass asked for (0: auto)
-  int deepest_;               // the deepest pass the ranks' blocks allow
-  HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)
-  std::int64_t rows_;         // = lay_.rows()
+  int t_;                    // sweeps a pass asked for (0: auto)
+  int deepest_;              // the deepest pass the ranks' blocks allow
+  HaloLayout lay_;           // the rows held: own rows and halos (one rank: the whole field)
+  std::int64_t rows_;        // = lay_.rows()
   std::vector<T> u_, v_;
 };
 
@@ -230,7 +236,8 @@ double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats) {
     HostTimer clock;
 #pragma omp parallel
     {
-      const auto nt = static_cast<std::size_t>(omp_get_num_threads()), id = static_cast<std::size_t>(omp_get_thread_num());
+      const auto nt = static_cast<std::size_t>(omp_get_num_threads()),
+                 id = static_cast<std::size_t>(omp_get_thread_num());
       const std::size_t lo = n * id / nt, hi = n * (id + 1) / nt;
       std::memcpy(b.data() + lo, a.data() + lo, (hi - lo) * sizeof(double));
     }

@@ -43,7 +43,7 @@ namespace {
 
 using namespace kernels;
 
-constexpr int slots = 128;                     // ring of residual slots in mapped host memory
+constexpr int slots = 128;                       // ring of residual slots in mapped host memory
 constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
 // The persistent kernel: sweeps a launch (its launch boundary, the only place where the whole GPU
 // drains, comes once in that many sweeps) and its launches queued beyond the oldest unread check.
@@ -79,15 +79,15 @@ int blocked_width(int s) {  // columns a warp stores
   return tile_lanes * V - 2 * ((s + V - 1) / V * V);
 }
 
-
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const SolverOptions& o)
-      : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr),
-        t_(o.sweeps_per_pass), deepest_(deepest_pass(p, ranks_ ? ranks_->size() : 1)),
+      : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr), t_(o.sweeps_per_pass),
+        deepest_(deepest_pass(p, ranks_ ? ranks_->size() : 1)),
         // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
-        lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_) : HaloLayout{1, p.ny - 2, 1}),
+        lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_)
+                    : HaloLayout{1, p.ny - 2, 1}),
         rows_(lay_.rows()) {
     (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, deepest_);  // the range and the ranks
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers" && o.cuda_kernel != "persistent")
@@ -113,8 +113,7 @@ class CudaSolver final : public Solver<T> {
                                           cudaSharedmemCarveoutMaxShared));
     }
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, checked_, tile_lanes * warps_, 0));
+    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, checked_, tile_lanes * warps_, 0));
     const long long target = static_cast<long long>(sms) * std::max(per_sm, 1);
     const long long grid_x = (tiles_x + warps_ - 1) / warps_;
     const long long most_y = std::max<long long>(1, rows_ / 4);  // >= 4 rows a strip
@@ -126,10 +125,12 @@ class CudaSolver final : public Solver<T> {
     if (o.cuda_kernel == "persistent" && !ranks_) {
       chain_warps_ = static_cast<int>(std::min<long long>(persistent_warps, tiles_x));
       int chain_sm = 0;
-      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&chain_sm, sweep_persistent<T>, tile_lanes * chain_warps_, 0));
-      const long long resident = static_cast<long long>(sms) * chain_sm, chain_x = (tiles_x + chain_warps_ - 1) / chain_warps_;
-      const dim3 g(static_cast<unsigned>(chain_x),
-                   static_cast<unsigned>(std::clamp<long long>(resident / chain_x, 1, std::min<long long>(most_y, 65535))));
+      TALLY_CUDA_TRY(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&chain_sm, sweep_persistent<T>, tile_lanes * chain_warps_, 0));
+      const long long resident = static_cast<long long>(sms) * chain_sm,
+                      chain_x = (tiles_x + chain_warps_ - 1) / chain_warps_;
+      const dim3 g(static_cast<unsigned>(chain_x), static_cast<unsigned>(std::clamp<long long>(
+                                                       resident / chain_x, 1, std::min<long long>(most_y, 65535))));
       if (static_cast<long long>(g.x) * g.y <= resident) {
         chain_grid_ = g;
         chain_ = true;
@@ -142,10 +143,12 @@ class CudaSolver final : public Solver<T> {
       blocked_[s][0] = blocked_kernel<T, false>(s);
       blocked_[s][1] = blocked_kernel<T, true>(s);
       int bs_sm = 0;
-      TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bs_sm, blocked_[s][1], tile_lanes * blocked_warps, 0));
+      TALLY_CUDA_TRY(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bs_sm, blocked_[s][1], tile_lanes * blocked_warps, 0));
       const long long bx = ((p.nx + blocked_width<T>(s) - 1) / blocked_width<T>(s) + blocked_warps - 1) / blocked_warps;
-      const long long by = std::clamp<long long>(static_cast<long long>(sms) * std::max(bs_sm, 1) / bx, 1,
-                                                 std::min<long long>(std::max<long long>(1, (rows_ - 2) / (8 * s)), 65535));
+      const long long by =
+          std::clamp<long long>(static_cast<long long>(sms) * std::max(bs_sm, 1) / bx, 1,
+                                std::min<long long>(std::max<long long>(1, (rows_ - 2) / (8 * s)), 65535));
       blocked_grid_[s] = dim3(static_cast<unsigned>(bx), static_cast<unsigned>(by));
     }
 
@@ -200,8 +203,9 @@ class CudaSolver final : public Solver<T> {
   void set_field(std::span<const T> u) override {
     for (auto& b : u_) {
       b.fill_bytes(0, stream_);  // the padding: never updated, but read as a neighbour of the last column
-      TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data() + (lay_.first() - 1) * pitch_, pitch_ * sizeof(T), u.data(), p_.nx * sizeof(T), p_.nx * sizeof(T),
-                                       lay_.own + 2, cudaMemcpyHostToDevice, stream_));
+      TALLY_CUDA_TRY(cudaMemcpy2DAsync(b.data() + (lay_.first() - 1) * pitch_, pitch_ * sizeof(T), u.data(),
+                                       p_.nx * sizeof(T), p_.nx * sizeof(T), lay_.own + 2, cudaMemcpyHostToDevice,
+                                       stream_));
     }
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
     cur_ = 0;
@@ -209,7 +213,8 @@ class CudaSolver final : public Solver<T> {
 
   void get_field(std::span<T> u) override {
     TALLY_CUDA_TRY(cudaMemcpy2DAsync(u.data(), p_.nx * sizeof(T), u_[cur_].data() + (lay_.first() - 1) * pitch_,
-                                     pitch_ * sizeof(T), p_.nx * sizeof(T), lay_.own + 2, cudaMemcpyDeviceToHost, stream_));
+                                     pitch_ * sizeof(T), p_.nx * sizeof(T), lay_.own + 2, cudaMemcpyDeviceToHost,
+                                     stream_));
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
@@ -272,7 +277,8 @@ class CudaSolver final : public Solver<T> {
       const long long launch = static_cast<long long>(ends.size());
       ends.push_back(k);
       const int src = cur_ ^ static_cast<int>(launch & 1);
-      SweepArgs<T> a{pitch_, p_.nx, rows_, 0, rows_, -1, c_, cell_.data(), ticket_.data(), state_.data(), nullptr, k, rule.tol};
+      SweepArgs<T> a{pitch_,       p_.nx,          rows_,         0,       rows_, -1,      c_,
+                     cell_.data(), ticket_.data(), state_.data(), nullptr, k,     rule.tol};
       dim3 grid = grid_, block(tile_lanes, static_cast<unsigned>(warps_));
       Kernel<T> checked = checked_, unchecked = unchecked_;
       if (len > 1) {  // the blocked kernel over the own rows
@@ -285,7 +291,7 @@ class CudaSolver final : public Solver<T> {
       }
       if (ranks_) {
         // Launch L waits for the verdict of the latest check up to launch L - 2 (and so of all before it).
-        const Pending* gate = last_check.k > 0 && last_check.launch <= launch - 2 ? &last_check
+        const Pending* gate = last_check.k > 0 && last_check.launch <= launch - 2   ? &last_check
                               : prev_check.k > 0 && prev_check.launch <= launch - 2 ? &prev_check
                                                                                     : nullptr;
         if (gate && gate->k != gated) {
@@ -314,8 +320,8 @@ class CudaSolver final : public Solver<T> {
           // The cross-rank Max and its publication on their own stream, while the next sweep runs.
           TALLY_CUDA_TRY(cudaEventRecord(swept_, stream_));
           TALLY_CUDA_TRY(cudaStreamWaitEvent(res_stream_, swept_, 0));
-          reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res, 1), std::span<double>(res, 1), ranks::Memory::device,
-                                         res_stream_);
+          reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res, 1), std::span<double>(res, 1),
+                                         ranks::Memory::device, res_stream_);
           publish_global<<<1, 1, 0, res_stream_>>>(res, state_.data(), d_slots_ + slot, k, rule.tol);
           TALLY_CHECK_LAUNCH();
           TALLY_CUDA_TRY(cudaEventRecord(events_[slot], res_stream_));
@@ -355,7 +361,8 @@ class CudaSolver final : public Solver<T> {
 
     conclude(rule, end, r);
     const auto done = std::find(ends.begin(), ends.end(), r.iterations);
-    if (done == ends.end()) throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) + ", no launch's end");
+    if (done == ends.end())
+      throw Error("heat2d: the device stopped at sweep " + std::to_string(r.iterations) + ", no launch's end");
     cur_ ^= static_cast<int>((done - ends.begin() + 1) & 1);  // the launches run, each writing the other buffer
     return r;
   }
@@ -423,8 +430,8 @@ class CudaSolver final : public Solver<T> {
           pending.push_back(Pending{k, slot, launch, -1});
         }
       void* args[] = {&c};
-      TALLY_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sweep_persistent<T>), chain_grid_, block, args, 0,
-                                                 stream_));
+      TALLY_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sweep_persistent<T>), chain_grid_, block,
+                                                 args, 0, stream_));
       TALLY_CHECK_LAUNCH();
       if (pending.size() > first_new) {  // one event for the launch's checks: its last check's
         const int ev = pending.back().slot;
@@ -479,7 +486,8 @@ class CudaSolver final : public Solver<T> {
       TALLY_CHECK_LAUNCH();
     }
     auto row = [&](long long j) { return std::span<T>(v + j * pitch_, static_cast<std::size_t>(p_.nx)); };
-    auto halo = ranks_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), ranks::Memory::device, halo_stream_);
+    auto halo = ranks_->start_exchange<T>(row(first), row(first - 1), row(last), row(last + 1), ranks::Memory::device,
+                                          halo_stream_);
     halo.wait();  // NCCL: returns at once; host-staged: the rows travel now, the copies back go on the stream
     TALLY_CUDA_TRY(cudaEventRecord(halo_done_, halo_stream_));
   }
@@ -493,8 +501,8 @@ class CudaSolver final : public Solver<T> {
   void connect_ranks() {
     exchange(u_[cur_].data(), 1, stream_);
     res_.fill_bytes(0, res_stream_);
-    reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res_.data(), 1), std::span<double>(res_.data(), 1), ranks::Memory::device,
-                                   res_stream_);
+    reduce::allreduce<Max, double>(*ranks_, std::span<const double>(res_.data(), 1), std::span<double>(res_.data(), 1),
+                                   ranks::Memory::device, res_stream_);
     for (auto st : {stream_, halo_stream_, res_stream_}) TALLY_CUDA_TRY(cudaStreamSynchronize(st));
     connected_ = true;
   }
@@ -519,20 +527,20 @@ class CudaSolver final : public Solver<T> {
   Problem p_;
   Coeffs<T> c_;
   const ranks::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
-  int t_ = 1;                  // sweeps a pass asked for (0: auto)
-  int deepest_ = 1;            // the deepest pass the ranks' blocks allow
-  HaloLayout lay_;             // the rows held: own rows and halos (one rank: the whole field)
-  long long rows_;             // = lay_.rows()
-  bool async_ = true;  // which sweep kernel
-  bool chain_ = false;  // the persistent kernel (one rank; t = 1 solves)
-  bool connected_ = false;  // several ranks: connect_ranks() has run
+  int t_ = 1;                 // sweeps a pass asked for (0: auto)
+  int deepest_ = 1;           // the deepest pass the ranks' blocks allow
+  HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)
+  long long rows_;            // = lay_.rows()
+  bool async_ = true;         // which sweep kernel
+  bool chain_ = false;        // the persistent kernel (one rank; t = 1 solves)
+  bool connected_ = false;    // several ranks: connect_ranks() has run
   dim3 chain_grid_;
   int chain_warps_ = 8;
-  DeviceBuffer<long long> chain_counters_;  // [0] the latest check published, then each block's sweeps done
-  Kernel<T> checked_ = nullptr, unchecked_ = nullptr;  // its variants with and without the residual
+  DeviceBuffer<long long> chain_counters_;              // [0] the latest check published, then each block's sweeps done
+  Kernel<T> checked_ = nullptr, unchecked_ = nullptr;   // its variants with and without the residual
   Kernel<T> blocked_[max_sweeps_per_pass + 1][2] = {};  // [s][checked]: s sweeps a launch
   dim3 blocked_grid_[max_sweeps_per_pass + 1];
-  int warps_ = 4;      // its block's warps
+  int warps_ = 4;  // its block's warps
   long long pitch_ = 0;
   dim3 grid_;
   DeviceBuffer<T> u_[2];

@@ -2,7 +2,8 @@
 // heat2d's CUDA sweep kernels and the device state they share with the host side (solver_cuda.cu):
 // one kernel per sweep (or per pass of S sweeps: sweep_blocked) updates the field and, on checked
 // sweeps, folds the residual max |u_new - u| with the library's gang reduction, whose last block
-// publishes it (or, across ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines kernels).
+// publishes it (or, across ranks, leaves it for the cross-rank step). Included by solver_cuda.cu alone (it defines
+// kernels).
 //
 // Layout: rows padded to a pitch of 32 x 16 bytes so that each lane loads and stores 16 bytes
 // (2 doubles or 4 floats) with rows aligned. A warp covers 32 x 16 contiguous bytes of a row; a
@@ -24,7 +25,7 @@ namespace tally::heat2d::kernels {
 namespace dev = tally::reduce::device;
 using reduce::Max;
 
-constexpr int tile_lanes = 32;      // vector: one warp across x
+constexpr int tile_lanes = 32;  // vector: one warp across x
 // worker: a block's warps side by side along x, per kernel (async_warps, registers_warps below)
 
 enum : int { running = 0, stop_converged = 1, stop_diverged = 2 };
@@ -205,7 +206,7 @@ __global__ void __launch_bounds__(tile_lanes* async_warps)
 
   const Strip<T> st(a);
   const int w = static_cast<int>(threadIdx.y), hl = st.lane == 0 ? 0 : 1;
-  long long jl = st.js - 1;                      // the next row to copy
+  long long jl = st.js - 1;                         // the next row to copy
   const T* lp = u + (st.js - 1) * a.pitch + st.x0;  // dereferenced only for rows in [0, jlast]
   int slot = 0;
   auto issue = [&] {
@@ -328,7 +329,7 @@ constexpr int blocked_queue = 4;  // rows of the field loaded ahead (in register
 template <class T, int S>
 struct BlockedTile {
   static constexpr int V = dev::vec16<T>;
-  static constexpr int H = (S + V - 1) / V * V;   // halo columns on each side of a warp's tile
+  static constexpr int H = (S + V - 1) / V * V;     // halo columns on each side of a warp's tile
   static constexpr int W = tile_lanes * V - 2 * H;  // columns a warp stores
 };
 
@@ -344,14 +345,14 @@ __global__ void __launch_bounds__(tile_lanes* blocked_warps, blocked_blocks_sm)
   const int lane = static_cast<int>(threadIdx.x);
   const long long tile = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
   const long long x0 = tile * Tile::W - Tile::H + lane * V;  // this lane's first column
-  const bool loads = x0 >= 0 && x0 < a.pitch;               // whole vectors: pitch and x0 are multiples of V
+  const bool loads = x0 >= 0 && x0 < a.pitch;                // whole vectors: pitch and x0 are multiples of V
   const bool stores = lane * V >= Tile::H && lane * V < Tile::H + Tile::W && x0 < a.pitch;
   // The strip's output rows [js, je) of the interior rows [a.j0, a.j0 + a.rows); a warp beyond the
   // grid's width gets none (it still joins the block's reduction).
   long long js = a.j0 + static_cast<long long>(blockIdx.y) * a.rows / gridDim.y;
   long long je = a.j0 + (static_cast<long long>(blockIdx.y) + 1) * a.rows / gridDim.y;
-  if (tile * Tile::W >= a.nx) je = js;  // warp-uniform
-  const long long n0 = js - S > 0 ? js - S : 0;                   // the first row read
+  if (tile * Tile::W >= a.nx) je = js;                                    // warp-uniform
+  const long long n0 = js - S > 0 ? js - S : 0;                           // the first row read
   const long long nlast = je - 1 + S < a.ny - 1 ? je - 1 + S : a.ny - 1;  // the last row read
   const long long nend = je - 1 + S;  // the step at which level S computes row je - 1
 
@@ -381,8 +382,8 @@ __global__ void __launch_bounds__(tile_lanes* blocked_warps, blocked_blocks_sm)
         const Vec& c = cur[s - 1];
         const T w = __shfl_up_sync(0xffffffffu, c.v[V - 1], 1);  // lane 0: its own, invalid anyway
         const T e = __shfl_down_sync(0xffffffffu, c.v[0], 1);
-        Vec out = c;                    // edge rows (and rows outside the field, never used) stay
-        if (m >= 1 && m < a.ny - 1) {   // warp-uniform
+        Vec out = c;                   // edge rows (and rows outside the field, never used) stay
+        if (m >= 1 && m < a.ny - 1) {  // warp-uniform
 #pragma unroll
           for (int k = 0; k < V; ++k) {
             const T west = k == 0 ? w : c.v[k - 1];

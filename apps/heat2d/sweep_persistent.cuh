@@ -32,14 +32,14 @@ template <class T>
 struct ChainArgs {
   SweepArgs<T> a;  // the field's shape and coefficients, the state; a.k, a.slot and the cell unused
   T* buf[2];
-  int cur;                  // buf[cur] holds sweep `base`'s field
-  long long base;           // the sweeps done before this solve (counters count from it)
-  long long k0, k1;         // this launch's sweeps
+  int cur;                      // buf[cur] holds sweep `base`'s field
+  long long base;               // the sweeps done before this solve (counters count from it)
+  long long k0, k1;             // this launch's sweeps
   long long check_every, last;  // the stop rule's checked sweeps: multiples of check_every, and last
-  CheckSlot* slots;         // the ring of residual slots (mapped host memory)
-  int nslots, slot0;        // ... and the slot of the first check in k0..k1
-  long long* progress;      // per block: sweeps done since base (0 at the solve's start)
-  long long* published;     // the latest check (since base) whose verdict is out
+  CheckSlot* slots;             // the ring of residual slots (mapped host memory)
+  int nslots, slot0;            // ... and the slot of the first check in k0..k1
+  long long* progress;          // per block: sweeps done since base (0 at the solve's start)
+  long long* published;         // the latest check (since base) whose verdict is out
   dev::select_key_t<T>* cells;  // [2]: the gang max's cell and ticket, by the sweep's parity
   unsigned int* tickets;
 };
@@ -58,7 +58,8 @@ __device__ __forceinline__ void store_release(long long* p, long long v) {
 /// waits for sweeps that never ran), and the sweep is skipped anyway. The wait is otherwise for
 /// blocks a sweep behind (microseconds); one of 20 s can only be a broken invariant, and traps (the
 /// launch fails with an error) rather than hangs.
-__device__ __forceinline__ bool wait_at_least(const long long* p, long long want, const long long* stop_at, long long before) {
+__device__ __forceinline__ bool wait_at_least(const long long* p, long long want, const long long* stop_at,
+                                              long long before) {
   if (load_acquire(p) >= want) return true;
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -100,7 +101,7 @@ __global__ void __launch_bounds__(tile_lanes* persistent_warps, persistent_block
       if (bx >= 0 && bx < gridDim.x && by >= 0 && by < gridDim.y)
         (void)wait_at_least(c.progress + by * gridDim.x + bx, rel - 1, stop_at, m - 2);
     }
-    __syncthreads();  // the acquires above reach the whole block
+    __syncthreads();   // the acquires above reach the whole block
     if (skip) return;  // the same for every block: a stop at or before m - 2
     const T* u = c.buf[c.cur ^ static_cast<int>((rel - 1) & 1)];
     T* v = c.buf[c.cur ^ static_cast<int>(rel & 1)];

@@ -32,8 +32,11 @@ void print_rows(const Case& cs, const std::string& suffix) {
   auto row = [&](const Measured& m, bool judged = true) {
     const std::string bw = cs.bandwidth_gbs ? fmt("%.0f%%", 100.0 * m.gbps / *cs.bandwidth_gbs) : "-";
     const std::string pct = std::isnan(m.pct_vendor) ? "-" : fmt("%.0f%%", m.pct_vendor);
-    std::printf("| %s | %s | %.3f | %.0f | %.0f | %s | %s | %.1e | %.1e | %s |\n", name.c_str(), m.name.c_str(), 1e3 * m.time_s,
-                m.gflops, m.gbps, bw.c_str(), pct.c_str(), m.rel_error, m.tolerance, !judged ? "(TF32)" : m.passed ? "yes" : "NO");
+    std::printf("| %s | %s | %.3f | %.0f | %.0f | %s | %s | %.1e | %.1e | %s |\n", name.c_str(), m.name.c_str(),
+                1e3 * m.time_s, m.gflops, m.gbps, bw.c_str(), pct.c_str(), m.rel_error, m.tolerance,
+                !judged    ? "(TF32)"
+                : m.passed ? "yes"
+                           : "NO");
   };
   for (const auto& m : cs.levels) row(m);
   if (cs.vendor) row(*cs.vendor);
@@ -80,7 +83,8 @@ std::vector<BenchCase> bench_cases(Backend b, const std::vector<std::string>& pr
 }
 
 template <class T>
-Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCase& bc, const Options& o, bool bandwidth) {
+Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCase& bc, const Options& o,
+                    bool bandwidth) {
   // Eigen on the CPU only where the inputs are small enough to copy back and multiply in seconds.
   const bool eigen = !o.no_eigen && bc.shape.input_bytes(sizeof(T)) <= (1 << 30) && bc.shape.flops() <= 2e11;
   return run_case<T>(comm, backend, device, bc.shape, bc.levels, o, eigen, 1, nullptr, bandwidth);
@@ -106,8 +110,9 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
   for (const auto& bc : cases) {
     const bool bw = cuda && results.empty();
     if (ranks > 1) {
-      if (root) singles.push_back(bc.is_float ? run_bench_case<float>(solo, backend, device, bc, o, bw)
-                                              : run_bench_case<double>(solo, backend, device, bc, o, bw));
+      if (root)
+        singles.push_back(bc.is_float ? run_bench_case<float>(solo, backend, device, bc, o, bw)
+                                      : run_bench_case<double>(solo, backend, device, bc, o, bw));
       comm.idle_barrier();  // the others wait without taking rank 0's cores
     }
     Case cs = bc.is_float ? run_bench_case<float>(comm, backend, device, bc, o, bw && ranks == 1)
@@ -115,9 +120,12 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
     if (!singles.empty() && singles.front().bandwidth_gbs) cs.bandwidth_gbs = singles.front().bandwidth_gbs;
     if (!results.empty()) cs.bandwidth_gbs = results.front().bandwidth_gbs;  // measured once, in this run
     if (!header && root) {
-      if (cs.bandwidth_gbs) std::printf("measured device copy bandwidth: %.0f GB/s (1 GiB cudaMemcpy D2D, read + write, median of 10)\n", *cs.bandwidth_gbs);
-      if (ranks > 1) std::printf("%d ranks (%s); each case on rank 0 alone first, then K-split over the ranks\n", ranks,
-                                 comm.transport(cuda ? Memory::device : Memory::host).c_str());
+      if (cs.bandwidth_gbs)
+        std::printf("measured device copy bandwidth: %.0f GB/s (1 GiB cudaMemcpy D2D, read + write, median of 10)\n",
+                    *cs.bandwidth_gbs);
+      if (ranks > 1)
+        std::printf("%d ranks (%s); each case on rank 0 alone first, then K-split over the ranks\n", ranks,
+                    comm.transport(cuda ? Memory::device : Memory::host).c_str());
       print_table_header(cuda);
       header = true;
     }
@@ -141,7 +149,8 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
   file.attr("warmup", o.warmup);
   file.attr("timing", o.timing);
   file.attr("seed", o.common.seed);
-  if (!results.empty() && results.front().bandwidth_gbs) file.attr("copy_bandwidth_gbs", *results.front().bandwidth_gbs);
+  if (!results.empty() && results.front().bandwidth_gbs)
+    file.attr("copy_bandwidth_gbs", *results.front().bandwidth_gbs);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Case& cs = results[i];
     auto g = file.group("bench/" + cs.precision + "_" + cs.shape.str());
@@ -167,7 +176,8 @@ int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
   file.group("timings").attr("total_s", total.seconds());
   write_provenance(file, collect_provenance("matmul --bench", dev), dev);
   file.commit();
-  std::printf("| matmul bench: %s, %zu cases, total %.1f s |\n", ok ? "all checks passed" : "SOME CHECKS FAILED", results.size(), total.seconds());
+  std::printf("| matmul bench: %s, %zu cases, total %.1f s |\n", ok ? "all checks passed" : "SOME CHECKS FAILED",
+              results.size(), total.seconds());
   return ok ? exit_ok : exit_failure;
 }
 

@@ -26,8 +26,8 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
-#include "tally/reduce/backend.hpp"
 #include "tally/ranks/split.hpp"
+#include "tally/reduce/backend.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace tally::matmul {
@@ -85,13 +85,13 @@ std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend
   return out;
 }
 
-
 /// Runs one case: inputs, reference, each level, the vendor library, Eigen. With several ranks each
 /// holds its K slab (split_range of K): A[:, k0:k1] and B[k0:k1, :], multiplies it, and the partial Cs
 /// are summed in rank order (Comm::allreduce) inside every timed run: every rank ends with the same C.
 template <class T>
-Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels, const Options& o,
-              bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth, const HostInputs<T>* given) {
+Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std::vector<Level>& levels,
+              const Options& o, bool eigen, int eigen_repeats, std::vector<T>* c_out, bool with_bandwidth,
+              const HostInputs<T>* given) {
   Case cs;
   cs.shape = s;
   cs.precision = sizeof(T) == 4 ? "float" : "double";
@@ -104,7 +104,8 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   // Host-side sums over ranks (rank order: the same bits on every rank).
   const auto host_sum = [&](auto& v) {
     using V = typename std::decay_t<decltype(v)>::value_type;
-    if (comm.size() > 1) tally::reduce::allreduce<reduce::Sum, V>(comm, std::span<const V>(v), std::span<V>(v), Memory::host);
+    if (comm.size() > 1)
+      tally::reduce::allreduce<reduce::Sum, V>(comm, std::span<const V>(v), std::span<V>(v), Memory::host);
   };
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
@@ -138,7 +139,8 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   {
     ScopedTimer t(cs.timings, "reference_s");
     // --exact: the correctly rounded C (exact dot products on the CPU; one rank, see run()).
-    ref = o.exact ? exact_reference<T>(engine->a(), engine->b(), local) : engine->reference();  // else this rank's slab, double-double
+    ref = o.exact ? exact_reference<T>(engine->a(), engine->b(), local)
+                  : engine->reference();  // else this rank's slab, double-double
     // The slabs' references and |A||B| summed in rank order in double: each slab's rounding is at
     // most u |A_r||B_r| and each of the size - 1 additions at most u |A||B| (u = 2^-53), so the
     // job's reference is within size * u * |A||B| of the exact product: against the tolerance
@@ -272,14 +274,15 @@ template Case run_case<double>(const Comm&, Backend, int, Shape, const std::vect
 namespace {
 
 template <class T>
-int run_single(const Comm& comm, Backend backend, int device, const Options& o, Shape s, const std::vector<Level>& levels) {
+int run_single(const Comm& comm, Backend backend, int device, const Options& o, Shape s,
+               const std::vector<Level>& levels) {
   HostTimer total;
   std::vector<T> c;
   const bool cuda = backend == Backend::cuda;
   Case cs = run_case<T>(comm, backend, device, s, levels, o, !o.no_eigen, o.repeats, o.write_c ? &c : nullptr, cuda);
   const bool ok = cs.passed();  // every rank judges the same C against the same reference
   cs.timings.set("total_s", total.seconds());
-  const RanksReport rr = ranks_report(comm, backend, cs);  // collective
+  const RanksReport rr = ranks_report(comm, backend, cs);   // collective
   if (!comm.is_root()) return ok ? exit_ok : exit_failure;  // rank 0 writes and reports
 
   std::optional<DeviceInfo> dev;
@@ -305,7 +308,8 @@ int run(const Options& o, Comm& comm) {
   try {
     bool fell_back = false;
     backend = reduce::resolve_backend(o.common.backend, &fell_back);
-    if (fell_back && comm.is_root()) std::fprintf(stderr, "matmul: no usable CUDA device, running on the CPU backend\n");
+    if (fell_back && comm.is_root())
+      std::fprintf(stderr, "matmul: no usable CUDA device, running on the CPU backend\n");
     if (backend == Backend::cuda) {
       device = comm.pick_device(o.common.device);  // each rank its GPU (--device with one rank)
       if (device < 0) throw InputError("--backend cuda: no usable CUDA device on this rank");
@@ -314,7 +318,8 @@ int run(const Options& o, Comm& comm) {
     s = resolve_shape(o);
     if (o.exact && o.bench) throw InputError("--exact: not with --bench (run single shapes with --exact)");
     if (o.exact && comm.size() > 1)
-      throw InputError("--exact: runs on one rank (got " + std::to_string(comm.size()) + "): ranks would add rounded partial Cs");
+      throw InputError("--exact: runs on one rank (got " + std::to_string(comm.size()) +
+                       "): ranks would add rounded partial Cs");
     if (!o.bench && s.k < comm.size())
       throw InputError("--k: K = " + std::to_string(s.k) + " is split across " + std::to_string(comm.size()) +
                        " ranks, but every rank needs at least one column of A (one row of B): use at most " +
@@ -327,7 +332,8 @@ int run(const Options& o, Comm& comm) {
   }
   comm.agree(failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
-  comm.require_same(reduce::to_string(backend), "the backend (--backend " + o.common.backend + " as resolved on each rank)");
+  comm.require_same(reduce::to_string(backend),
+                    "the backend (--backend " + o.common.backend + " as resolved on each rank)");
   if (backend == Backend::cuda) comm.use_device(device);
   if (o.bench) return run_bench(comm, backend, device, o);
   return o.common.precision == "float" ? run_single<float>(comm, backend, device, o, s, levels)

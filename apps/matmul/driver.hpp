@@ -50,7 +50,8 @@ struct Measured {  // one level, cuBLAS or Eigen on one case
   double gflops = 0, gbps = 0, pct_vendor = std::numeric_limits<double>::quiet_NaN(), rel_error = 0, tolerance = 0;
   /// max |C - C_cublas| / (|A||B|) and the same against Eigen (NaN when that comparison did not run).
   double diff_cublas = std::numeric_limits<double>::quiet_NaN(), diff_eigen = std::numeric_limits<double>::quiet_NaN();
-  std::int64_t mismatches = -1;  ///< --exact: elements whose bits differ from the correctly rounded C (-1: not compared)
+  std::int64_t mismatches =
+      -1;  ///< --exact: elements whose bits differ from the correctly rounded C (-1: not compared)
   /// NaN and infinities against the reference's (Comparison): elements that are NaN where the
   /// reference is not, not NaN where it is, or disagree on an infinity.
   std::int64_t nan_extra = 0, nan_missing = 0, inf_wrong = 0;

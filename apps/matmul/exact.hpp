@@ -24,11 +24,13 @@
 namespace tally::matmul {
 
 /// Why --exact has no tiled-tc level (InputError's message wherever it is asked for).
-inline constexpr const char* kNoExactTiledTc = "--level tiled-tc: has no --exact form (the tensor cores round every product)";
+inline constexpr const char* kNoExactTiledTc =
+    "--level tiled-tc: has no --exact form (the tensor cores round every product)";
 
 /// C = A B exactly rounded, on the CPU at `level` (not tiled-tc: InputError).
 template <class T>
-void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
+void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s,
+                        std::int64_t split_k = 0);
 
 /// The correctly rounded C (as doubles holding T values) and |A||B|: exact::dot per element, on the
 /// CPU (OpenMP over elements). The reference of matmul --exact and of the tests.

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "exact.hpp"
-#include "transpose.hpp"
-#include "tuning_cpu.hpp"
 #include "tally/common/error.hpp"
 #include "tally/reduce/exact.hpp"
+#include "transpose.hpp"
+#include "tuning_cpu.hpp"
 
 namespace tally::matmul {
 namespace {
@@ -85,13 +85,15 @@ void tiled(const T* a, const T* b, T* c, Shape s) {
     const idx ni = std::min(tile, s.m - i0), nj = std::min(tile, s.n - j0);
     auto acc = std::make_unique<Acc<T>[]>(static_cast<std::size_t>(tile * tile));
     std::vector<Sink<T>> sink;
-    for (idx e = 0; e < tile * tile; ++e) acc[static_cast<std::size_t>(e)].clear(), sink.push_back(Sink<T>{&acc[static_cast<std::size_t>(e)]});
+    for (idx e = 0; e < tile * tile; ++e)
+      acc[static_cast<std::size_t>(e)].clear(), sink.push_back(Sink<T>{&acc[static_cast<std::size_t>(e)]});
     ex::Filter f[tile * tile];
     for (idx k = 0; k < s.k; ++k)
       for (idx ii = 0; ii < ni; ++ii) {
         const T x = a[(i0 + ii) * s.k + k];
         const T* brow = b + k * s.n + j0;
-        for (idx jj = 0; jj < nj; ++jj) f[ii * tile + jj].add_product(x, brow[jj], sink[static_cast<std::size_t>(ii * tile + jj)]);
+        for (idx jj = 0; jj < nj; ++jj)
+          f[ii * tile + jj].add_product(x, brow[jj], sink[static_cast<std::size_t>(ii * tile + jj)]);
       }
     for (idx ii = 0; ii < ni; ++ii)
       for (idx jj = 0; jj < nj; ++jj) {
@@ -105,7 +107,8 @@ void tiled(const T* a, const T* b, T* c, Shape s) {
 }  // namespace
 
 template <class T>
-void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k) {
+void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s,
+                        std::int64_t split_k) {
   const idx mn = s.m * s.n;
   if (level == Level::tiled_tc) throw InputError(kNoExactTiledTc);
   if (s.k == 0) {
@@ -117,16 +120,20 @@ void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b,
   switch (level) {
     case Level::vector:
 #pragma omp parallel for schedule(dynamic)
-      for (idx e = 0; e < mn; ++e) c[static_cast<std::size_t>(e)] = reduce::exact::dot<T>(a.data() + (e / s.n) * s.k, bt.data() + (e % s.n) * s.k, s.k);
+      for (idx e = 0; e < mn; ++e)
+        c[static_cast<std::size_t>(e)] =
+            reduce::exact::dot<T>(a.data() + (e / s.n) * s.k, bt.data() + (e % s.n) * s.k, s.k);
       return;
     case Level::worker:  // threads split K: one range each
       return chunked(a.data(), bt.data(), c.data(), s, std::max<idx>(1, std::min<idx>(omp_get_max_threads(), s.k)));
     case Level::worker_vector:  // a finer split: four ranges per thread
-      return chunked(a.data(), bt.data(), c.data(), s,
-                     std::max<idx>(1, std::min<idx>(tuning::cpu::exact_ranges_per_thread * omp_get_max_threads(), s.k)));
+      return chunked(
+          a.data(), bt.data(), c.data(), s,
+          std::max<idx>(1, std::min<idx>(tuning::cpu::exact_ranges_per_thread * omp_get_max_threads(), s.k)));
     case Level::gang:  // fixed chunks, independent of the thread count (as the ordinary gang level)
       return chunked(a.data(), bt.data(), c.data(), s,
-                     split_k > 0 ? std::min(split_k, s.k) : std::clamp<idx>(s.k / tuning::cpu::gang_min_chunk, 1, tuning::cpu::gang_max_chunks));
+                     split_k > 0 ? std::min(split_k, s.k)
+                                 : std::clamp<idx>(s.k / tuning::cpu::gang_min_chunk, 1, tuning::cpu::gang_max_chunks));
     case Level::tiled:
     case Level::tiled_tc: break;  // both above
   }
@@ -154,8 +161,9 @@ Reference exact_reference(std::span<const T> a, std::span<const T> b, Shape s) {
   return r;
 }
 
-#define TALLY_MATMUL_EXACT_CPU(T)                                                                                          \
-  template void exact_cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t); \
+#define TALLY_MATMUL_EXACT_CPU(T)                                                                         \
+  template void exact_cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, \
+                                      std::int64_t);                                                      \
   template Reference exact_reference<T>(std::span<const T>, std::span<const T>, Shape);
 TALLY_MATMUL_EXACT_CPU(float)
 TALLY_MATMUL_EXACT_CPU(double)

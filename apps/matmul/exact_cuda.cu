@@ -7,11 +7,11 @@
 #include <type_traits>
 
 #include "exact.hpp"
-#include "tuning.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/error.hpp"
 #include "tally/reduce/device/exact.cuh"
+#include "tuning.cuh"
 
 namespace tally::matmul {
 namespace {
@@ -27,8 +27,8 @@ using Acc = ex::Accumulator<P<T>>;
 /// vector (Threads = 32: a warp per element, lanes split K) and worker+vector (Threads =
 /// tuning::exact_threads: a block per element): every thread's filter, then exact_block_sum.
 template <class T, int Threads>
-__global__ void __launch_bounds__(Threads) exact_block_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
-                                                            idx m, idx n, idx k) {
+__global__ void __launch_bounds__(Threads)
+    exact_block_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k) {
   __shared__ dev::ExactStorage<P<T>> s;
   for (idx e = blockIdx.x; e < m * n; e += gridDim.x) {
     const idx i = e / n, j = e % n;
@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(Threads) exact_block_level(const T* __restrict
 /// accumulator in shared memory, filled by every thread's filter through atomics; warp y rounds
 /// elements y, y + Y, ...
 template <class T>
-__global__ void __launch_bounds__(tuning::exact_threads) exact_worker_level(const T* __restrict__ a, const T* __restrict__ b,
-                                                                            T* __restrict__ c, idx m, idx n, idx k) {
+__global__ void __launch_bounds__(tuning::exact_threads)
+    exact_worker_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k) {
   constexpr int W = Acc<T>::words, Y = tuning::exact_workers, threads = 32 * Y;
   __shared__ Acc<T> acc[32];
   const int x = threadIdx.x, y = threadIdx.y, tid = y * 32 + x;
@@ -73,29 +73,31 @@ __global__ void __launch_bounds__(tuning::exact_threads) exact_worker_level(cons
 /// gang: element e's K cut into S chunks, a block per (element, chunk), joined by exact_gang_sum
 /// on the element's partials and ticket.
 template <class T>
-__global__ void __launch_bounds__(tuning::exact_threads) exact_gang_level(const T* __restrict__ a, const T* __restrict__ b,
-                                                                          T* __restrict__ c, idx m, idx n, idx k, idx S, idx chunk,
-                                                                          Acc<T>* __restrict__ partials, unsigned int* __restrict__ tickets) {
+__global__ void __launch_bounds__(tuning::exact_threads)
+    exact_gang_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k, idx S,
+                     idx chunk, Acc<T>* __restrict__ partials, unsigned int* __restrict__ tickets) {
   __shared__ dev::ExactStorage<P<T>> s;
   for (idx item = blockIdx.x; item < m * n * S; item += gridDim.x) {
     const idx e = item / S, q = item % S, i = e / n, j = e % n;
     const idx k1 = min(k, (q + 1) * chunk);
     dev::ExactThread<P<T>> t(s);
-    for (idx kk = q * chunk + threadIdx.x; kk < k1; kk += tuning::exact_threads) t.add_product(a[i * k + kk], b[kk * n + j]);
+    for (idx kk = q * chunk + threadIdx.x; kk < k1; kk += tuning::exact_threads)
+      t.add_product(a[i * k + kk], b[kk * n + j]);
     T r;
-    if (dev::exact_gang_sum(t, S > 1 ? partials + e * S : nullptr, S > 1 ? tickets + e : nullptr, r, s, S, q) && threadIdx.x == 0)
+    if (dev::exact_gang_sum(t, S > 1 ? partials + e * S : nullptr, S > 1 ? tickets + e : nullptr, r, s, S, q) &&
+        threadIdx.x == 0)
       c[e] = r;
     __syncthreads();
   }
 }
 
-/// tiled: E x E tiles of C (E = tuning::exact_tile) over S chunks of K staged through shared memory, a filter per thread
-/// (its element), flushed by atomics into the element's accumulator in global memory; the last
-/// chunk of a tile to arrive rounds its elements and clears their accumulators for the next run.
+/// tiled: E x E tiles of C (E = tuning::exact_tile) over S chunks of K staged through shared memory, a filter per
+/// thread (its element), flushed by atomics into the element's accumulator in global memory; the last chunk of a tile
+/// to arrive rounds its elements and clears their accumulators for the next run.
 template <class T>
-__global__ void __launch_bounds__(tuning::exact_tile * tuning::exact_tile)
-    exact_tiled_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k, idx S, idx chunk,
-                      Acc<T>* __restrict__ acc, unsigned int* __restrict__ tickets) {
+__global__ void __launch_bounds__(tuning::exact_tile* tuning::exact_tile)
+    exact_tiled_level(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, idx m, idx n, idx k, idx S,
+                      idx chunk, Acc<T>* __restrict__ acc, unsigned int* __restrict__ tickets) {
   constexpr int W = Acc<T>::words, E = tuning::exact_tile;
   // The tiles as doubles: a float is converted once when staged, not by each of the E threads that
   // multiply it (a float-to-double conversion runs at a quarter of the FP64 rate on sm_90).
@@ -117,7 +119,8 @@ __global__ void __launch_bounds__(tuning::exact_tile * tuning::exact_tile)
       const int kn = static_cast<int>(min(idx{E}, k1 - kb));
       if (inside)
         for (int kk = 0; kk < kn; ++kk) {
-          if constexpr (std::is_same_v<T, float>) f.add(As[ty][kk] * Bs[kk][tx], sink);  // exact: add_product(float, float)'s sum
+          if constexpr (std::is_same_v<T, float>)
+            f.add(As[ty][kk] * Bs[kk][tx], sink);  // exact: add_product(float, float)'s sum
           else f.add_product(As[ty][kk], Bs[kk][tx], sink);
         }
       __syncthreads();
@@ -163,12 +166,11 @@ void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, str
   const idx mn = s.m * s.n, resident = idx{std::max(sm_count, 1)} * exact_blocks_per_sm;
   // Each accumulator (shared or global) takes fewer than 2^31 additions of less than 2^32 per limb:
   // at most 2 K of them per element.
-  if (s.k >= (idx{1} << 28)) throw InputError("--k: matmul --exact takes K below 2^28 (got " + std::to_string(s.k) + ")");
+  if (s.k >= (idx{1} << 28))
+    throw InputError("--k: matmul --exact takes K below 2^28 (got " + std::to_string(s.k) + ")");
   const auto grid = [&](idx items) { return static_cast<unsigned>(std::clamp<idx>(items, 1, resident * exact_waves)); };
   switch (level) {
-    case Level::vector:
-      exact_block_level<T, 32><<<grid(mn), 32, 0, stream>>>(a, b, c, s.m, s.n, s.k);
-      break;
+    case Level::vector: exact_block_level<T, 32><<<grid(mn), 32, 0, stream>>>(a, b, c, s.m, s.n, s.k); break;
     case Level::worker_vector:
       exact_block_level<T, exact_threads><<<grid(mn), exact_threads, 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;
@@ -177,20 +179,23 @@ void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, str
       break;
     case Level::gang: {
       // Enough chunks to fill the device twice, at least two where K allows, none under the minimum.
-      const idx most = std::max<idx>(1, s.k / exact_gang_min_chunk), S = std::clamp<idx>(ceil_div(2 * resident, mn), std::min<idx>(2, most), most);
+      const idx most = std::max<idx>(1, s.k / exact_gang_min_chunk),
+                S = std::clamp<idx>(ceil_div(2 * resident, mn), std::min<idx>(2, most), most);
       const idx chunk = ceil_div(s.k, S);
       impl_->grow(static_cast<std::size_t>(mn * S) * sizeof(Acc<T>), static_cast<std::size_t>(mn), level, stream);
-      exact_gang_level<T><<<grid(mn * S), exact_threads, 0, stream>>>(a, b, c, s.m, s.n, s.k, S, chunk,
-                                                           reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
+      exact_gang_level<T><<<grid(mn * S), exact_threads, 0, stream>>>(
+          a, b, c, s.m, s.n, s.k, S, chunk, reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
       break;
     }
     case Level::tiled: {
       const idx tiles = ceil_div(s.m, exact_tile) * ceil_div(s.n, exact_tile);
-      const idx S = std::clamp<idx>(ceil_div(2 * resident, tiles), 1, std::max<idx>(1, ceil_div(s.k, exact_tiled_min_chunk)));
+      const idx S =
+          std::clamp<idx>(ceil_div(2 * resident, tiles), 1, std::max<idx>(1, ceil_div(s.k, exact_tiled_min_chunk)));
       const idx chunk = ceil_div(ceil_div(s.k, S), exact_tile) * exact_tile;
       impl_->grow(static_cast<std::size_t>(mn) * sizeof(Acc<T>), static_cast<std::size_t>(tiles), level, stream);
       exact_tiled_level<T><<<grid(tiles * ceil_div(s.k, chunk)), dim3(exact_tile, exact_tile), 0, stream>>>(
-          a, b, c, s.m, s.n, s.k, ceil_div(s.k, chunk), chunk, reinterpret_cast<Acc<T>*>(impl_->scratch.data()), impl_->tickets.data());
+          a, b, c, s.m, s.n, s.k, ceil_div(s.k, chunk), chunk, reinterpret_cast<Acc<T>*>(impl_->scratch.data()),
+          impl_->tickets.data());
       break;
     }
     case Level::tiled_tc:  // resolve_levels keeps it out of --exact; never leave C as the last level left it

@@ -28,14 +28,16 @@ int digits(const std::string& precision) {
 bool accepted(const h5::ElementType& t, const std::string& precision) {
   switch (t.kind) {
     case h5::ElementType::Kind::floating: return true;
-    case h5::ElementType::Kind::integer: return static_cast<int>(8 * t.bytes) - (t.is_signed ? 1 : 0) <= digits(precision);
+    case h5::ElementType::Kind::integer:
+      return static_cast<int>(8 * t.bytes) - (t.is_signed ? 1 : 0) <= digits(precision);
     case h5::ElementType::Kind::other: return false;
   }
   return false;
 }
 
 /// The dataset's rows and columns; InputError unless it is a non-empty 2-D matrix of an accepted type.
-std::pair<std::int64_t, std::int64_t> matrix_dims(const std::string& opt, const std::string& source, const std::string& precision) {
+std::pair<std::int64_t, std::int64_t> matrix_dims(const std::string& opt, const std::string& source,
+                                                  const std::string& precision) {
   const auto [file, dset] = split_source(opt, source);
   const auto f = h5::File::open(file);
   h5::dims_t d;
@@ -58,8 +60,8 @@ std::pair<std::int64_t, std::int64_t> matrix_dims(const std::string& opt, const 
 
 std::string accepted_types(const std::string& precision) {
   const int widest = digits(precision) >= 32 ? 32 : 16;  // the integer widths HDF5 stores: 8, 16, 32, 64 bits
-  return "floating-point numbers (read as --precision " + precision + ") and integers of up to " + std::to_string(widest) +
-         " bits (which " + precision + " holds exactly)";
+  return "floating-point numbers (read as --precision " + precision + ") and integers of up to " +
+         std::to_string(widest) + " bits (which " + precision + " holds exactly)";
 }
 
 Shape resolve_shape(const Options& o) {
@@ -67,7 +69,8 @@ Shape resolve_shape(const Options& o) {
   if (o.size > 0) s = {o.size, o.size, o.size};
   auto agree = [&](const char* opt, bool given, std::int64_t want, std::int64_t file_value, const std::string& what) {
     if (given && want != file_value)
-      throw InputError(std::string(opt) + " " + std::to_string(want) + " disagrees with " + what + " (" + std::to_string(file_value) + ")");
+      throw InputError(std::string(opt) + " " + std::to_string(want) + " disagrees with " + what + " (" +
+                       std::to_string(file_value) + ")");
   };
   const std::string& precision = o.common.precision;
   if (!o.a_path.empty()) {
@@ -79,8 +82,8 @@ Shape resolve_shape(const Options& o) {
   if (!o.b_path.empty()) {
     const auto [r, c] = matrix_dims("--b", o.b_path, precision);
     if (!o.a_path.empty() && r != s.k)
-      throw InputError("inner dimensions differ: --a " + o.a_path + " has " + std::to_string(s.k) + " columns but --b " +
-                       o.b_path + " has " + std::to_string(r) + " rows");
+      throw InputError("inner dimensions differ: --a " + o.a_path + " has " + std::to_string(s.k) +
+                       " columns but --b " + o.b_path + " has " + std::to_string(r) + " rows");
     if (o.a_path.empty()) agree("--k", o.given.k, s.k, r, "the rows of --b " + o.b_path);
     agree("--n", o.given.n, s.n, c, "the columns of --b " + o.b_path);
     s.k = r, s.n = c;
@@ -89,12 +92,15 @@ Shape resolve_shape(const Options& o) {
 }
 
 template <class T>
-std::vector<T> read_block(const std::string& opt, const std::string& source, const h5::dims_t& offset, const h5::dims_t& count) {
+std::vector<T> read_block(const std::string& opt, const std::string& source, const h5::dims_t& offset,
+                          const h5::dims_t& count) {
   const auto [file, dset] = split_source(opt, source);
   return h5::File::open(file).read<T>(dset, offset, count);
 }
 
-template std::vector<float> read_block<float>(const std::string&, const std::string&, const h5::dims_t&, const h5::dims_t&);
-template std::vector<double> read_block<double>(const std::string&, const std::string&, const h5::dims_t&, const h5::dims_t&);
+template std::vector<float> read_block<float>(const std::string&, const std::string&, const h5::dims_t&,
+                                              const h5::dims_t&);
+template std::vector<double> read_block<double>(const std::string&, const std::string&, const h5::dims_t&,
+                                                const h5::dims_t&);
 
 }  // namespace tally::matmul::detail

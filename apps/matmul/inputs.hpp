@@ -22,6 +22,7 @@ std::string accepted_types(const std::string& precision);
 /// `count` rows x columns of the dataset FILE:/DATASET in `source` from `offset` (a rank's K slab),
 /// converted to T. `opt` names the option in messages.
 template <class T>
-std::vector<T> read_block(const std::string& opt, const std::string& source, const h5::dims_t& offset, const h5::dims_t& count);
+std::vector<T> read_block(const std::string& opt, const std::string& source, const h5::dims_t& offset,
+                          const h5::dims_t& count);
 
 }  // namespace tally::matmul::detail

@@ -18,7 +18,8 @@ using idx = std::int64_t;
 
 // A block of `cols`-wide rows from (row0, col0) of matrix `which` (ld columns): generate_block_host.
 template <class T>
-__global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int which, idx cols, idx row0, idx col0, idx ld) {
+__global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int which, idx cols, idx row0, idx col0,
+                         idx ld) {
   for (auto i : dev::grid_stride_range(n))
     d_out[i] = input_value<T>(seed, which, static_cast<std::uint64_t>((row0 + i / cols) * ld + col0 + i % cols));
 }
@@ -27,8 +28,8 @@ __global__ void generate(T* __restrict__ d_out, idx n, std::uint64_t seed, int w
 // Consecutive warps take consecutive columns, so the strided B column reads of a block's warps share
 // cache lines; two accumulators per lane keep two loads in flight. Threads: the block (tuning.cuh).
 template <class T, int Threads>
-__global__ void __launch_bounds__(Threads) vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                     T* __restrict__ d_c, idx m, idx n, idx k) {
+__global__ void __launch_bounds__(Threads)
+    vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b, T* __restrict__ d_c, idx m, idx n, idx k) {
   const unsigned lane = threadIdx.x % dev::warp_size;
   const idx warps = dev::grid_stride() / dev::warp_size;
   for (idx e = dev::global_thread_id() / dev::warp_size; e < m * n; e += warps) {  // warp-uniform
@@ -48,8 +49,8 @@ __global__ void __launch_bounds__(Threads) vector_level(const T* __restrict__ d_
 
 // ---- worker: block (32, Workers): 32 neighbouring columns (vector lanes kept), the workers split K ---
 template <class T, int Workers>
-__global__ void __launch_bounds__(32 * Workers) worker_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                              T* __restrict__ d_c, idx m, idx n, idx k) {
+__global__ void __launch_bounds__(32 * Workers)
+    worker_level(const T* __restrict__ d_a, const T* __restrict__ d_b, T* __restrict__ d_c, idx m, idx n, idx k) {
   __shared__ T smem[32 * Workers];
   const idx col_blocks = (n + 31) / 32;
   for (idx blk = blockIdx.x; blk < m * col_blocks; blk += gridDim.x) {  // block-uniform
@@ -73,7 +74,7 @@ __global__ void __launch_bounds__(32 * Workers) worker_level(const T* __restrict
 // ---- worker+vector: one block per element, all its Threads split K, block_reduce --------------------
 template <class T, int Threads>
 __global__ void __launch_bounds__(Threads) worker_vector_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                            T* __restrict__ d_c, idx m, idx n, idx k) {
+                                                               T* __restrict__ d_c, idx m, idx n, idx k) {
   __shared__ dev::BlockReduceStorage<T> tmp;
   for (idx e = blockIdx.x; e < m * n; e += gridDim.x) {  // block-uniform
     const T* a = d_a + (e / n) * k;
@@ -277,9 +278,9 @@ struct TileProduct {
 
 // ---- tiled: one block per C tile over the whole K ---------------------------------------------------
 template <class T, class Cfg>
-__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) tiled_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                             T* __restrict__ d_c, idx m, idx n, idx k, bool vec_a,
-                                                             bool vec_b) {
+__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks))
+    tiled_level(const T* __restrict__ d_a, const T* __restrict__ d_b, T* __restrict__ d_c, idx m, idx n, idx k,
+                bool vec_a, bool vec_b) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const idx tiles_n = (n + Cfg::BN - 1) / Cfg::BN;
@@ -350,7 +351,8 @@ __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T
         total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, batch, width, e0 + q * Threads));
 #pragma unroll
     for (int q = 0; q < per_thread; ++q) {
-      total[q] = Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e0 + q * Threads));
+      total[q] =
+          Sum::combine(total[q], dev::gang_combine<Sum>(segment + b * width, ksplit - b, width, e0 + q * Threads));
       const idx e = e0 + q * Threads;
       const idx r = row0 + e / BN, c = col0 + e % BN;
       if (r < m && c < n) d_c[r * n + c] = total[q];
@@ -362,13 +364,14 @@ __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T
 /// combines (split_groups). arrive(ticket, count) is gang_arrive with the caller's block barrier: true
 /// in every combining thread of the last of `count` blocks.
 template <class T, int BM, int BN, int Threads, class Arrive>
-__device__ __forceinline__ void split_k_combine(const SplitTile& st, T* __restrict__ d_c, idx m, idx n, T* __restrict__ d_partials,
-                                                unsigned int* d_tickets, Arrive&& arrive) {
+__device__ __forceinline__ void split_k_combine(const SplitTile& st, T* __restrict__ d_c, idx m, idx n,
+                                                T* __restrict__ d_partials, unsigned int* d_tickets, Arrive&& arrive) {
   constexpr idx width = idx{BM} * BN;
   const idx groups = split_groups(st.ksplit), tiles = gridDim.x;
   const T* blocks = d_partials + st.tile * st.ksplit * width;
   if (groups == 1) {
-    if (arrive(d_tickets + st.tile, st.ksplit)) combine_partials<T, BM, BN, Threads>(blocks, st.ksplit, d_c, m, n, st.row0, st.col0);
+    if (arrive(d_tickets + st.tile, st.ksplit))
+      combine_partials<T, BM, BN, Threads>(blocks, st.ksplit, d_c, m, n, st.row0, st.col0);
     return;
   }
   const idx g = st.split / kSplitGroup, first = g * kSplitGroup, count = min(kSplitGroup, st.ksplit - first);
@@ -376,15 +379,16 @@ __device__ __forceinline__ void split_k_combine(const SplitTile& st, T* __restri
   if (!arrive(d_tickets + tiles + st.tile * groups + g, count)) return;
   // The group's sum, a whole BM x BN tile (combine_partials' bounds are the tile's own).
   combine_partials<T, BM, BN, Threads>(blocks + first * width, count, group_tiles + g * width, BM, BN, 0, 0);
-  if (arrive(d_tickets + st.tile, groups)) combine_partials<T, BM, BN, Threads>(group_tiles, groups, d_c, m, n, st.row0, st.col0);
+  if (arrive(d_tickets + st.tile, groups))
+    combine_partials<T, BM, BN, Threads>(group_tiles, groups, d_c, m, n, st.row0, st.col0);
 }
 
 /// The split-K gang step of a block: run(st) computes the block's product over st's K range into p,
 /// p.store_partial writes it to the block's partial tile, and the last of the tile's `ksplit` blocks
 /// sums the partials into C (split_k_combine). Shared by the CUDA-core and tensor-core Gram kernels.
 template <class T, int BM, int BN, int Threads, class Product, class Run>
-__device__ __forceinline__ void split_k_gang(Product& p, Run&& run, T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
-                                             T* __restrict__ d_partials, unsigned int* d_tickets) {
+__device__ __forceinline__ void split_k_gang(Product& p, Run&& run, T* __restrict__ d_c, idx m, idx n, idx k,
+                                             idx k_chunk, T* __restrict__ d_partials, unsigned int* d_tickets) {
   __shared__ bool last;
   constexpr idx width = idx{BM} * BN;
   const SplitTile st(n, k, k_chunk, BM, BN);
@@ -396,14 +400,16 @@ __device__ __forceinline__ void split_k_gang(Product& p, Run&& run, T* __restric
 }
 
 template <class T, class Cfg>
-__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks)) gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b,
-                                                            T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
-                                                            T* __restrict__ d_partials, unsigned int* d_tickets,
-                                                            bool vec_a, bool vec_b) {
+__global__ void __launch_bounds__(Cfg::threads, (TileLayout<T, Cfg>::min_blocks))
+    gang_level(const T* __restrict__ d_a, const T* __restrict__ d_b, T* __restrict__ d_c, idx m, idx n, idx k,
+               idx k_chunk, T* __restrict__ d_partials, unsigned int* d_tickets, bool vec_a, bool vec_b) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   TileProduct<T, Cfg> p;
   split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
-      p, [&](const SplitTile& st) { p.run(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, vec_a, vec_b, reinterpret_cast<T*>(smem_raw)); },
+      p,
+      [&](const SplitTile& st) {
+        p.run(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, vec_a, vec_b, reinterpret_cast<T*>(smem_raw));
+      },
       d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 

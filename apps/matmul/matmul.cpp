@@ -26,7 +26,8 @@ std::string to_string(Level l) {
 Level parse_level(std::string_view s) {
   for (Level l : cuda_levels)
     if (to_string(l) == s) return l;
-  throw InputError("--level: unknown level '" + std::string(s) + "' (allowed: vector, worker, worker+vector, gang, tiled, tiled-tc, all)");
+  throw InputError("--level: unknown level '" + std::string(s) +
+                   "' (allowed: vector, worker, worker+vector, gang, tiled, tiled-tc, all)");
 }
 
 std::string Shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
@@ -35,7 +36,8 @@ template <class T>
 void generate_host(std::uint64_t seed, int which, std::span<T> out) {
   const auto n = static_cast<std::int64_t>(out.size());
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = input_value<T>(seed, which, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] = input_value<T>(seed, which, static_cast<std::uint64_t>(i));
 }
 
 template <class T>
@@ -44,7 +46,8 @@ void generate_block_host(std::uint64_t seed, int which, std::span<T> out, std::i
   const auto n = static_cast<std::int64_t>(out.size());
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i)
-    out[static_cast<std::size_t>(i)] = input_value<T>(seed, which, static_cast<std::uint64_t>((row0 + i / cols) * ld + col0 + i % cols));
+    out[static_cast<std::size_t>(i)] =
+        input_value<T>(seed, which, static_cast<std::uint64_t>((row0 + i / cols) * ld + col0 + i % cols));
 }
 
 template <class T>
@@ -88,7 +91,8 @@ Comparison compare(std::span<const T> c, const Reference& ref) {
     }
   }
   Comparison out;
-  out.ref_nan = ref_nan, out.ref_inf = ref_inf, out.nan_extra = nan_extra, out.nan_missing = nan_missing, out.inf_wrong = inf_wrong;
+  out.ref_nan = ref_nan, out.ref_inf = ref_inf, out.nan_extra = nan_extra, out.nan_missing = nan_missing,
+  out.inf_wrong = inf_wrong;
   out.rel_error = out.mismatches() > 0 ? std::numeric_limits<double>::infinity() : worst;
   return out;
 }
@@ -116,12 +120,13 @@ Reference reference_cpu(std::span<const T> a, std::span<const T> b, Shape s) {
   return r;
 }
 
-#define TALLY_MATMUL_INSTANTIATE(T)                                                  \
-  template void generate_host<T>(std::uint64_t, int, std::span<T>);                 \
-  template void generate_block_host<T>(std::uint64_t, int, std::span<T>, std::int64_t, std::int64_t, std::int64_t, std::int64_t); \
-  template double tolerance<T>(std::int64_t);                                        \
-  template Comparison compare<T>(std::span<const T>, const Reference&);              \
-  template double relative_error<T>(std::span<const T>, const Reference&);           \
+#define TALLY_MATMUL_INSTANTIATE(T)                                                                                \
+  template void generate_host<T>(std::uint64_t, int, std::span<T>);                                                \
+  template void generate_block_host<T>(std::uint64_t, int, std::span<T>, std::int64_t, std::int64_t, std::int64_t, \
+                                       std::int64_t);                                                              \
+  template double tolerance<T>(std::int64_t);                                                                      \
+  template Comparison compare<T>(std::span<const T>, const Reference&);                                            \
+  template double relative_error<T>(std::span<const T>, const Reference&);                                         \
   template Reference reference_cpu<T>(std::span<const T>, std::span<const T>, Shape);
 TALLY_MATMUL_INSTANTIATE(float)
 TALLY_MATMUL_INSTANTIATE(double)

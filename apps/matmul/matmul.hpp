@@ -12,8 +12,8 @@
 
 #include <array>
 #include <cmath>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -30,18 +30,21 @@ enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc };
 inline constexpr std::array<Level, 5> all_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
                                                  Level::tiled};
 /// Those and tiled-tc, the tiled product on the tensor cores: the CUDA backend's levels.
-inline constexpr std::array<Level, 6> cuda_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
-                                                  Level::tiled, Level::tiled_tc};
+inline constexpr std::array<Level, 6> cuda_levels{Level::vector, Level::worker, Level::worker_vector,
+                                                  Level::gang,   Level::tiled,  Level::tiled_tc};
 [[nodiscard]] std::string to_string(Level l);
 /// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"; throws tally::InputError naming --level otherwise.
 [[nodiscard]] Level parse_level(std::string_view s);
 
 struct Shape {
   std::int64_t m = 0, n = 0, k = 0;
-  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  [[nodiscard]] double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
   /// Bytes of input read once (A and B): the floor of any implementation.
   [[nodiscard]] double input_bytes(std::size_t elem) const {
-    return static_cast<double>(elem) * (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n));
+    return static_cast<double>(elem) *
+           (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n));
   }
   /// The A^T A / Gram case: the reduction over K is the whole cost.
   [[nodiscard]] bool tall_skinny() const { return m <= 64 && n <= 64 && k >= 4096; }
@@ -143,9 +146,10 @@ struct Comparison {
   /// infinite when any element mismatches below.
   double rel_error = 0;
   std::int64_t ref_nan = 0, ref_inf = 0;  ///< elements where the reference is NaN, an infinity
-  std::int64_t nan_extra = 0;    ///< NaN where the reference is not NaN
-  std::int64_t nan_missing = 0;  ///< not NaN where the reference is NaN: a NaN lost
-  std::int64_t inf_wrong = 0;    ///< an infinity where the reference has a number or the other infinity, or not where it has one
+  std::int64_t nan_extra = 0;             ///< NaN where the reference is not NaN
+  std::int64_t nan_missing = 0;           ///< not NaN where the reference is NaN: a NaN lost
+  std::int64_t inf_wrong =
+      0;  ///< an infinity where the reference has a number or the other infinity, or not where it has one
   [[nodiscard]] std::int64_t mismatches() const { return nan_extra + nan_missing + inf_wrong; }
 };
 template <class T>
@@ -206,6 +210,7 @@ double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c
 
 /// One CPU level (OpenMP + SIMD), exposed for the tests.
 template <class T>
-void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, std::int64_t split_k = 0);
+void cpu_multiply(Level level, std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s,
+                  std::int64_t split_k = 0);
 
 }  // namespace tally::matmul

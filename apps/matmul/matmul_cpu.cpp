@@ -53,7 +53,8 @@ void combine_in_order(const std::vector<T>& partials, idx count, T* c, idx mn) {
 }  // namespace
 
 template <class T>
-void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std::span<T> c_, Shape s, std::int64_t split_k) {
+void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std::span<T> c_, Shape s,
+                  std::int64_t split_k) {
   const T* a = a_.data();
   const T* b = b_.data();
   T* c = c_.data();
@@ -162,7 +163,8 @@ template <class T>
 class CpuEngine final : public Engine<T> {
  public:
   explicit CpuEngine(Shape s)
-      : s_(s), a_(static_cast<std::size_t>(s.m * s.k)), b_(static_cast<std::size_t>(s.k * s.n)), c_(static_cast<std::size_t>(s.m * s.n)) {}
+      : s_(s), a_(static_cast<std::size_t>(s.m * s.k)), b_(static_cast<std::size_t>(s.k * s.n)),
+        c_(static_cast<std::size_t>(s.m * s.n)) {}
   void generate(std::uint64_t seed, KSlab slab) override {
     generate_block_host<T>(seed, 0, a_, s_.k, 0, slab.k0, slab.k_total);  // A[:, k0:k0+kr]
     generate_block_host<T>(seed, 1, b_, s_.n, slab.k0, 0, s_.n);          // B[k0:k0+kr, :]
@@ -206,9 +208,9 @@ std::unique_ptr<Engine<T>> make_cpu_engine(Shape s) {
   return std::make_unique<CpuEngine<T>>(s);
 }
 
-#define TALLY_MATMUL_CPU(T)                                                                                      \
-  template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t);              \
-  template double eigen_multiply<T>(std::span<const T>, std::span<const T>, std::span<T>, Shape, int, int);       \
+#define TALLY_MATMUL_CPU(T)                                                                                        \
+  template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t); \
+  template double eigen_multiply<T>(std::span<const T>, std::span<const T>, std::span<T>, Shape, int, int);        \
   template std::unique_ptr<Engine<T>> make_cpu_engine<T>(Shape);
 TALLY_MATMUL_CPU(float)
 TALLY_MATMUL_CPU(double)

@@ -9,22 +9,22 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <utility>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "exact.hpp"
 #include "kernels.cuh"
 #include "matmul.hpp"
-#include "tensor_core.cuh"
-#include "tiled_tc.cuh"
-#include "tiled_wgmma.cuh"
-#include "tuning.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
 #include "tally/common/error.hpp"
+#include "tensor_core.cuh"
+#include "tiled_tc.cuh"
+#include "tiled_wgmma.cuh"
+#include "tuning.cuh"
 
 namespace tally::matmul {
 namespace {
@@ -33,7 +33,8 @@ using idx = std::int64_t;
 namespace k = kernels;
 
 void cublas_try(cublasStatus_t s, const char* expr) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS: ") + expr + " failed with status " + std::to_string(static_cast<int>(s)));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLAS: ") + expr + " failed with status " + std::to_string(static_cast<int>(s)));
 }
 #define MATMUL_CUBLAS_TRY(expr) cublas_try((expr), #expr)
 
@@ -49,9 +50,12 @@ class CudaEngine final : public Engine<T> {
     TALLY_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     // A, B, C, the gang partials (bounded below), the reference (two doubles per C element, plus
     // three per split while it is computed): refuse what cannot fit rather than fail half-way.
-    const double need = static_cast<double>(sizeof(T)) * (static_cast<double>(s.m * s.k) + static_cast<double>(s.k * s.n) + 2.0 * static_cast<double>(s.m * s.n)) +
-                        16.0 * static_cast<double>(s.m * s.n) +
-                        24.0 * std::max<double>(static_cast<double>(s.m * s.n), static_cast<double>(reference_threads)) + 64.0 * (1 << 20);
+    const double need =
+        static_cast<double>(sizeof(T)) *
+            (static_cast<double>(s.m * s.k) + static_cast<double>(s.k * s.n) + 2.0 * static_cast<double>(s.m * s.n)) +
+        16.0 * static_cast<double>(s.m * s.n) +
+        24.0 * std::max<double>(static_cast<double>(s.m * s.n), static_cast<double>(reference_threads)) +
+        64.0 * (1 << 20);
     if (need > 0.95 * static_cast<double>(free_b))
       throw InputError("matrices of " + s.str() + " in " + (sizeof(T) == 4 ? "float" : "double") + " need " +
                        std::to_string(need / (1 << 30)) + " GiB of device memory; device " + std::to_string(device) +
@@ -74,9 +78,11 @@ class CudaEngine final : public Engine<T> {
 
   void generate(std::uint64_t seed, KSlab slab) override {
     const int blocks = prop_.multiProcessorCount * fill_blocks_per_sm;
-    k::generate<T><<<blocks, fill_threads, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0, s_.k, 0, slab.k0, slab.k_total);
+    k::generate<T><<<blocks, fill_threads, 0, stream_>>>(a_.data(), static_cast<idx>(a_.size()), seed, 0, s_.k, 0,
+                                                         slab.k0, slab.k_total);
     TALLY_CHECK_LAUNCH();
-    k::generate<T><<<blocks, fill_threads, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
+    k::generate<T>
+        <<<blocks, fill_threads, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
@@ -86,8 +92,12 @@ class CudaEngine final : public Engine<T> {
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
-  double run(Level level) override { return time([&] { launch(level); }); }
-  std::optional<double> run_vendor() override { return time([&] { cublas(); }); }
+  double run(Level level) override {
+    return time([&] { launch(level); });
+  }
+  std::optional<double> run_vendor() override {
+    return time([&] { cublas(); });
+  }
   std::optional<double> run_vendor_tf32() override {
     if constexpr (sizeof(T) == 4) return time([&] { cublas_tf32(); });
     else return std::nullopt;
@@ -101,16 +111,19 @@ class CudaEngine final : public Engine<T> {
 
   Reference reference() override {
     const idx mn = s_.m * s_.n;
-    const idx splits = std::clamp<idx>(reference_threads / mn, 1, std::min<idx>(65535, (s_.k + reference_min_chunk - 1) / reference_min_chunk));
+    const idx splits = std::clamp<idx>(reference_threads / mn, 1,
+                                       std::min<idx>(65535, (s_.k + reference_min_chunk - 1) / reference_min_chunk));
     const idx chunk = (s_.k + splits - 1) / splits;
     const auto parts = static_cast<std::size_t>(splits * mn);
-    DeviceBuffer<double> hi(parts), lo(parts), abs(parts), ref(static_cast<std::size_t>(mn)), ref_abs(static_cast<std::size_t>(mn));
+    DeviceBuffer<double> hi(parts), lo(parts), abs(parts), ref(static_cast<std::size_t>(mn)),
+        ref_abs(static_cast<std::size_t>(mn));
     constexpr int threads = reference_threads_per_block;
     const dim3 grid(static_cast<unsigned>((mn + threads - 1) / threads), static_cast<unsigned>(splits));
-    k::reference_partial<T><<<grid, threads, 0, stream_>>>(a_.data(), b_.data(), s_.m, s_.n, s_.k, chunk, hi.data(), lo.data(), abs.data());
+    k::reference_partial<T><<<grid, threads, 0, stream_>>>(a_.data(), b_.data(), s_.m, s_.n, s_.k, chunk, hi.data(),
+                                                           lo.data(), abs.data());
     TALLY_CHECK_LAUNCH();
-    k::reference_combine<<<prop_.multiProcessorCount * fill_blocks_per_sm, fill_threads, 0, stream_>>>(mn, splits, hi.data(), lo.data(), abs.data(), ref.data(),
-                                                                                                       ref_abs.data());
+    k::reference_combine<<<prop_.multiProcessorCount * fill_blocks_per_sm, fill_threads, 0, stream_>>>(
+        mn, splits, hi.data(), lo.data(), abs.data(), ref.data(), ref_abs.data());
     TALLY_CHECK_LAUNCH();
     Reference r;
     r.c = ref.to_host(stream_);
@@ -149,31 +162,36 @@ class CudaEngine final : public Engine<T> {
     const T one = 1, zero = 0;
     // Row-major C = A B is column-major C^T = B^T A^T.
     if constexpr (sizeof(T) == 4)
-      MATMUL_CUBLAS_TRY(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k), &one,
-                                    b_.data(), static_cast<int>(s_.n), a_.data(), static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
+      MATMUL_CUBLAS_TRY(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m),
+                                    static_cast<int>(s_.k), &one, b_.data(), static_cast<int>(s_.n), a_.data(),
+                                    static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
     else
-      MATMUL_CUBLAS_TRY(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k), &one,
-                                    b_.data(), static_cast<int>(s_.n), a_.data(), static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
+      MATMUL_CUBLAS_TRY(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m),
+                                    static_cast<int>(s_.k), &one, b_.data(), static_cast<int>(s_.n), a_.data(),
+                                    static_cast<int>(s_.k), &zero, c_.data(), static_cast<int>(s_.n)));
   }
 
   /// SGEMM with CUBLAS_COMPUTE_32F_FAST_TF32: cuBLAS's own single-pass TF32 tensor-core mode (its
   /// error is TF32's, ~2^-11 per product: for the table only, it fails the FP32 tolerance).
   void cublas_tf32() {
     const float one = 1, zero = 0;
-    MATMUL_CUBLAS_TRY(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m), static_cast<int>(s_.k),
-                                   &one, b_.data(), CUDA_R_32F, static_cast<int>(s_.n), a_.data(), CUDA_R_32F, static_cast<int>(s_.k), &zero,
-                                   c_.data(), CUDA_R_32F, static_cast<int>(s_.n), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    MATMUL_CUBLAS_TRY(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s_.n), static_cast<int>(s_.m),
+                                   static_cast<int>(s_.k), &one, b_.data(), CUDA_R_32F, static_cast<int>(s_.n),
+                                   a_.data(), CUDA_R_32F, static_cast<int>(s_.k), &zero, c_.data(), CUDA_R_32F,
+                                   static_cast<int>(s_.n), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
   }
 
   unsigned grid_for(idx work, idx per_block) const {
-    return static_cast<unsigned>(std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * max_blocks_per_sm));
+    return static_cast<unsigned>(
+        std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * max_blocks_per_sm));
   }
 
   template <class Cfg>
   void launch_tiled() {
     using L = k::TileLayout<T, Cfg>;
     auto kernel = k::tiled_level<T, Cfg>;
-    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::smem_bytes)));
+    TALLY_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::smem_bytes)));
     const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
     kernel<<<static_cast<unsigned>(tiles), dim3(Cfg::group_threads, Cfg::G), L::smem_bytes, stream_>>>(
         a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, s_.k % L::V == 0, s_.n % L::V == 0);
@@ -191,7 +209,8 @@ class CudaEngine final : public Engine<T> {
   SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem) {
     TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     int per_sm = 0;
-    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
+    TALLY_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
     const idx tiles = ((s_.m + bm - 1) / bm) * ((s_.n + bn - 1) / bn);
     const idx slices = (s_.k + bk - 1) / bk;
     const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
@@ -212,8 +231,8 @@ class CudaEngine final : public Engine<T> {
   template <class Kernel>
   void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b) {
     const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem);
-    kernel<<<g.grid, block, smem, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, g.chunk, partials_.data(),
-                                             tickets_.data(), vec_a, vec_b);
+    kernel<<<g.grid, block, smem, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, g.chunk,
+                                             partials_.data(), tickets_.data(), vec_a, vec_b);
     TALLY_CHECK_LAUNCH();
   }
 
@@ -227,8 +246,8 @@ class CudaEngine final : public Engine<T> {
   template <class Cfg>
   void launch_gang_tc() {
     const bool vec_a = s_.k % Cfg::CH == 0, vec_b = s_.n % Cfg::CH == 0;
-    launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM, Cfg::BN,
-                   Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
+    launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM,
+                   Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
@@ -245,11 +264,13 @@ class CudaEngine final : public Engine<T> {
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
     const cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
-    const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<T*>(base), dims, strides, box, unit,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    const CUresult r = encode_(&map, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+                               2, const_cast<T*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               CU_TENSOR_MAP_SWIZZLE_128B,
                                l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
+    if (r != CUDA_SUCCESS)
+      throw Error("cuTensorMapEncodeTiled failed with error " + std::to_string(static_cast<int>(r)));
     return map;
   }
 
@@ -260,9 +281,10 @@ class CudaEngine final : public Engine<T> {
     const dim3 block(Cfg::group_threads, Cfg::KG);
     const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
     if (!maps_)
-      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote), tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
-    kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k, g.chunk,
-                                                       partials_.data(), tickets_.data());
+      maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote),
+               tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
+    kernel<<<g.grid, block, Cfg::smem_bytes, stream_>>>(maps_->first, maps_->second, c_.data(), s_.m, s_.n, s_.k,
+                                                        g.chunk, partials_.data(), tickets_.data());
     TALLY_CHECK_LAUNCH();
   }
   [[nodiscard]] bool use_tma() const {
@@ -282,22 +304,24 @@ class CudaEngine final : public Engine<T> {
   }
 
   void launch(Level level) {
-    if (exact_) return exact_->multiply<T>(level, a_.data(), b_.data(), c_.data(), s_, stream_, prop_.multiProcessorCount);
+    if (exact_)
+      return exact_->multiply<T>(level, a_.data(), b_.data(), c_.data(), s_, stream_, prop_.multiProcessorCount);
     const idx mn = s_.m * s_.n;
     switch (level) {
       case Level::vector:  // a warp an element
-        k::vector_level<T, vector_threads><<<grid_for(mn, vector_threads / 32), vector_threads, 0, stream_>>>(a_.data(), b_.data(), c_.data(),
-                                                                                                              s_.m, s_.n, s_.k);
-        TALLY_CHECK_LAUNCH();
-        return;
-      case Level::worker:  // a block 32 elements of a row
-        k::worker_level<T, worker_workers><<<grid_for(s_.m * ((s_.n + 31) / 32), 1), dim3(32, worker_workers), 0, stream_>>>(
+        k::vector_level<T, vector_threads><<<grid_for(mn, vector_threads / 32), vector_threads, 0, stream_>>>(
             a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
         TALLY_CHECK_LAUNCH();
         return;
+      case Level::worker:  // a block 32 elements of a row
+        k::worker_level<T, worker_workers>
+            <<<grid_for(s_.m * ((s_.n + 31) / 32), 1), dim3(32, worker_workers), 0, stream_>>>(
+                a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
+        TALLY_CHECK_LAUNCH();
+        return;
       case Level::worker_vector:  // a block an element
-        k::worker_vector_level<T, worker_vector_threads><<<grid_for(mn, 1), worker_vector_threads, 0, stream_>>>(a_.data(), b_.data(), c_.data(),
-                                                                                                                 s_.m, s_.n, s_.k);
+        k::worker_vector_level<T, worker_vector_threads>
+            <<<grid_for(mn, 1), worker_vector_threads, 0, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
         TALLY_CHECK_LAUNCH();
         return;
       case Level::gang: {  // the smallest tile that covers C, or Big's tiles
@@ -308,25 +332,22 @@ class CudaEngine final : public Engine<T> {
             else launch_gang<Ts16d>();  // double: half the slice, the same bytes
           } else if (tensor_cores_ok<Tc16Float>()) launch_gang_tc<Tc16Float>();
           else launch_gang<Ts16>();
-        }
-        else if (big <= Ts32::BM) launch_gang<Ts32>();
+        } else if (big <= Ts32::BM) launch_gang<Ts32>();
         else if (big <= Ts64::BM) {
           if (!use_tensor_cores()) launch_gang<Ts64>();
           else if constexpr (sizeof(T) == 4) {
             if (use_tma()) launch_gang_tma<TcFloatTma>(gram_float_l2_promote);
             else launch_gang_tc<TcFloat>();
-          }
-          else if (use_tma()) launch_gang_tma<TcDoubleTma>(gram_double_l2_promote);
+          } else if (use_tma()) launch_gang_tma<TcDoubleTma>(gram_double_l2_promote);
           else launch_gang_tc<TcDouble>();
-        }
-        else launch_gang<Big>();
+        } else launch_gang<Big>();
         return;
       }
-      case Level::tiled:
-        launch_tiled<Big>();
-        return;
+      case Level::tiled: launch_tiled<Big>(); return;
       case Level::tiled_tc:
-        if (prop_.major < 8) throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " + std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
+        if (prop_.major < 8)
+          throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " +
+                           std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
         if constexpr (sizeof(T) == 4) {
           if (use_wgmma()) launch_tiled_wgmma();
           else if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
@@ -348,7 +369,8 @@ class CudaEngine final : public Engine<T> {
 #if TALLY_MATMUL_WGMMA_BUILT
     if constexpr (sizeof(T) == 4) {
       if (!wg_maps_)
-        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, wgmma_l2_promote), tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, wgmma_l2_promote)};
+        wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, wgmma_l2_promote),
+                    tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, wgmma_l2_promote)};
       k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
     }
 #endif
@@ -358,7 +380,8 @@ class CudaEngine final : public Engine<T> {
   void launch_tiled_tc() {
     const bool vec = s_.k % Cfg::CH == 0 && s_.n % Cfg::CH == 0;
     auto kernel = vec ? k::tc::tiled_level_tc<Cfg, true> : k::tc::tiled_level_tc<Cfg, false>;
-    TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::smem_bytes)));
+    TALLY_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::smem_bytes)));
     const idx tiles = ((s_.m + Cfg::BM - 1) / Cfg::BM) * ((s_.n + Cfg::BN - 1) / Cfg::BN);
     kernel<<<static_cast<unsigned>(tiles), dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, stream_>>>(
         a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k);
@@ -375,7 +398,7 @@ class CudaEngine final : public Engine<T> {
   DeviceBuffer<T> a_, b_, c_, partials_;
   DeviceBuffer<unsigned int> tickets_;
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
-  std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;  // A and B for the tensor-copy tile, made once
+  std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;     // A and B for the tensor-copy tile, made once
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
 };
 
@@ -383,7 +406,8 @@ class CudaEngine final : public Engine<T> {
 
 template <class T>
 std::unique_ptr<Engine<T>> make_cuda_engine(Shape s, int device) {
-  if (s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX) throw InputError("sizes above 2^31-1 are not supported by cuBLAS");
+  if (s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX)
+    throw InputError("sizes above 2^31-1 are not supported by cuBLAS");
   return std::make_unique<CudaEngine<T>>(s, device);
 }
 template std::unique_ptr<Engine<float>> make_cuda_engine<float>(Shape, int);

@@ -43,12 +43,14 @@ std::string specials_note(const Case& cs) {
 /// What failed in `m` (named `who`), on stderr.
 void print_failure(const std::string& who, const Measured& m, std::int64_t elements) {
   if (m.mismatches > 0)
-    std::fprintf(stderr, "matmul: %s: %lld of %lld elements differ from the correctly rounded C (--exact)\n", who.c_str(),
-                 static_cast<long long>(m.mismatches), static_cast<long long>(elements));
+    std::fprintf(stderr, "matmul: %s: %lld of %lld elements differ from the correctly rounded C (--exact)\n",
+                 who.c_str(), static_cast<long long>(m.mismatches), static_cast<long long>(elements));
   if (m.nan_extra > 0)
-    std::fprintf(stderr, "matmul: %s: NaN at %lld places where the reference has none\n", who.c_str(), static_cast<long long>(m.nan_extra));
+    std::fprintf(stderr, "matmul: %s: NaN at %lld places where the reference has none\n", who.c_str(),
+                 static_cast<long long>(m.nan_extra));
   if (m.nan_missing > 0)
-    std::fprintf(stderr, "matmul: %s: no NaN at %lld places where the reference has NaN\n", who.c_str(), static_cast<long long>(m.nan_missing));
+    std::fprintf(stderr, "matmul: %s: no NaN at %lld places where the reference has NaN\n", who.c_str(),
+                 static_cast<long long>(m.nan_missing));
   if (m.inf_wrong > 0)
     std::fprintf(stderr, "matmul: %s: %lld places where C and the reference disagree on an infinity\n", who.c_str(),
                  static_cast<long long>(m.inf_wrong));
@@ -144,10 +146,18 @@ void print_report(const Case& cs, const Options& o, Backend backend, const Ranks
       j.add(m.name + "_time_s", m.time_s).add(m.name + "_gflops", m.gflops).add(m.name + "_rel_error", m.rel_error);
       if (cuda) j.add(m.name + "_pct_cublas", m.pct_vendor);
     }
-    if (cs.vendor) j.add("cublas_time_s", cs.vendor->time_s).add("cublas_gflops", cs.vendor->gflops).add("cublas_rel_error", cs.vendor->rel_error);
+    if (cs.vendor)
+      j.add("cublas_time_s", cs.vendor->time_s)
+          .add("cublas_gflops", cs.vendor->gflops)
+          .add("cublas_rel_error", cs.vendor->rel_error);
     if (cs.vendor_tf32)
-      j.add("cublas_tf32_time_s", cs.vendor_tf32->time_s).add("cublas_tf32_gflops", cs.vendor_tf32->gflops).add("cublas_tf32_rel_error", cs.vendor_tf32->rel_error);
-    if (cs.eigen) j.add("eigen_time_s", cs.eigen->time_s).add("eigen_gflops", cs.eigen->gflops).add("eigen_rel_error", cs.eigen->rel_error);
+      j.add("cublas_tf32_time_s", cs.vendor_tf32->time_s)
+          .add("cublas_tf32_gflops", cs.vendor_tf32->gflops)
+          .add("cublas_tf32_rel_error", cs.vendor_tf32->rel_error);
+    if (cs.eigen)
+      j.add("eigen_time_s", cs.eigen->time_s)
+          .add("eigen_gflops", cs.eigen->gflops)
+          .add("eigen_rel_error", cs.eigen->rel_error);
     if (cs.bandwidth_gbs) j.add("copy_bandwidth_gbs", *cs.bandwidth_gbs);
     j.add("out", o.common.out);
     std::printf("%s\n", j.str().c_str());
@@ -157,13 +167,15 @@ void print_report(const Case& cs, const Options& o, Backend backend, const Ranks
     std::string perf = fmt("%.3f ms, ", 1e3 * best->time_s) + fmt("%.1f GFLOP/s", best->gflops);
     if (!std::isnan(best->pct_vendor)) perf += fmt(" (%.0f%% of cuBLAS)", best->pct_vendor);
     if (s.tall_skinny()) perf += fmt(", %.0f GB/s read", best->gbps);
-    const std::string verdict = !ok ? "CHECK FAILED"
+    const std::string verdict = !ok       ? "CHECK FAILED"
                                 : o.exact ? "levels bitwise the correctly rounded C, others within tolerance"
                                           : "all within tolerance";
-    std::printf("matmul: C = A B, %s %s on %s%s, %zu level(s)%s: %s (max rel. err %.1e vs tolerance %.1e of |A||B|%s); best %s %s -> %s\n",
-                s.str().c_str(), cs.precision.c_str(), reduce::to_string(backend).c_str(), ranks_summary(rr).c_str(),
-                cs.levels.size(), extra.c_str(), verdict.c_str(), worst_err, tol, specials_note(cs).c_str(), best->name.c_str(),
-                perf.c_str(), o.common.out.c_str());
+    std::printf(
+        "matmul: C = A B, %s %s on %s%s, %zu level(s)%s: %s (max rel. err %.1e vs tolerance %.1e of |A||B|%s); best %s "
+        "%s -> %s\n",
+        s.str().c_str(), cs.precision.c_str(), reduce::to_string(backend).c_str(), ranks_summary(rr).c_str(),
+        cs.levels.size(), extra.c_str(), verdict.c_str(), worst_err, tol, specials_note(cs).c_str(), best->name.c_str(),
+        perf.c_str(), o.common.out.c_str());
   }
   if (ok) return;
   for (const auto& m : cs.levels)

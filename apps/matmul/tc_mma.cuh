@@ -31,8 +31,12 @@ struct Dmma {
   static constexpr int a_pad = 4, b_pad = 4;
   static constexpr bool a_pad_ok(int sa) { return sa % 16 == 4; }
   static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
-  struct AFrag { double v[KM / 2]; };
-  struct BFrag { double v[KM / 4]; };
+  struct AFrag {
+    double v[KM / 2];
+  };
+  struct BFrag {
+    double v[KM / 4];
+  };
 
   /// p: A(row0, k0) in shared memory, row stride sa.
   __device__ __forceinline__ static void load_a(AFrag& f, const double* p, int sa, int lane) {
@@ -72,12 +76,13 @@ struct Dmma {
   __device__ __forceinline__ static void load_a_swizzled(AFrag& f, const double* tile, int q, const SwizzleLane& sl) {
     static_assert(KM == 8, "swizzled tiles: m16n8k8");
     const double* p = tile + sl.a_off + 2 * ((4 * q) ^ sl.xa);
-    const double2 v0 = *reinterpret_cast<const double2*>(p);            // row g: registers 0, 2
-    const double2 v1 = *reinterpret_cast<const double2*>(p + 8 * 16);   // row g + 8: registers 1, 3
+    const double2 v0 = *reinterpret_cast<const double2*>(p);           // row g: registers 0, 2
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 8 * 16);  // row g + 8: registers 1, 3
     f.v[0] = v0.x, f.v[2] = v0.y, f.v[1] = v1.x, f.v[3] = v1.y;
   }
   /// tile: the B tile (K rows x 16 columns) holding the 8 columns 8 n .. 8 n + 7.
-  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const double* tile, int q, int n, const SwizzleLane& sl) {
+  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const double* tile, int q, int n,
+                                                         const SwizzleLane& sl) {
     const double* p = tile + q * 8 * 16;
     f.v[0] = p[sl.b_off[0] + 2 * ((4 * n) ^ sl.xb[0])];
     f.v[1] = p[sl.b_off[1] + 2 * ((4 * n) ^ sl.xb[1])];
@@ -90,22 +95,26 @@ struct Dmma {
                    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                    : "d"(a.v[0]), "d"(a.v[1]), "d"(b.v[0]));
     else if constexpr (KM == 8)
-      asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(b.v[0]), "d"(b.v[1]));
+      asm volatile(
+          "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+          : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+          : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(b.v[0]), "d"(b.v[1]));
     else
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
-                   "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
-                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                   : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(a.v[4]), "d"(a.v[5]), "d"(a.v[6]),
-                     "d"(a.v[7]), "d"(b.v[0]), "d"(b.v[1]), "d"(b.v[2]), "d"(b.v[3]));
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+          "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+          : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+          : "d"(a.v[0]), "d"(a.v[1]), "d"(a.v[2]), "d"(a.v[3]), "d"(a.v[4]), "d"(a.v[5]), "d"(a.v[6]), "d"(a.v[7]),
+            "d"(b.v[0]), "d"(b.v[1]), "d"(b.v[2]), "d"(b.v[3]));
 #elif __CUDA_ARCH__ >= 800
 #pragma unroll
     for (int j = 0; j < KM / 4; ++j) {  // k-group j: A registers 2j (row g) and 2j + 1 (row g + 8)
       asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                   : "+d"(d[0]), "+d"(d[1]) : "d"(a.v[2 * j]), "d"(b.v[j]));
+                   : "+d"(d[0]), "+d"(d[1])
+                   : "d"(a.v[2 * j]), "d"(b.v[j]));
       asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                   : "+d"(d[2]), "+d"(d[3]) : "d"(a.v[2 * j + 1]), "d"(b.v[j]));
+                   : "+d"(d[2]), "+d"(d[3])
+                   : "d"(a.v[2 * j + 1]), "d"(b.v[j]));
     }
 #else
     __trap();
@@ -158,8 +167,12 @@ struct Tf32x3 {
   static constexpr bool swizzled = true;  // TMA tiles: load_a_swizzled / load_b_swizzled below
   static constexpr bool a_pad_ok(int sa) { return sa % 32 == 8; }
   static constexpr bool b_pad_ok(int sb) { return sb % 16 == 4; }
-  struct AFrag { std::uint32_t hi[4], lo[4]; };
-  struct BFrag { std::uint32_t hi[2], lo[2]; };
+  struct AFrag {
+    std::uint32_t hi[4], lo[4];
+  };
+  struct BFrag {
+    std::uint32_t hi[2], lo[2];
+  };
 
   __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
     const std::uint32_t bits = __float_as_uint(x);
@@ -209,17 +222,20 @@ struct Tf32x3 {
     split(v1.y, f.hi[3], f.lo[3]);
   }
   /// tile: the B tile holding the 8 columns 8 n .. 8 n + 7.
-  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const float* tile, int q, int n, const SwizzleLane& sl) {
+  __device__ __forceinline__ static void load_b_swizzled(BFrag& f, const float* tile, int q, int n,
+                                                         const SwizzleLane& sl) {
     const float* p = tile + q * 8 * 32;
     split(p[sl.b_off[0] + (((2 * n) ^ sl.xb[0]) << 2)], f.hi[0], f.lo[0]);
     split(p[sl.b_off[1] + (((2 * n) ^ sl.xb[1]) << 2)], f.hi[1], f.lo[1]);
   }
 
-  __device__ __forceinline__ static void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  __device__ __forceinline__ static void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4],
+                                                  const std::uint32_t (&b)[2]) {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
     __trap();
 #endif
@@ -234,9 +250,10 @@ struct Tf32x3 {
   /// zeroing the chain first, without the moves).
   __device__ __forceinline__ static void mma_first(float (&chain)[4], const AFrag& a, const BFrag& b) {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
-                 : "=f"(chain[0]), "=f"(chain[1]), "=f"(chain[2]), "=f"(chain[3])
-                 : "r"(a.lo[0]), "r"(a.lo[1]), "r"(a.lo[2]), "r"(a.lo[3]), "r"(b.hi[0]), "r"(b.hi[1]), "f"(0.0f));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+        : "=f"(chain[0]), "=f"(chain[1]), "=f"(chain[2]), "=f"(chain[3])
+        : "r"(a.lo[0]), "r"(a.lo[1]), "r"(a.lo[2]), "r"(a.lo[3]), "r"(b.hi[0]), "r"(b.hi[1]), "f"(0.0f));
 #else
     __trap();
 #endif

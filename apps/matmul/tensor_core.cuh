@@ -41,9 +41,12 @@ template <int Size>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, int bytes) {
 #if __CUDA_ARCH__ >= 800
   if constexpr (Size == 16)  // .cg: L2 only, the stream is read once
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes)
+                 : "memory");
   else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(Size), "r"(bytes) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(Size),
+                 "r"(bytes)
+                 : "memory");
 #else
   __trap();  // the host launches the tensor-core kernels on sm_80 and later only
 #endif
@@ -81,7 +84,9 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
   asm volatile(
       "{\n .reg .pred done;\n WAIT:\n"
       " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      " @!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
+      " @!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
 #endif
 }
 /// One arrival (release) on a barrier whose count is the number of arriving threads.
@@ -104,8 +109,11 @@ __device__ __forceinline__ void set_max_regs() {
 /// The box of `map` at (c0 innermost, c1) into dst; what lies outside the tensor arrives as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* bar) {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-               ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
 #else
   __trap();
 #endif
@@ -165,7 +173,8 @@ struct SliceLoader {
       for (int l = 0; l < APieces::copies; ++l) copy(as + ap.dst0 + l * APieces::dst_step, a_src[l], a_valid[l]);
 #pragma unroll
       for (int l = 0; l < BPieces::copies; ++l) copy(bs + bp.dst0 + l * BPieces::dst_step, b_src[l], b_valid);
-    } else {  // the range's last slice, shorter than BK: K beyond it is zero-filled (0 bytes read from the matrix's start)
+    } else {  // the range's last slice, shorter than BK: K beyond it is zero-filled (0 bytes read from the matrix's
+              // start)
       const int left = static_cast<int>(range - t * BK);
       const int a_left = left - ap.col <= 0 ? 0 : left - ap.col >= CH ? CH : left - ap.col;
 #pragma unroll
@@ -192,7 +201,8 @@ struct SliceLoader {
       cp_async<16>(dst, src, valid * static_cast<int>(sizeof(T)));
     } else {
 #pragma unroll
-      for (int q = 0; q < CH; ++q) cp_async<sizeof(T)>(dst + q, src + (q < valid ? q : 0), q < valid ? static_cast<int>(sizeof(T)) : 0);
+      for (int q = 0; q < CH; ++q)
+        cp_async<sizeof(T)>(dst + q, src + (q < valid ? q : 0), q < valid ? static_cast<int>(sizeof(T)) : 0);
     }
   }
 };
@@ -210,22 +220,23 @@ struct SliceLoader {
 /// EarlyIssue (Tma): slice t + stages - 1 is issued as soon as every warp is done with slice t - 1,
 /// before waiting for slice t, so that `stages` slices are in flight while the block waits (not
 /// stages - 1, issued only once slice t has landed): the same barriers and registers.
-template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_, bool Tma_ = false,
-          int ChainSlices_ = 1, bool RollSteps_ = false, bool EarlyIssue_ = false>
+template <class Math_, int BM_, int BN_, int WM_, int WN_, int KG_, int BK_, int Stages_, int MinBlocks_,
+          bool Tma_ = false, int ChainSlices_ = 1, bool RollSteps_ = false, bool EarlyIssue_ = false>
 struct TcConfig {
   using Math = Math_;
   using T = typename Math::T;
-  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KG = KG_, BK = BK_, stages = Stages_,
+                       min_blocks = MinBlocks_;
   static constexpr int chain_slices = ChainSlices_;
   static constexpr bool roll_steps = RollSteps_;
   static constexpr bool early_issue = EarlyIssue_;
   static constexpr bool tma = Tma_;
   static constexpr int tile_w = 128 / static_cast<int>(sizeof(T));  // elements in a swizzled tile's 128-byte row
-  static constexpr int MT = WM / 16, NT = WN / 8;                  // MMA tiles per warp
+  static constexpr int MT = WM / 16, NT = WN / 8;                   // MMA tiles per warp
   static constexpr int group_threads = 32 * (BM / WM) * (BN / WN);
   static constexpr int threads = group_threads * KG;
-  static constexpr int steps = BK / Math::km / KG;                 // MMA k-steps per group and slice
-  static constexpr int CH = 16 / static_cast<int>(sizeof(T));      // elements per 16-byte copy
+  static constexpr int steps = BK / Math::km / KG;             // MMA k-steps per group and slice
+  static constexpr int CH = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte copy
   static constexpr int sa = BK + Math::a_pad, sb = BN + Math::b_pad;
   static constexpr int a_elems = tma ? BM * BK : BM * sa, stage_elems = a_elems + BK * (tma ? BN : sb);
   static constexpr std::size_t smem_bytes = sizeof(T) * stages * stage_elems + (tma ? 1024 : 0);  // + alignment
@@ -234,10 +245,12 @@ struct TcConfig {
   static constexpr std::int64_t min_k = 1024;
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiles");
   static_assert(steps >= 1 && steps * Math::km * KG == BK, "K steps split evenly over the worker groups");
-  static_assert(BK % CH == 0 && BN % CH == 0 && (sa * sizeof(T)) % 16 == 0 && (sb * sizeof(T)) % 16 == 0, "16-byte copies");
+  static_assert(BK % CH == 0 && BN % CH == 0 && (sa * sizeof(T)) % 16 == 0 && (sb * sizeof(T)) % 16 == 0,
+                "16-byte copies");
   static_assert(a_copies >= 1 && a_copies * CH * threads == BM * BK, "A slice copy mapping");
   static_assert(b_copies >= 1 && b_copies * CH * threads == BK * BN, "B slice copy mapping");
-  static_assert(tma || (threads % (BK / CH) == 0 && threads % (BN / CH) == 0), "a thread's copies share K offset / columns");
+  static_assert(tma || (threads % (BK / CH) == 0 && threads % (BN / CH) == 0),
+                "a thread's copies share K offset / columns");
   static_assert(Math::a_pad_ok(sa) && Math::b_pad_ok(sb), "conflict-free fragment loads");
   static_assert(stages >= 2, "pipeline");
   static_assert(!tma || (Math::swizzled && BK % tile_w == 0 && BN % tile_w == 0 && BM <= 256 && BK <= 256 &&
@@ -246,7 +259,8 @@ struct TcConfig {
   static_assert(!tma || (tile_w % Math::km == 0 && (WN % tile_w == 0 || tile_w % WN == 0)),
                 "tensor-copy tiles: k-steps inside A tiles, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
-  static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)), "chains over several slices: 3xTF32, cp.async");
+  static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)),
+                "chains over several slices: 3xTF32, cp.async");
   static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");
 };
 
@@ -271,7 +285,9 @@ struct TcProduct {
     if constexpr (Cfg::tma) return warp_row(mt) + M::tma_row(g) + 8 * (i / 2);
     else return warp_row(mt) + g + 8 * (i / 2);
   }
-  __device__ __forceinline__ static int col_of(int nt, int i) { return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2; }
+  __device__ __forceinline__ static int col_of(int nt, int i) {
+    return warp_col(nt) + 2 * (static_cast<int>(threadIdx.x) % 4) + i % 2;
+  }
   /// The block's tile into `mine` (BM x BN, row-major), after run(): worker group 0 holds it. C
   /// registers 2h, 2h + 1 are neighbours in a row: 8- or 16-byte stores.
   __device__ __forceinline__ void store_partial(T* mine) const {
@@ -338,7 +354,8 @@ struct TcProduct {
 #pragma unroll
     for (int mt = 0; mt < Cfg::MT; ++mt) {
       if constexpr (Cfg::tma)  // k-step kk: A tile kk / tile_w, k-step (kk % tile_w) / km in it
-        M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w, kk % Cfg::tile_w / M::km, sl);
+        M::load_a_swizzled(af[mt], as + (kk / Cfg::tile_w * Cfg::BM + warp_row(mt)) * Cfg::tile_w,
+                           kk % Cfg::tile_w / M::km, sl);
       else M::load_a(af[mt], as + warp_row(mt) * Cfg::sa + kk, Cfg::sa, lane);
     }
 #pragma unroll
@@ -361,8 +378,8 @@ struct TcProduct {
   /// Tensor copies of the slice at K offset k0 into stage buffer `as` (A's BK / tile_w tiles of
   /// BM x tile_w, then B's BN / tile_w tiles of BK x tile_w), completing on `bar`, which is told
   /// the stage's bytes (the boxes' whole bytes: what lies outside A or B arrives as zeros). One thread.
-  __device__ __forceinline__ static void issue_slice(T* as, const CUtensorMap* ta, const CUtensorMap* tb, idx row0, idx col0,
-                                                     idx k0, std::uint64_t* bar) {
+  __device__ __forceinline__ static void issue_slice(T* as, const CUtensorMap* ta, const CUtensorMap* tb, idx row0,
+                                                     idx col0, idx k0, std::uint64_t* bar) {
     T* bs = as + Cfg::a_elems;
     const int k = static_cast<int>(k0);  // K <= 2^31 - 1 (host)
     mbar_arrive_expect_tx(bar, static_cast<unsigned>(Cfg::stage_elems * sizeof(T)));
@@ -387,7 +404,7 @@ struct TcProduct {
       for (int s = 0; s < Cfg::stages; ++s) mbar_init(&bars[s], 1);
     __syncthreads();
     const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
-    auto load = [&](int buf, idx t) {  // by the issuer
+    auto load = [&](int buf, idx t) {                              // by the issuer
       issue_slice(smem + buf * Cfg::stage_elems, ta, tb, row0, col0, k_begin + t * Cfg::BK, &bars[buf]);
     };
     if (issuer)
@@ -435,14 +452,14 @@ struct TcProduct {
     const int b_k = tid / (Cfg::BN / CH), b_c = tid % (Cfg::BN / CH) * CH;
     using AP = Pieces<Cfg::a_copies, a_step, a_step * Cfg::sa>;
     using BP = Pieces<Cfg::b_copies, b_step, b_step * Cfg::sb>;
-    SliceLoader<T, Cfg::BK, AP, BP, Vec> loader(d_a, d_b, m, n, k, row0, col0, k_begin, k_end, AP{a_r, a_k, a_r * Cfg::sa + a_k},
-                                               BP{b_k, b_c, b_k * Cfg::sb + b_c});
+    SliceLoader<T, Cfg::BK, AP, BP, Vec> loader(d_a, d_b, m, n, k, row0, col0, k_begin, k_end,
+                                                AP{a_r, a_k, a_r * Cfg::sa + a_k}, BP{b_k, b_c, b_k * Cfg::sb + b_c});
     auto load = [&](int buf, idx t) {
       T* as = smem + buf * Cfg::stage_elems;
       loader.load(as, as + Cfg::a_elems, t);
     };
 
-    const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;  // block-uniform
+    const idx slices = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;            // block-uniform
     const int k_first = static_cast<int>(threadIdx.y) * Cfg::steps * M::km;  // this group's K steps of a slice
 #pragma unroll
     for (int s = 0; s < Cfg::stages - 1; ++s) {
@@ -477,15 +494,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   TcProduct<Cfg> p;
   split_k_gang<T, Cfg::BM, Cfg::BN, Cfg::threads>(
-      p, [&](const SplitTile& st) { p.template run<Vec>(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, reinterpret_cast<T*>(smem_raw)); },
+      p,
+      [&](const SplitTile& st) {
+        p.template run<Vec>(d_a, d_b, m, n, k, st.row0, st.col0, st.k_begin, st.k_end, reinterpret_cast<T*>(smem_raw));
+      },
       d_c, m, n, k, k_chunk, d_partials, d_tickets);
 }
 
 /// gang_level_tc fed by tensor copies (Cfg::tma): A and B reach the kernel as tensor maps.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
-    gang_level_tma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, typename Cfg::T* __restrict__ d_c,
-                   idx m, idx n, idx k, idx k_chunk, typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets) {
+    gang_level_tma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+                   typename Cfg::T* __restrict__ d_c, idx m, idx n, idx k, idx k_chunk,
+                   typename Cfg::T* __restrict__ d_partials, unsigned int* d_tickets) {
   using T = typename Cfg::T;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});

@@ -29,7 +29,8 @@ using tc::Tf32x3;
 // swizzle row), stride offset 1024 bytes, layout SWIZZLE_128B. A k-step of 8 floats is 32 bytes on.
 __device__ __forceinline__ std::uint64_t desc(const float* p) {
   const std::uint64_t a = smem_addr(p);
-  return ((a & 0x3FFFFull) >> 4) | (std::uint64_t{16 >> 4} << 16) | (std::uint64_t{1024 >> 4} << 32) | (std::uint64_t{1} << 62);
+  return ((a & 0x3FFFFull) >> 4) | (std::uint64_t{16 >> 4} << 16) | (std::uint64_t{1024 >> 4} << 32) |
+         (std::uint64_t{1} << 62);
 }
 
 /// d (m64n128, FP32) = [d +] a b with a (64 x 8 TF32) from registers, b (8 x 128) from shared memory.
@@ -101,14 +102,16 @@ __global__ void __launch_bounds__(threads, 1)
       mbar_arrive_expect_tx(&full[s], static_cast<unsigned>((a_elems + b_elems) * sizeof(float)));
       tma_load_2d(as, &ta, k0, static_cast<int>(tile.row0), &full[s]);
 #pragma unroll
-      for (int h = 0; h < BN / 32; ++h) tma_load_2d(bs + h * BK * 32, &tb, static_cast<int>(tile.col0) + 32 * h, k0, &full[s]);
+      for (int h = 0; h < BN / 32; ++h)
+        tma_load_2d(bs + h * BK * 32, &tb, static_cast<int>(tile.col0) + 32 * h, k0, &full[s]);
     };
     if (tid == 0)
       for (idx t = 0; t < ahead && t < slices; ++t) issue(t);
     for (idx t = 0; t < slices; ++t) {
       const idx next = t + ahead;
       if (tid == 0 && next < slices) {
-        if (next >= stages) mbar_wait(&empty[next % stages], static_cast<unsigned>((next / stages - 1) & 1));  // slice next - stages read
+        if (next >= stages)
+          mbar_wait(&empty[next % stages], static_cast<unsigned>((next / stages - 1) & 1));  // slice next - stages read
         issue(next);
       }
       const int s = static_cast<int>(t % stages);
@@ -124,8 +127,10 @@ __global__ void __launch_bounds__(threads, 1)
         Tf32x3::split(x.y, h[1], l[1]);
         Tf32x3::split(x.z, h[2], l[2]);
         Tf32x3::split(x.w, h[3], l[3]);
-        big[tid + 128 * i] = make_float4(__uint_as_float(h[0]), __uint_as_float(h[1]), __uint_as_float(h[2]), __uint_as_float(h[3]));
-        small[tid + 128 * i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]), __uint_as_float(l[2]), __uint_as_float(l[3]));
+        big[tid + 128 * i] =
+            make_float4(__uint_as_float(h[0]), __uint_as_float(h[1]), __uint_as_float(h[2]), __uint_as_float(h[3]));
+        small[tid + 128 * i] =
+            make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]), __uint_as_float(l[2]), __uint_as_float(l[3]));
       }
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes, read by wgmma
       mbar_arrive(&ready[s]);
@@ -192,9 +197,10 @@ __global__ void __launch_bounds__(threads, 1)
 
 }  // namespace
 
-void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n, std::int64_t k,
-                  cudaStream_t stream) {
-  TALLY_CUDA_TRY(cudaFuncSetAttribute(tiled_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n,
+                  std::int64_t k, cudaStream_t stream) {
+  TALLY_CUDA_TRY(
+      cudaFuncSetAttribute(tiled_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
   const idx tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
   tiled_wgmma<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(ta, tb, d_c, m, n, k);
   TALLY_CHECK_LAUNCH();

@@ -35,9 +35,9 @@ inline constexpr int BM = 128, BN = 128, BK = 32;  // fixed by m64n128k8 and the
 inline constexpr int stages = tuning::wgmma_stages;
 inline constexpr int chain_slices = tuning::wgmma_chain_slices;  // k-steps a chain spans: 4 chain_slices
 inline constexpr int chain_steps = BK / 8 * chain_slices;
-inline constexpr int threads = 384;         // producer + 2 consumer warpgroups
+inline constexpr int threads = 384;  // producer + 2 consumer warpgroups
 inline constexpr int a_elems = BM * BK, b_elems = BK * BN;
-inline constexpr int stage_elems = 2 * a_elems + b_elems;  // A big (in place), A small, B
+inline constexpr int stage_elems = 2 * a_elems + b_elems;                               // A big (in place), A small, B
 inline constexpr std::size_t smem_bytes = sizeof(float) * stages * stage_elems + 1024;  // + alignment
 
 /// Whether the wgmma kernel is in this build (sm_90a code).
@@ -45,7 +45,7 @@ constexpr bool built() { return TALLY_MATMUL_WGMMA_BUILT != 0; }
 
 /// C (M x N) = A B from tensor maps of A (box 32 x BM) and B (box 32 x BK), both 128-byte swizzled;
 /// defined only where built().
-void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n, std::int64_t k,
-                  cudaStream_t stream);
+void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n,
+                  std::int64_t k, cudaStream_t stream);
 
 }  // namespace tally::matmul::kernels::wg

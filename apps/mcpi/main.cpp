@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "mcpi.hpp"
@@ -14,15 +14,15 @@
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
+#include "tally/common/interrupt.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/progress.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
-#include "tally/reduce/backend.hpp"
-#include "tally/common/interrupt.hpp"
 #include "tally/ranks/session.hpp"
 #include "tally/ranks/split.hpp"
+#include "tally/reduce/backend.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace {
@@ -45,21 +45,27 @@ struct Scaling {
   std::int64_t samples_per_rank = 0;
   double single_s = 0, job_s = 0;
   [[nodiscard]] double single_gsps() const { return static_cast<double>(samples_per_rank) / single_s * 1e-9; }
-  [[nodiscard]] double aggregate_gsps(int ranks) const { return static_cast<double>(samples_per_rank) * ranks / job_s * 1e-9; }
+  [[nodiscard]] double aggregate_gsps(int ranks) const {
+    return static_cast<double>(samples_per_rank) * ranks / job_s * 1e-9;
+  }
 };
 
 Scaling bench_ranks(const Comm& comm, int device, std::uint64_t seed, int repeats) {
   Scaling sc;
   sc.samples_per_rank = std::int64_t{1} << 36;
   const auto job = [&](double local_s) {
-    reduce::allreduce<reduce::Max, double>(comm, std::span<const double>(&local_s, 1), std::span<double>(&local_s, 1), Memory::host);
+    reduce::allreduce<reduce::Max, double>(comm, std::span<const double>(&local_s, 1), std::span<double>(&local_s, 1),
+                                           Memory::host);
     return local_s;
   };
   const auto barrier = [&] { comm.barrier(); };
-  if (comm.is_root()) sc.single_s = time_fused_philox(device, seed, 0, sc.samples_per_rank, repeats, [] {}, [](double t) { return t; });
+  if (comm.is_root())
+    sc.single_s = time_fused_philox(
+        device, seed, 0, sc.samples_per_rank, repeats, [] {}, [](double t) { return t; });
   comm.idle_barrier();  // the others wait without taking rank 0's cores
   const std::int64_t per_rank_stretch = sc.samples_per_rank * (repeats + 1);  // disjoint stretches: no sample twice
-  sc.job_s = time_fused_philox(device, seed, per_rank_stretch * comm.rank(), sc.samples_per_rank, repeats, barrier, job);
+  sc.job_s =
+      time_fused_philox(device, seed, per_rank_stretch * comm.rank(), sc.samples_per_rank, repeats, barrier, job);
   comm.broadcast(std::span<double>(&sc.single_s, 1));
   return sc;
 }
@@ -80,14 +86,18 @@ int run(int argc, char** argv, Comm& comm) {
   bool bench = false;
   int repeats = 5;
   app.add_option("--n,-n", n_text, "Samples (points): an integer, 1e8 or 2^30; up to 2^62")->capture_default_str();
-  app.add_option("--generator,-g", generator, "philox, xorwow, mrg32k3a, sobol or scrambled-sobol")->capture_default_str();
+  app.add_option("--generator,-g", generator, "philox, xorwow, mrg32k3a, sobol or scrambled-sobol")
+      ->capture_default_str();
   app.add_option("--api", api, "device (fused kernel, cuRAND device API) or host (curandGenerateUniform + count)")
       ->capture_default_str();
-  app.add_option("--offset", offset_text, "Index of the first sample in the stream (continue a run: previous offset + n)")
+  app.add_option("--offset", offset_text,
+                 "Index of the first sample in the stream (continue a run: previous offset + n)")
       ->capture_default_str();
-  app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")->capture_default_str();
+  app.add_option("--batch", batch_text, "Samples per batch (one launch, one per-batch estimate)")
+      ->capture_default_str();
   app.add_flag("--bench", bench, "Run the performance table (generators x APIs, and a hand-written reference kernel)");
-  cli::add_number(app, "--repeats", repeats, "Timed repeats per benchmark row (median)", cli::in_range(1, 100))->capture_default_str();
+  cli::add_number(app, "--repeats", repeats, "Timed repeats per benchmark row (median)", cli::in_range(1, 100))
+      ->capture_default_str();
   if (auto rc = cli::parse(app, argc, argv, comm.is_root())) return *rc;  // the same on every rank: rank 0 prints
 
   // Set-up, which may fail on some ranks only (no GPU on one of them, an unwritable --out on rank 0):
@@ -126,7 +136,8 @@ int run(int argc, char** argv, Comm& comm) {
   }
   comm.agree(failure);
   // --backend auto must resolve alike everywhere: one job runs on one kind of backend.
-  comm.require_same(reduce::to_string(backend), "the backend (--backend " + common.backend + " as resolved on each rank)");
+  comm.require_same(reduce::to_string(backend),
+                    "the backend (--backend " + common.backend + " as resolved on each rank)");
   if (backend == reduce::Backend::cuda) comm.use_device(device);
   const int ranks = comm.size();
   const auto prov = collect_provenance(cli::command_line(argc, argv), dev);
@@ -149,8 +160,10 @@ int run(int argc, char** argv, Comm& comm) {
     g.attr("copy_bandwidth_gbs", rep.copy_gbs);
     g.attr("repeats", repeats);
     const bool table = !common.json;
-    if (table && !common.quiet) std::printf("mcpi benchmark on %s (median of %d after warm-up; samples = points)\n", dev->name.c_str(), repeats);
-    if (table) std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "kernel", "samples", "median ms", "Gsamples/s", "setup ms");
+    if (table && !common.quiet)
+      std::printf("mcpi benchmark on %s (median of %d after warm-up; samples = points)\n", dev->name.c_str(), repeats);
+    if (table)
+      std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "kernel", "samples", "median ms", "Gsamples/s", "setup ms");
     if (table) std::printf("| %-28s | %14s | %10s | %12s | %8s |\n", "---", "---", "---", "---", "---");
     JsonLine j;
     j.add("app", "mcpi").add("bench", true).add("device", dev->name).add("copy_gbs", rep.copy_gbs);
@@ -170,16 +183,20 @@ int run(int argc, char** argv, Comm& comm) {
     }
     if (table) {
       std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "copy D2D GB/s (r+w)", "1 GiB", "", rep.copy_gbs, "");
-      std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "host-api bound (16 B/sample)", "", "", rep.copy_gbs / 16.0, "");
+      std::printf("| %-28s | %14s | %10s | %12.1f | %8s |\n", "host-api bound (16 B/sample)", "", "",
+                  rep.copy_gbs / 16.0, "");
     }
     if (sc) {
       const double agg = sc->aggregate_gsps(ranks), single = sc->single_gsps(), eff = agg / (ranks * single);
       if (table)
-        std::printf("fused philox on %d ranks (%s%s): %.1f Gsamples/s aggregate against %.1f on rank 0 alone in this run: "
-                    "%.2fx, efficiency %.1f%% (2^36 samples per rank, wall time to the slowest rank, median of %d)\n",
-                    ranks, rr.transport.c_str(), rr.shares_device ? ", ranks share a GPU" : "", agg, single, agg / single,
-                    100.0 * eff, repeats);
-      j.add("ranks_aggregate_gsamples_per_s", agg).add("single_rank_gsamples_per_s", single).add("rank_speedup", agg / single);
+        std::printf(
+            "fused philox on %d ranks (%s%s): %.1f Gsamples/s aggregate against %.1f on rank 0 alone in this run: "
+            "%.2fx, efficiency %.1f%% (2^36 samples per rank, wall time to the slowest rank, median of %d)\n",
+            ranks, rr.transport.c_str(), rr.shares_device ? ", ranks share a GPU" : "", agg, single, agg / single,
+            100.0 * eff, repeats);
+      j.add("ranks_aggregate_gsamples_per_s", agg)
+          .add("single_rank_gsamples_per_s", single)
+          .add("rank_speedup", agg / single);
       j.add("rank_efficiency", eff);
       auto sg = g.group("ranks");
       sg.attr("samples_per_rank", sc->samples_per_rank);
@@ -211,13 +228,14 @@ int run(int argc, char** argv, Comm& comm) {
     if (!bar.due()) return;
     const double est = 4.0 * static_cast<double>(hits) / static_cast<double>(done);
     bar.update("mcpi: " + fmt("%.3g", static_cast<double>(done)) + " / " + fmt("%.3g", static_cast<double>(mine.n)) +
-               " samples" + (ranks > 1 ? " on rank 0" : "") + ", pi ~ " + fmt("%.8f", est) + " +- " + fmt("%.2g", std_error(done)));
+               " samples" + (ranks > 1 ? " on rank 0" : "") + ", pi ~ " + fmt("%.8f", est) + " +- " +
+               fmt("%.2g", std_error(done)));
   };
   Result r;  // a rank with no samples (more ranks than samples) counts nothing
   if (mine.n > 0) r = backend == reduce::Backend::cuda ? run_cuda(mine, device, progress) : run_cpu(mine, progress);
   bar.finish();
   const Job job = gather_job(comm, p, backend, std::move(r), total);  // collective
-  if (!comm.is_root()) return exit_ok;  // rank 0 writes and reports
+  if (!comm.is_root()) return exit_ok;                                // rank 0 writes and reports
   file = h5::File::create(common.out);
   write_result(*file, job, prov, dev);
   file->commit();
@@ -235,11 +253,12 @@ int run(int argc, char** argv, Comm& comm) {
     j.add("status", o.ok ? "ok" : "failed").add("out", common.out);
     std::printf("%s\n", j.str().c_str());
   } else if (!common.quiet) {
-    std::printf("mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s 5 sigma); "
-                "%.3g s, %.3g Gsamples/s (setup %.3g s)%s\n",
-                o.estimate, o.std_error, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
-                reduce::to_string(backend).c_str(), o.abs_error, o.abs_error / o.std_error, o.ok ? "within" : "NOT within",
-                jr.generate_count_s, rate * 1e-9, jr.setup_s, ranks_summary(job.ranks).c_str());
+    std::printf(
+        "mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s 5 sigma); "
+        "%.3g s, %.3g Gsamples/s (setup %.3g s)%s\n",
+        o.estimate, o.std_error, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
+        reduce::to_string(backend).c_str(), o.abs_error, o.abs_error / o.std_error, o.ok ? "within" : "NOT within",
+        jr.generate_count_s, rate * 1e-9, jr.setup_s, ranks_summary(job.ranks).c_str());
   }
   if (!o.ok) std::fprintf(stderr, "mcpi: the estimate is %.1f sigma from pi: failed\n", o.abs_error / o.std_error);
   return o.ok ? exit_ok : exit_failure;

@@ -48,7 +48,8 @@ bool is_quasi(Generator g) { return g == Generator::sobol || g == Generator::scr
 
 std::int64_t parse_count(std::string_view text, std::string_view option) {
   const std::string s(text);
-  const std::string bad = std::string(option) + ": '" + s + "' is not a whole number of samples (e.g. 100000000, 1e8, 2^30)";
+  const std::string bad =
+      std::string(option) + ": '" + s + "' is not a whole number of samples (e.g. 100000000, 1e8, 2^30)";
   if (s.empty()) throw InputError(bad);
   if (const auto caret = s.find('^'); caret != std::string::npos) {
     if (s.substr(0, caret) != "2") throw InputError(bad);
@@ -60,7 +61,8 @@ std::int64_t parse_count(std::string_view text, std::string_view option) {
   char* end = nullptr;
   if (s.find_first_of("eE.") != std::string::npos) {
     const double v = std::strtod(s.c_str(), &end);
-    if (*end != '\0' || errno != 0 || !std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 0x1p62) throw InputError(bad);
+    if (*end != '\0' || errno != 0 || !std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 0x1p62)
+      throw InputError(bad);
     return static_cast<std::int64_t>(v);
   }
   const long long v = std::strtoll(s.c_str(), &end, 10);
@@ -75,7 +77,8 @@ void validate(const Params& p) {
     throw InputError("--batch: must be an integer in [1, 2^40] (got " + std::to_string(p.batch) + ")");
   if (is_quasi(p.generator)) {
     if (p.offset >= sobol_points || p.n > sobol_points - p.offset)
-      throw InputError("--offset/--n: " + to_string(p.generator) + " is a 32-bit Sobol sequence of 2^32 points per dimension; " +
+      throw InputError("--offset/--n: " + to_string(p.generator) +
+                       " is a 32-bit Sobol sequence of 2^32 points per dimension; " +
                        "offset + n = " + std::to_string(p.offset) + " + " + std::to_string(p.n) + " is beyond it");
   } else if (p.offset > std::numeric_limits<std::int64_t>::max() - p.n) {
     // Sample k uses uniforms 2k and 2k+1: 64-bit uniform indices end at 2^63 samples.
@@ -93,8 +96,10 @@ bool cpu_supports(Generator g, Api a, std::string* why) {
     return no("the cpu backend of this build (no CUDA toolkit) reproduces philox with --api device only; " +
               to_string(g) + " with --api " + to_string(a) + " needs cuRAND's host generator");
   if (a == Api::device && (g == Generator::xorwow || g == Generator::mrg32k3a))
-    return no("the cpu backend reproduces the device-API streams of philox, sobol and scrambled-sobol only; use --api host "
-              "(cuRAND's host generator) or --backend cuda for " + to_string(g));
+    return no(
+        "the cpu backend reproduces the device-API streams of philox, sobol and scrambled-sobol only; use --api host "
+        "(cuRAND's host generator) or --backend cuda for " +
+        to_string(g));
   return true;
 }
 

@@ -40,7 +40,7 @@ enum class Generator { philox, xorwow, mrg32k3a, sobol, scrambled_sobol };
 enum class Api { device, host };
 
 inline constexpr std::int64_t pseudo_streams = std::int64_t{1} << 18;  ///< xorwow/mrg32k3a device-API streams
-inline constexpr std::int64_t sobol_points = std::int64_t{1} << 32;     ///< points per 32-bit Sobol dimension
+inline constexpr std::int64_t sobol_points = std::int64_t{1} << 32;    ///< points per 32-bit Sobol dimension
 inline constexpr double pi = 3.141592653589793238462643383279502884;
 
 [[nodiscard]] std::string to_string(Generator g);
@@ -53,8 +53,8 @@ inline constexpr double pi = 3.141592653589793238462643383279502884;
 [[nodiscard]] std::int64_t parse_count(std::string_view text, std::string_view option);
 
 struct Params {
-  std::int64_t n = 100'000'000;     ///< samples (points)
-  std::int64_t offset = 0;          ///< index of the first sample in the stream
+  std::int64_t n = 100'000'000;  ///< samples (points)
+  std::int64_t offset = 0;       ///< index of the first sample in the stream
   std::uint64_t seed = 20260101;
   std::int64_t batch = std::int64_t{1} << 32;  ///< samples per batch (one kernel launch / per-batch estimate)
   Generator generator = Generator::philox;
@@ -112,7 +112,8 @@ Result curand_host_hits(Generator g, std::uint64_t seed, std::int64_t first, std
                         const ProgressFn& progress);
 /// The first `count` uniforms (floats) of cuRAND's host generator from uniform index `first_uniform`
 /// (pseudo) or point `first_uniform` of dimension 0 (quasi, 1 dimension). For the exactness tests.
-std::vector<float> curand_host_uniforms(Generator g, std::uint64_t seed, std::uint64_t first_uniform, std::size_t count);
+std::vector<float> curand_host_uniforms(Generator g, std::uint64_t seed, std::uint64_t first_uniform,
+                                        std::size_t count);
 bool curand_host_available();
 /// Hits among m points of a buffer of 2m uniforms: interleaved (x0, y0, x1, ...) or, when `planar`,
 /// m values of x then m values of y (cuRAND's quasi-random layout). OpenMP.
@@ -126,11 +127,13 @@ std::int64_t philox_fused_hits_cuda(std::uint64_t seed, std::int64_t first, std:
 
 // ---- benchmark (CUDA) -------------------------------------------------------------------------------
 struct BenchRow {
-  std::string name;     ///< e.g. "fused philox", "host-api xorwow", "reference curand_uniform4"
+  std::string name;  ///< e.g. "fused philox", "host-api xorwow", "reference curand_uniform4"
   std::int64_t samples = 0;
   double median_s = 0;  ///< generation + count, median of repeats after warm-up
   double setup_s = 0;   ///< state initialisation, once (not in median_s)
-  [[nodiscard]] double gsamples_per_s() const { return median_s > 0 ? static_cast<double>(samples) / median_s * 1e-9 : 0.0; }
+  [[nodiscard]] double gsamples_per_s() const {
+    return median_s > 0 ? static_cast<double>(samples) / median_s * 1e-9 : 0.0;
+  }
 };
 struct BenchReport {
   double copy_gbs = 0;  ///< cudaMemcpy D2D bandwidth (bytes read + written), median

@@ -22,8 +22,8 @@ std::int64_t philox_hits_cpu(std::uint64_t seed, std::int64_t first, std::int64_
   const std::int64_t last = first + n;  // exclusive
   std::int64_t hits = 0;
   std::int64_t k = first;
-  if (k < last && (k & 1)) hits += sample(k++);                // leading half block
-  const std::int64_t b0 = k >> 1, b1 = last >> 1;              // whole blocks [b0, b1)
+  if (k < last && (k & 1)) hits += sample(k++);    // leading half block
+  const std::int64_t b0 = k >> 1, b1 = last >> 1;  // whole blocks [b0, b1)
   std::int64_t whole = 0;
 #pragma omp parallel for schedule(static) reduction(+ : whole)
   for (std::int64_t b = b0; b < b1; ++b) {

@@ -59,13 +59,15 @@ __device__ __forceinline__ hits_t philox_single_sample(unsigned long long seed, 
 ///   min_blocks = 8 caps registers at 32 (full occupancy; round keys recomputed instead of kept live).
 /// All produce the same points (the tests compare each with the CPU); the benchmark times each.
 template <bool direct, int min_blocks>
-__global__ void __launch_bounds__(block_threads, min_blocks) fused_philox(unsigned long long seed, long long a, long long b,
-                                                              int parts, hits_t* d_partials, unsigned* d_ticket,
-                                                              hits_t* d_out) {
+__global__ void __launch_bounds__(block_threads, min_blocks)
+    fused_philox(unsigned long long seed, long long a, long long b, int parts, hits_t* d_partials, unsigned* d_ticket,
+                 hits_t* d_out) {
   const long long g = dev::global_thread_id();
   const long long z = g % philox_subsequences, part = g / philox_subsequences;
   const long long b0 = (a + 1) >> 1, b1 = b >> 1;  // whole blocks
-  auto first_x = [&](long long blk) { return blk <= z ? 0 : (blk - z + philox_subsequences - 1) / philox_subsequences; };
+  auto first_x = [&](long long blk) {
+    return blk <= z ? 0 : (blk - z + philox_subsequences - 1) / philox_subsequences;
+  };
   const long long x_lo = first_x(b0), x_hi = first_x(b1), cnt = x_hi > x_lo ? x_hi - x_lo : 0;
   const long long xs = x_lo + cnt * part / parts, xe = x_lo + cnt * (part + 1) / parts;
   const unsigned trips = static_cast<unsigned>(xe - xs);  // < 2^24: a 32-bit loop
@@ -99,7 +101,8 @@ __global__ void __launch_bounds__(block_threads, min_blocks) fused_philox(unsign
 // ---- stateful generators (xorwow, mrg32k3a): 2^18 persistent streams ----------------------------
 
 template <class State>
-__global__ void __launch_bounds__(block_threads) init_streams(unsigned long long seed, long long first, State* d_states) {
+__global__ void __launch_bounds__(block_threads)
+    init_streams(unsigned long long seed, long long first, State* d_states) {
   const long long s = dev::global_thread_id();
   if (s >= pseudo_streams) return;
   // The stream's first row r0 with r0 * S + s >= first; row r uses uniforms 2r, 2r+1.
@@ -110,8 +113,8 @@ __global__ void __launch_bounds__(block_threads) init_streams(unsigned long long
 }
 
 template <class State>
-__global__ void __launch_bounds__(block_threads) fused_streams(long long a, long long b, State* d_states,
-                                                               hits_t* d_partials, unsigned* d_ticket, hits_t* d_out) {
+__global__ void __launch_bounds__(block_threads)
+    fused_streams(long long a, long long b, State* d_states, hits_t* d_partials, unsigned* d_ticket, hits_t* d_out) {
   const long long s = dev::global_thread_id();
   unsigned int h = 0;
   if (s < pseudo_streams) {
@@ -131,9 +134,9 @@ __global__ void __launch_bounds__(block_threads) fused_streams(long long a, long
 // ---- Sobol: dimension 0 gives x, dimension 1 gives y, point by point ------------------------------
 
 template <bool scrambled>
-__global__ void __launch_bounds__(block_threads) fused_sobol(long long a, long long b, const unsigned* d_dv,
-                                                             unsigned c0, unsigned c1, hits_t* d_partials,
-                                                             unsigned* d_ticket, hits_t* d_out) {
+__global__ void __launch_bounds__(block_threads)
+    fused_sobol(long long a, long long b, const unsigned* d_dv, unsigned c0, unsigned c1, hits_t* d_partials,
+                unsigned* d_ticket, hits_t* d_out) {
   const long long t = dev::global_thread_id(), nt = dev::grid_stride(), cnt = b - a;
   const long long ps = a + cnt * t / nt, pe = a + cnt * (t + 1) / nt;  // contiguous points: Gray-code steps
   unsigned int h = 0;
@@ -172,7 +175,8 @@ __global__ void __launch_bounds__(block_threads) count_buffer(const float* d_buf
       const float4* y4 = reinterpret_cast<const float4*>(d_y);
       for (long long i : dev::grid_stride_range(m / 4)) {
         const float4 x = x4[i], y = y4[i];
-        h += in_quarter_disc(x.x, y.x) + in_quarter_disc(x.y, y.y) + in_quarter_disc(x.z, y.z) + in_quarter_disc(x.w, y.w);
+        h += in_quarter_disc(x.x, y.x) + in_quarter_disc(x.y, y.y) + in_quarter_disc(x.z, y.z) +
+             in_quarter_disc(x.w, y.w);
       }
     } else {
       for (long long i : dev::grid_stride_range(m)) h += in_quarter_disc(d_x[i], d_y[i]);
@@ -233,7 +237,8 @@ class Engine {
  public:
   /// Sets the generator up at sample `first` (state initialisation, timed into setup_s).
   /// loop: which fused Philox kernel (see fused_philox); production_loop unless a benchmark asks.
-  Engine(Generator g, Api api, std::uint64_t seed, std::int64_t first, cudaStream_t s, PhiloxLoop loop = production_loop)
+  Engine(Generator g, Api api, std::uint64_t seed, std::int64_t first, cudaStream_t s,
+         PhiloxLoop loop = production_loop)
       : g_(g), api_(api), seed_(seed), next_(first), s_(s), loop_(loop) {
     int device = 0;
     TALLY_CUDA_TRY(cudaGetDevice(&device));
@@ -248,7 +253,7 @@ class Engine {
       d_buf_ = DeviceBuffer<float>(static_cast<std::size_t>(2 * host_chunk));
       grid_ = sm_count_ * std::min(max_blocks_per_sm(count_buffer<false>), max_blocks_per_sm(count_buffer<true>));
     } else if (g_ == Generator::philox) {
-      const int nb = loop_ == PhiloxLoop::direct       ? max_blocks_per_sm(fused_philox<true, 1>)
+      const int nb = loop_ == PhiloxLoop::direct        ? max_blocks_per_sm(fused_philox<true, 1>)
                      : loop_ == PhiloxLoop::direct_full ? max_blocks_per_sm(fused_philox<true, 8>)
                                                         : max_blocks_per_sm(fused_philox<false, 1>);
       parts_ = std::max(1, sm_count_ * nb * block_threads / static_cast<int>(philox_subsequences));
@@ -270,7 +275,8 @@ class Engine {
       h_dv.insert(h_dv.end(), dv[1], dv[1] + 32);
       d_dv_ = DeviceBuffer<unsigned>(std::span<const unsigned>(h_dv), s_);
       c0_ = sc[0], c1_ = sc[1];
-      grid_ = sm_count_ * (g_ == Generator::sobol ? max_blocks_per_sm(fused_sobol<false>) : max_blocks_per_sm(fused_sobol<true>));
+      grid_ = sm_count_ *
+              (g_ == Generator::sobol ? max_blocks_per_sm(fused_sobol<false>) : max_blocks_per_sm(fused_sobol<true>));
     }
     t.stop(s_);
     setup_s_ = t.elapsed_s();
@@ -287,29 +293,34 @@ class Engine {
         const long long m = std::min<long long>(host_chunk, n - c);
         gen_->uniforms(d_buf_.data(), static_cast<std::size_t>(2 * m));
         if (is_quasi(g_))
-          count_buffer<true><<<grid_, block_threads, 0, s_>>>(d_buf_.data(), m, d_partials_.data(), d_ticket_.data(), d_out, c > 0);
+          count_buffer<true>
+              <<<grid_, block_threads, 0, s_>>>(d_buf_.data(), m, d_partials_.data(), d_ticket_.data(), d_out, c > 0);
         else
-          count_buffer<false><<<grid_, block_threads, 0, s_>>>(d_buf_.data(), m, d_partials_.data(), d_ticket_.data(), d_out, c > 0);
+          count_buffer<false>
+              <<<grid_, block_threads, 0, s_>>>(d_buf_.data(), m, d_partials_.data(), d_ticket_.data(), d_out, c > 0);
         TALLY_CHECK_LAUNCH();
       }
     } else if (g_ == Generator::philox) {
-      auto kernel = loop_ == PhiloxLoop::direct ? fused_philox<true, 1>
-                    : loop_ == PhiloxLoop::direct_full ? fused_philox<true, 8> : fused_philox<false, 1>;
+      auto kernel = loop_ == PhiloxLoop::direct        ? fused_philox<true, 1>
+                    : loop_ == PhiloxLoop::direct_full ? fused_philox<true, 8>
+                                                       : fused_philox<false, 1>;
       kernel<<<grid_, block_threads, 0, s_>>>(seed_, a, b, parts_, d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     } else if (g_ == Generator::xorwow) {
       fused_streams<<<grid_, block_threads, 0, s_>>>(a, b, static_cast<curandStateXORWOW_t*>(d_states_.get()),
-                                                    d_partials_.data(), d_ticket_.data(), d_out);
+                                                     d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     } else if (g_ == Generator::mrg32k3a) {
       fused_streams<<<grid_, block_threads, 0, s_>>>(a, b, static_cast<curandStateMRG32k3a_t*>(d_states_.get()),
-                                                    d_partials_.data(), d_ticket_.data(), d_out);
+                                                     d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     } else if (g_ == Generator::sobol) {
-      fused_sobol<false><<<grid_, block_threads, 0, s_>>>(a, b, d_dv_.data(), c0_, c1_, d_partials_.data(), d_ticket_.data(), d_out);
+      fused_sobol<false>
+          <<<grid_, block_threads, 0, s_>>>(a, b, d_dv_.data(), c0_, c1_, d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     } else {
-      fused_sobol<true><<<grid_, block_threads, 0, s_>>>(a, b, d_dv_.data(), c0_, c1_, d_partials_.data(), d_ticket_.data(), d_out);
+      fused_sobol<true>
+          <<<grid_, block_threads, 0, s_>>>(a, b, d_dv_.data(), c0_, c1_, d_partials_.data(), d_ticket_.data(), d_out);
       TALLY_CHECK_LAUNCH();
     }
     next_ = b;
@@ -375,7 +386,8 @@ Result run_cuda(const Params& p, int device, const ProgressFn& progress) {
     r.batch_n.push_back(m);
     done += m;
     if (progress) {  // one 8-byte copy per batch of >= milliseconds of work
-      TALLY_CUDA_TRY(cudaMemcpyAsync(&h_batch[i], d_batch_hits.data() + i, sizeof(hits_t), cudaMemcpyDeviceToHost, stream.get()));
+      TALLY_CUDA_TRY(
+          cudaMemcpyAsync(&h_batch[i], d_batch_hits.data() + i, sizeof(hits_t), cudaMemcpyDeviceToHost, stream.get()));
       TALLY_CUDA_TRY(cudaStreamSynchronize(stream.get()));
       hits_so_far += h_batch[i];
       progress(done, hits_so_far);
@@ -451,15 +463,21 @@ BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
       {Generator::philox, Api::device, big, PhiloxLoop::direct_full},
       {Generator::philox, Api::device, big, PhiloxLoop::uniform4},
       {Generator::xorwow, Api::device, big},
-      {Generator::mrg32k3a, Api::device, mid},     {Generator::sobol, Api::device, quasi},
-      {Generator::scrambled_sobol, Api::device, quasi}, {Generator::philox, Api::host, mid},
-      {Generator::xorwow, Api::host, mid},         {Generator::mrg32k3a, Api::host, mid},
-      {Generator::sobol, Api::host, quasi},        {Generator::scrambled_sobol, Api::host, quasi},
+      {Generator::mrg32k3a, Api::device, mid},
+      {Generator::sobol, Api::device, quasi},
+      {Generator::scrambled_sobol, Api::device, quasi},
+      {Generator::philox, Api::host, mid},
+      {Generator::xorwow, Api::host, mid},
+      {Generator::mrg32k3a, Api::host, mid},
+      {Generator::sobol, Api::host, quasi},
+      {Generator::scrambled_sobol, Api::host, quasi},
   };
   for (const Case& c : cases) {
     const bool philox = c.api == Api::device && c.g == Generator::philox;
     Engine e(c.g, c.api, seed, 0, s, philox ? c.loop : production_loop);
-    const char* loop_name = c.loop == PhiloxLoop::direct ? "" : c.loop == PhiloxLoop::direct_full ? " (32 regs)" : " (uniform4 loop)";
+    const char* loop_name = c.loop == PhiloxLoop::direct        ? ""
+                            : c.loop == PhiloxLoop::direct_full ? " (32 regs)"
+                                                                : " (uniform4 loop)";
     BenchRow row{(c.api == Api::device ? "fused " : "host-api ") + to_string(c.g) + (philox ? loop_name : ""), c.n, 0,
                  e.setup_s()};
     std::vector<double> times;
@@ -487,7 +505,8 @@ BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
     for (int i = 0; i <= repeats; ++i) {
       d_hits.fill_bytes(0, s);
       t.start(s);
-      reference_uniform4<<<static_cast<unsigned>(threads / block_threads), block_threads, 0, s>>>(seed + i, per_thread, d_hits.data());
+      reference_uniform4<<<static_cast<unsigned>(threads / block_threads), block_threads, 0, s>>>(seed + i, per_thread,
+                                                                                                  d_hits.data());
       TALLY_CHECK_LAUNCH();
       t.stop(s);
       if (i > 0) times.push_back(t.elapsed_s());

@@ -16,7 +16,9 @@ namespace tally::mcpi::detail {
 class CurandGenerator {
  public:
   static void check(curandStatus_t s, const char* what) {
-    if (s != CURAND_STATUS_SUCCESS) throw Error(std::string("cuRAND: ") + what + " failed (curandStatus " + std::to_string(static_cast<int>(s)) + ")");
+    if (s != CURAND_STATUS_SUCCESS)
+      throw Error(std::string("cuRAND: ") + what + " failed (curandStatus " + std::to_string(static_cast<int>(s)) +
+                  ")");
   }
   static curandRngType_t rng_type(Generator g) {
     switch (g) {
@@ -39,7 +41,8 @@ class CurandGenerator {
         check(curandSetGeneratorOffset(gen_, static_cast<unsigned long long>(first)), "curandSetGeneratorOffset");
       } else {
         check(curandSetPseudoRandomGeneratorSeed(gen_, seed), "curandSetPseudoRandomGeneratorSeed");
-        check(curandSetGeneratorOffset(gen_, 2ull * static_cast<unsigned long long>(first)), "curandSetGeneratorOffset");
+        check(curandSetGeneratorOffset(gen_, 2ull * static_cast<unsigned long long>(first)),
+              "curandSetGeneratorOffset");
       }
       check(curandGenerateSeeds(gen_), "curandGenerateSeeds");  // state set-up now, not in the first batch
     } catch (...) {
@@ -54,7 +57,9 @@ class CurandGenerator {
   void set_stream(cudaStream_t s) { check(curandSetStream(gen_, s), "curandSetStream"); }
   /// The next `count` uniforms: pseudo: interleaved (x0, y0, x1, y1, ...); quasi: count/2 of
   /// dimension 0, then count/2 of dimension 1 (the next count/2 points).
-  void uniforms(float* out, std::size_t count) { check(curandGenerateUniform(gen_, out, count), "curandGenerateUniform"); }
+  void uniforms(float* out, std::size_t count) {
+    check(curandGenerateUniform(gen_, out, count), "curandGenerateUniform");
+  }
   [[nodiscard]] curandGenerator_t get() const { return gen_; }
 
  private:

@@ -38,12 +38,14 @@ Result curand_host_hits(Generator g, std::uint64_t seed, std::int64_t first, std
   return r;
 }
 
-std::vector<float> curand_host_uniforms(Generator g, std::uint64_t seed, std::uint64_t first_uniform, std::size_t count) {
+std::vector<float> curand_host_uniforms(Generator g, std::uint64_t seed, std::uint64_t first_uniform,
+                                        std::size_t count) {
   curandGenerator_t h = nullptr;
   CurandGenerator::check(curandCreateGeneratorHost(&h, CurandGenerator::rng_type(g)), "curandCreateGeneratorHost");
   std::vector<float> out(count);
   auto run = [&] {
-    if (!is_quasi(g)) CurandGenerator::check(curandSetPseudoRandomGeneratorSeed(h, seed), "curandSetPseudoRandomGeneratorSeed");
+    if (!is_quasi(g))
+      CurandGenerator::check(curandSetPseudoRandomGeneratorSeed(h, seed), "curandSetPseudoRandomGeneratorSeed");
     CurandGenerator::check(curandSetGeneratorOffset(h, first_uniform), "curandSetGeneratorOffset");
     CurandGenerator::check(curandGenerateUniform(h, out.data(), count), "curandGenerateUniform");
   };

@@ -38,7 +38,8 @@ struct Outcome {
 struct Job {
   Params params;  ///< the job's (not a rank's stretch)
   reduce::Backend backend = reduce::Backend::cpu;
-  Result result;  ///< hits of every rank; every rank's batches in rank order; the slowest rank's setup_s, generate_count_s
+  Result
+      result;  ///< hits of every rank; every rank's batches in rank order; the slowest rank's setup_s, generate_count_s
   std::vector<std::int64_t> batches_per_rank;
   double total_s = 0;  ///< rank 0's wall time from `total`'s start to the gathered result
   Outcome outcome;

@@ -5,8 +5,12 @@
 
 namespace tally::mcpi {
 
-Result run_cuda(const Params&, int, const ProgressFn&) { throw InputError("--backend cuda: this build has no CUDA backend"); }
-BenchReport bench_cuda(int, std::uint64_t, int) { throw InputError("--bench --backend cuda: this build has no CUDA backend"); }
+Result run_cuda(const Params&, int, const ProgressFn&) {
+  throw InputError("--backend cuda: this build has no CUDA backend");
+}
+BenchReport bench_cuda(int, std::uint64_t, int) {
+  throw InputError("--bench --backend cuda: this build has no CUDA backend");
+}
 double time_fused_philox(int, std::uint64_t, std::int64_t, std::int64_t, int, const std::function<void()>&,
                          const std::function<double(double)>&) {
   throw InputError("--bench --backend cuda: this build has no CUDA backend");

@@ -39,8 +39,9 @@ Job gather_job(const Comm& comm, const Params& p, reduce::Backend backend, Resul
   rr.shares_device = backend == reduce::Backend::cuda && comm.shares_device();
   // The job's hits: integer sum, exact in any order.
   reduce::allreduce<reduce::Sum, std::int64_t>(comm, std::span<const std::int64_t>(&mine.hits, 1),
-                                            std::span<std::int64_t>(&mine.hits, 1), Memory::host);
-  const auto all_batch_n = comm.gather<std::int64_t>(mine.batch_n), all_batch_hits = comm.gather<std::int64_t>(mine.batch_hits);
+                                               std::span<std::int64_t>(&mine.hits, 1), Memory::host);
+  const auto all_batch_n = comm.gather<std::int64_t>(mine.batch_n),
+             all_batch_hits = comm.gather<std::int64_t>(mine.batch_hits);
   rr.phases.push_back(rank_phase(comm, "setup", mine.setup_s));
   rr.phases.push_back(rank_phase(comm, "generate_count", mine.generate_count_s));
   const auto my_batches = static_cast<std::int64_t>(mine.batch_n.size());
@@ -55,7 +56,8 @@ Job gather_job(const Comm& comm, const Params& p, reduce::Backend backend, Resul
   job.result.generate_count_s = rr.phases[1].max;
   for (int q = 0; q < rr.ranks; ++q) {
     const ranks::Range pq = ranks::split_range(p.n, rr.ranks, q);
-    rr.decomposition += (q ? " | " : "samples ") + std::to_string(p.offset + pq.begin) + "-" + std::to_string(p.offset + pq.end - 1);
+    rr.decomposition +=
+        (q ? " | " : "samples ") + std::to_string(p.offset + pq.begin) + "-" + std::to_string(p.offset + pq.end - 1);
   }
   job.outcome = judge(job.result.hits, p.n);
   return job;

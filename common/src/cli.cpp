@@ -13,10 +13,8 @@ namespace detail {
 namespace {
 std::string bound(double v, bool integer) {
   char b[64];
-  if (integer)
-    std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
-  else
-    std::snprintf(b, sizeof b, "%g", v);
+  if (integer) std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
+  else std::snprintf(b, sizeof b, "%g", v);
   return b;
 }
 }  // namespace
@@ -27,7 +25,8 @@ std::string describe(const Limits& l, bool integer) {
     case K::positive: return integer ? "a positive integer" : "a number > 0";
     case K::non_negative: return integer ? "a non-negative integer" : "a number >= 0";
     case K::at_least: return (integer ? "an integer >= " : "a number >= ") + bound(l.lo, integer);
-    case K::in_range: return (integer ? "an integer in [" : "a number in [") + bound(l.lo, integer) + ", " + bound(l.hi, integer) + "]";
+    case K::in_range:
+      return (integer ? "an integer in [" : "a number in [") + bound(l.lo, integer) + ", " + bound(l.hi, integer) + "]";
   }
   return {};
 }
@@ -55,7 +54,9 @@ bool within(const Limits& l, long double v, bool integer) {
   return false;
 }
 
-std::string must_be(const std::string& what, const std::string& text) { return "must be " + what + " (got " + text + ")"; }
+std::string must_be(const std::string& what, const std::string& text) {
+  return "must be " + what + " (got " + text + ")";
+}
 
 }  // namespace detail
 

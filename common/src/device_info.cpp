@@ -6,14 +6,12 @@
 
 namespace tally {
 
-std::string cuda_version_string(int v) {
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
+std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 std::string DeviceInfo::summary() const {
   std::ostringstream s;
-  s << name << " (sm_" << cc_major << cc_minor << ", " << sm_count << " SMs, " << (global_mem_bytes >> 20) << " MiB, L2 "
-    << (l2_bytes >> 20) << " MiB, driver " << cuda_version_string(driver_version) << ", runtime "
+  s << name << " (sm_" << cc_major << cc_minor << ", " << sm_count << " SMs, " << (global_mem_bytes >> 20)
+    << " MiB, L2 " << (l2_bytes >> 20) << " MiB, driver " << cuda_version_string(driver_version) << ", runtime "
     << cuda_version_string(runtime_version) << ")";
   return s.str();
 }

@@ -208,7 +208,8 @@ void Location::write(std::string_view name, std::span<const T> data, const dims_
   Id dcpl{create_plist(dims, sizeof(T), name)};
   Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
   H5Pset_create_intermediate_group(lcpl, 1);
-  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), space, lcpl, dcpl, H5P_DEFAULT), "create dataset", name)};
+  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), space, lcpl, dcpl, H5P_DEFAULT), "create dataset",
+              name)};
   if (n > 0) check(H5Dwrite(ds, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "write dataset", name);
 }
 
@@ -227,16 +228,19 @@ void File::write_rows(std::string_view name, std::span<const T> rows, const dims
   Id dcpl{create_plist(dims, sizeof(T), name)};
   Id lcpl{H5Pcreate(H5P_LINK_CREATE)};
   H5Pset_create_intermediate_group(lcpl, 1);
-  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), file_space, lcpl, dcpl, H5P_DEFAULT), "create dataset", name)};
+  Id ds{check(H5Dcreate2(id_, str(name).c_str(), native_type<T>(), file_space, lcpl, dcpl, H5P_DEFAULT),
+              "create dataset", name)};
   std::vector<hsize_t> off(hd.size(), 0), cnt = hd;
   off[0] = first_row;
   cnt[0] = nrows;
   // A rank without rows still takes part in the collective write, selecting nothing.
   const hsize_t one = 1;
-  Id mem_space{check(nrows ? H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr) : H5Screate_simple(1, &one, nullptr),
-                     "describe rows of", name)};
+  Id mem_space{check(
+      nrows ? H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr) : H5Screate_simple(1, &one, nullptr),
+      "describe rows of", name)};
   if (nrows) {
-    check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select rows of", name);
+    check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select rows of",
+          name);
   } else {
     check(H5Sselect_none(file_space), "select no rows of", name);
     check(H5Sselect_none(mem_space), "select no rows of", name);
@@ -246,7 +250,8 @@ void File::write_rows(std::string_view name, std::span<const T> rows, const dims
   if (collective_) check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "set collective transfer of", name);
 #endif
   const T dummy{};
-  check(H5Dwrite(ds, native_type<T>(), mem_space, file_space, dxpl, nrows ? rows.data() : &dummy), "write rows of", name);
+  check(H5Dwrite(ds, native_type<T>(), mem_space, file_space, dxpl, nrows ? rows.data() : &dummy), "write rows of",
+        name);
 }
 
 dims_t Location::dataset_dims(std::string_view name) const {
@@ -299,13 +304,14 @@ std::vector<T> Location::read(std::string_view name, const dims_t& offset, const
     return b;
   };
   if (offset.size() != d.size() || count.size() != d.size())
-    throw InputError("dataset '" + str(name) + "' has " + std::to_string(d.size()) + " dimension(s); the block to read names " +
-                     std::to_string(offset.size()) + " offset(s) and " + std::to_string(count.size()) + " count(s)");
+    throw InputError("dataset '" + str(name) + "' has " + std::to_string(d.size()) +
+                     " dimension(s); the block to read names " + std::to_string(offset.size()) + " offset(s) and " +
+                     std::to_string(count.size()) + " count(s)");
   std::uint64_t n = 1;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (offset[i] > d[i] || count[i] > d[i] - offset[i])
-      throw InputError("the block " + block() + " is not inside dataset '" + str(name) + "' (dimension " + std::to_string(i) +
-                       " has " + std::to_string(d[i]) + ")");
+      throw InputError("the block " + block() + " is not inside dataset '" + str(name) + "' (dimension " +
+                       std::to_string(i) + " has " + std::to_string(d[i]) + ")");
     n *= count[i];
   }
   std::vector<T> out(n);
@@ -313,7 +319,8 @@ std::vector<T> Location::read(std::string_view name, const dims_t& offset, const
   Id ds{check(H5Dopen2(id_, str(name).c_str(), H5P_DEFAULT), "open dataset", name)};
   Id file_space{check(H5Dget_space(ds), "describe", name)};
   const std::vector<hsize_t> off(offset.begin(), offset.end()), cnt(count.begin(), count.end());
-  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select a block of", name);
+  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr), "select a block of",
+        name);
   Id mem_space{check(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), "describe a block of", name)};
   check(H5Dread(ds, native_type<T>(), mem_space, file_space, H5P_DEFAULT, out.data()), "read a block of", name);
   return out;
@@ -327,7 +334,8 @@ bool Location::is_compressed(std::string_view name) const {
   for (int i = 0; i < nf; ++i) {
     unsigned flags = 0;
     std::size_t nelem = 0;
-    if (H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nelem, nullptr, 0, nullptr, nullptr) == H5Z_FILTER_DEFLATE)
+    if (H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nelem, nullptr, 0, nullptr, nullptr) ==
+        H5Z_FILTER_DEFLATE)
       return true;
   }
   return false;
@@ -341,7 +349,8 @@ void Location::attr(std::string_view name, T value) {
   const S v = static_cast<S>(value);
   if (H5Aexists(id_, str(name).c_str()) > 0) H5Adelete(id_, str(name).c_str());
   Id space{H5Screate(H5S_SCALAR)};
-  Id a{check(H5Acreate2(id_, str(name).c_str(), native_type<S>(), space, H5P_DEFAULT, H5P_DEFAULT), "create attribute", name)};
+  Id a{check(H5Acreate2(id_, str(name).c_str(), native_type<S>(), space, H5P_DEFAULT, H5P_DEFAULT), "create attribute",
+             name)};
   check(H5Awrite(a, native_type<S>(), &v), "write attribute", name);
 }
 
@@ -416,9 +425,11 @@ File File::create(const std::string& path) {
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::exists(dir, ec)) fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir, ec)) throw InputError("cannot write '" + path + "': " + dir.string() + " is not a directory");
+  if (!fs::is_directory(dir, ec))
+    throw InputError("cannot write '" + path + "': " + dir.string() + " is not a directory");
   if (fs::is_directory(p, ec)) throw InputError("cannot write '" + path + "': it is a directory");
-  if (access(dir.c_str(), W_OK) != 0) throw InputError("cannot write '" + path + "': directory " + dir.string() + " is not writable");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw InputError("cannot write '" + path + "': directory " + dir.string() + " is not writable");
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (id < 0) throw InputError("cannot create HDF5 file '" + temp + "' for '" + path + "'");
@@ -434,19 +445,22 @@ File File::create_collective(const std::string& path, const Ranks& ranks) {
                                 ", MPI initialised: " + (mpi_up ? "yes" : "no") + ")");
   const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(ranks.mpi_comm));
   long long pid = getpid();  // rank 0's names the temporary file of every rank
-  if (MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm) != MPI_SUCCESS) throw Error("HDF5: MPI_Bcast of the temporary name of '" + path + "' failed");
+  if (MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm) != MPI_SUCCESS)
+    throw Error("HDF5: MPI_Bcast of the temporary name of '" + path + "' failed");
   const std::string temp = path + ".tmp." + std::to_string(pid);
   Id fapl{check(H5Pcreate(H5P_FILE_ACCESS), "describe the MPI-IO access to", path)};
   check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "set MPI-IO access to", path);
   const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-  if (id < 0) throw InputError("cannot create HDF5 file '" + temp + "' for '" + path + "' (parallel HDF5, rank " +
-                               std::to_string(ranks.rank) + " of " + std::to_string(ranks.size) + ")");
+  if (id < 0)
+    throw InputError("cannot create HDF5 file '" + temp + "' for '" + path + "' (parallel HDF5, rank " +
+                     std::to_string(ranks.rank) + " of " + std::to_string(ranks.size) + ")");
   File f(id, path, temp);
   f.collective_ = true;
   return f;
 #else
   (void)ranks;
-  throw Error("HDF5: cannot write '" + path + "' collectively: this build's HDF5 is not parallel (TALLY_PARALLEL_HDF5)");
+  throw Error("HDF5: cannot write '" + path +
+              "' collectively: this build's HDF5 is not parallel (TALLY_PARALLEL_HDF5)");
 #endif
 }
 
@@ -459,7 +473,8 @@ void File::close_collective() {
 }
 
 File File::reopen() {
-  if (collective_ || valid() || temp_.empty()) throw Error("HDF5: '" + path_ + "' is not a collective file closed by close_collective");
+  if (collective_ || valid() || temp_.empty())
+    throw Error("HDF5: '" + path_ + "' is not a collective file closed by close_collective");
   const hid_t id = H5Fopen(temp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (id < 0) throw Error("HDF5: cannot open '" + temp_ + "' again to finish '" + path_ + "'");
   const std::string temp = temp_;
@@ -485,10 +500,7 @@ File::File(std::int64_t id, std::string path, std::string temp)
 }
 
 File::File(File&& o) noexcept
-    : Location(std::move(o)),
-      path_(std::move(o.path_)),
-      temp_(std::move(o.temp_)),
-      temp_slot_(o.temp_slot_),
+    : Location(std::move(o)), path_(std::move(o.path_)), temp_(std::move(o.temp_)), temp_slot_(o.temp_slot_),
       collective_(o.collective_) {
   o.temp_.clear();
   o.temp_slot_ = -1;
@@ -534,7 +546,8 @@ void File::discard() {
 }
 
 void File::commit() {
-  if (collective_) throw Error("HDF5: '" + path_ + "' is collective: close_collective, then reopen on one rank to commit");
+  if (collective_)
+    throw Error("HDF5: '" + path_ + "' is collective: close_collective, then reopen on one rank to commit");
   if (temp_.empty()) throw Error("HDF5: '" + path_ + "' was not opened for writing or is already committed");
   check(H5Fflush(id_, H5F_SCOPE_GLOBAL), "flush", path_);
   close();
@@ -546,13 +559,14 @@ void File::commit() {
 
 // ---- instantiations -----------------------------------------------------------------------------
 
-#define TALLY_H5_TYPES(X) X(float) X(double) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(std::uint32_t) X(std::uint64_t)
-#define TALLY_H5_INST(T)                                                                \
-  template void Location::write<T>(std::string_view, std::span<const T>, const dims_t&); \
+#define TALLY_H5_TYPES(X) \
+  X(float) X(double) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(std::uint32_t) X(std::uint64_t)
+#define TALLY_H5_INST(T)                                                                                 \
+  template void Location::write<T>(std::string_view, std::span<const T>, const dims_t&);                 \
   template void File::write_rows<T>(std::string_view, std::span<const T>, const dims_t&, std::uint64_t); \
-  template std::vector<T> Location::read<T>(std::string_view, dims_t*) const;            \
-  template std::vector<T> Location::read<T>(std::string_view, const dims_t&, const dims_t&) const; \
-  template void Location::attr<T>(std::string_view, T);                                  \
+  template std::vector<T> Location::read<T>(std::string_view, dims_t*) const;                            \
+  template std::vector<T> Location::read<T>(std::string_view, const dims_t&, const dims_t&) const;       \
+  template void Location::attr<T>(std::string_view, T);                                                  \
   template T Location::read_attr<T>(std::string_view) const;
 TALLY_H5_TYPES(TALLY_H5_INST)
 template void Location::attr<bool>(std::string_view, bool);

@@ -33,7 +33,9 @@ JsonLine& JsonLine::raw(std::string_view key, const std::string& value) {
   return *this;
 }
 
-JsonLine& JsonLine::add(std::string_view key, std::string_view value) { return raw(key, "\"" + json_escape(value) + "\""); }
+JsonLine& JsonLine::add(std::string_view key, std::string_view value) {
+  return raw(key, "\"" + json_escape(value) + "\"");
+}
 JsonLine& JsonLine::add(std::string_view key, bool value) { return raw(key, value ? "true" : "false"); }
 JsonLine& JsonLine::add(std::string_view key, double value) {
   if (!std::isfinite(value)) return raw(key, "null");

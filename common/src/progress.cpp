@@ -6,7 +6,8 @@
 
 namespace tally {
 
-Progress::Progress(bool quiet, double interval_s) : enabled_(!quiet && isatty(STDERR_FILENO) != 0), interval_s_(interval_s) {}
+Progress::Progress(bool quiet, double interval_s)
+    : enabled_(!quiet && isatty(STDERR_FILENO) != 0), interval_s_(interval_s) {}
 
 Progress::~Progress() { finish(); }
 

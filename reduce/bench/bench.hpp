@@ -20,26 +20,27 @@ class Comm;
 namespace tally::reduce::bench {
 
 struct Options {
-  std::string suite = "all";   ///< all | sweep | ladder | levels | shapes | openacc | exact | ranks, ops (not in all)
-  bool quick = false;          ///< small sizes, seconds (scripts/run.sh; works on the CPU backend)
+  std::string suite = "all";  ///< all | sweep | ladder | levels | shapes | openacc | exact | ranks, ops (not in all)
+  bool quick = false;         ///< small sizes, seconds (scripts/run.sh; works on the CPU backend)
   std::array<std::int64_t, 3> extents{256, 256, 1024};  ///< the OpenACC loop nest (ng, nw, nv)
-  bool extents_given = false;  ///< --extents was given (the ranks suite has its own default)
+  bool extents_given = false;                           ///< --extents was given (the ranks suite has its own default)
   std::uint64_t seed = 1;
   int device = 0;
-  int threads = 0;             ///< CPU threads (0: OpenMP's default)
+  int threads = 0;  ///< CPU threads (0: OpenMP's default)
 };
 
 /// One measured case. time_us: median of repeated timings after warm-up; gbs: bytes of input read
 /// (plus output written where `bytes_moved` says so) per second.
 struct Row {
   std::string suite, name, levels, op, type, shape;
-  std::int64_t n = 0;                 ///< input elements
+  std::int64_t n = 0;                       ///< input elements
   double input_bytes = 0, moved_bytes = 0;  ///< input read; input read + output written
-  double time_us = 0, gbs = 0;        ///< GPU time per call (CUDA: graph replays); gbs = input_bytes / time_us
-  double call_us = std::numeric_limits<double>::quiet_NaN();  ///< CUDA: one call between two events (host launch included)
+  double time_us = 0, gbs = 0;              ///< GPU time per call (CUDA: graph replays); gbs = input_bytes / time_us
+  double call_us =
+      std::numeric_limits<double>::quiet_NaN();  ///< CUDA: one call between two events (host launch included)
   double vs_ceiling = std::numeric_limits<double>::quiet_NaN();  ///< gbs / copy (or Eigen) bandwidth
   double vs_ref = std::numeric_limits<double>::quiet_NaN();      ///< ref time / this time (or bandwidth ratio, see ref)
-  std::string ref;                    ///< what vs_ref compares with
+  std::string ref;                                               ///< what vs_ref compares with
 };
 
 inline Row make_row(std::string suite, std::string name, std::string levels, std::string op, std::string type,
@@ -79,7 +80,8 @@ Report run_cpu_ops(const Options& o);
 struct SegmentCase {
   std::string name;
   std::int64_t uniform = 0;  ///< segments of this length (n a multiple of it); 0: the mix below
-  bool power_law = false;    ///< lengths with P(L > x) ~ x^-1.2 (1 <= L <= n/4); else 10^5 of length 1, then one of the rest
+  bool power_law =
+      false;  ///< lengths with P(L > x) ~ x^-1.2 (1 <= L <= n/4); else 10^5 of length 1, then one of the rest
 };
 std::vector<SegmentCase> segment_cases(std::int64_t n);
 /// The case's n_seg + 1 offsets (0 .. n), from `seed`.

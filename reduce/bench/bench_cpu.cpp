@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "tally/reduce/reduce.hpp"
 #include "tally/common/interrupt.hpp"
+#include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce::bench {
 
@@ -75,24 +75,33 @@ Report run_cpu(const Options& o) {
     Eigen::Tensor<float, 0> r0;
     for (int op = 0; op < 2; ++op) {
       const bool is_sum = op == 0;
-      const double ours = median_us([&] { sink += is_sum ? reduce_to_host<Sum, float>(Backend::cpu, view, ws)
-                                                          : reduce_to_host<Max, float>(Backend::cpu, view, ws); }, reps);
+      const double ours = median_us(
+          [&] {
+            sink += is_sum ? reduce_to_host<Sum, float>(Backend::cpu, view, ws)
+                           : reduce_to_host<Max, float>(Backend::cpu, view, ws);
+          },
+          reps);
       const double eig = median_us([&] { sink += is_sum ? m.sum() : m.maxCoeff(); }, reps);
-      const double ten = median_us([&] {
-        if (is_sum) r0.device(tp) = t.sum();
-        else r0.device(tp) = t.maximum();
-        sink += r0();
-      }, reps);
+      const double ten = median_us(
+          [&] {
+            if (is_sum) r0.device(tp) = t.sum();
+            else r0.device(tp) = t.maximum();
+            sink += r0();
+          },
+          reps);
       const char* opn = is_sum ? "sum" : "max";
-      Row a = make_row("cpu", "tally cpu", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), ours);
+      Row a = make_row("cpu", "tally cpu", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n),
+                       4.0 * double(n), ours);
       a.vs_ref = ten / ours, a.ref = "Eigen Tensor (thread pool) time / this time";
-      Row b = make_row("cpu", "Eigen Map", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), eig);
-      Row c = make_row("cpu", "Eigen Tensor pool", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), ten);
+      Row b = make_row("cpu", "Eigen Map", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n),
+                       4.0 * double(n), eig);
+      Row c = make_row("cpu", "Eigen Tensor pool", "gang+worker+vector", opn, "float", size_name(n), n, 4.0 * double(n),
+                       4.0 * double(n), ten);
       for (Row* r : {&a, &b, &c}) r->gbs = r->input_bytes / (r->time_us * 1e3);
       a.vs_ceiling = a.gbs / c.gbs;
       char line[200];
-      std::snprintf(line, sizeof line, "| float %s %s | %.1f us | %.1f us | %.1f us | %.2fx |", opn, size_name(n).c_str(), ours,
-                    eig, ten, ten / ours);
+      std::snprintf(line, sizeof line, "| float %s %s | %.1f us | %.1f us | %.1f us | %.2fx |", opn,
+                    size_name(n).c_str(), ours, eig, ten, ten / ours);
       rep.summary.push_back(line);
       rep.rows.push_back(a), rep.rows.push_back(b), rep.rows.push_back(c);
       interrupt::check("between benchmark cases");
@@ -111,15 +120,19 @@ Report run_cpu(const Options& o) {
     const int reps = o.quick ? 5 : 15;
     const auto run_type = [&]<class T>(const std::vector<T>& v, const char* tn) {
       const auto view = View<const T>::flat(v.data(), n);
-      const double plain = median_us([&] { sink += static_cast<float>(reduce_to_host<Sum, T>(Backend::cpu, view, ws)); }, reps);
-      const double ex = median_us([&] { sink += static_cast<float>(reduce_to_host<ExactSum, T, T>(Backend::cpu, view, ws)); }, reps);
+      const double plain =
+          median_us([&] { sink += static_cast<float>(reduce_to_host<Sum, T>(Backend::cpu, view, ws)); }, reps);
+      const double ex =
+          median_us([&] { sink += static_cast<float>(reduce_to_host<ExactSum, T, T>(Backend::cpu, view, ws)); }, reps);
       const double bytes = double(n) * double(sizeof(T));
-      Row a = make_row("cpu-exact", "tally cpu exact", "gang+worker+vector", "exact_sum", tn, size_name(n), n, bytes, bytes, ex);
+      Row a = make_row("cpu-exact", "tally cpu exact", "gang+worker+vector", "exact_sum", tn, size_name(n), n, bytes,
+                       bytes, ex);
       Row b = make_row("cpu-exact", "tally cpu", "gang+worker+vector", "sum", tn, size_name(n), n, bytes, bytes, plain);
       for (Row* r : {&a, &b}) r->gbs = r->input_bytes / (r->time_us * 1e3);
       a.vs_ref = plain / ex, a.ref = "ordinary sum time / this time";
       char line[200];
-      std::snprintf(line, sizeof line, "| %s exact sum %s | %.1f us | %.1f us | %.2fx |", tn, size_name(n).c_str(), ex, plain, plain / ex);
+      std::snprintf(line, sizeof line, "| %s exact sum %s | %.1f us | %.1f us | %.2fx |", tn, size_name(n).c_str(), ex,
+                    plain, plain / ex);
       rep.summary.push_back(line);
       rep.rows.push_back(a), rep.rows.push_back(b);
       interrupt::check("between benchmark cases");

@@ -37,7 +37,8 @@ __device__ __forceinline__ std::uint64_t mix(std::uint64_t x) {  // splitmix64
 /// Uniform values in [lo, hi] (integers: lo + hash % span), from a counter-based hash.
 template <class T>
 __global__ void fill_random(T* p, std::int64_t n, double lo, double hi, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t h = mix(seed ^ static_cast<std::uint64_t>(i));
     if constexpr (std::is_integral_v<T>) {
       const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
@@ -67,7 +68,8 @@ Extents openacc_extents(const Options& o) {
 std::vector<int> shapes_logs(const Options& o) { return o.quick ? std::vector<int>{22} : std::vector<int>{26, 28}; }
 std::vector<Extents> shapes_extents(std::int64_t n) {
   std::vector<Extents> list;
-  for (std::int64_t nv : {std::int64_t{1}, std::int64_t{2}, std::int64_t{16}, std::int64_t{32}, std::int64_t{1000}, std::int64_t{1} << 20}) {
+  for (std::int64_t nv : {std::int64_t{1}, std::int64_t{2}, std::int64_t{16}, std::int64_t{32}, std::int64_t{1000},
+                          std::int64_t{1} << 20}) {
     const std::int64_t ng = 64;
     const std::int64_t nw = std::max<std::int64_t>(1, n / (ng * nv));
     list.push_back({ng, nw, nv});
@@ -94,7 +96,8 @@ struct PoolNeeds {
   std::size_t input = 0, output = 0;
   void nest(Extents e, std::size_t elem) {  // every level set of e, elements of at most `elem` bytes
     input = std::max(input, static_cast<std::size_t>(e.size()) * elem);
-    for (Levels lv : Levels::all_sets()) output = std::max(output, static_cast<std::size_t>(output_shape(e, lv).size()) * elem);
+    for (Levels lv : Levels::all_sets())
+      output = std::max(output, static_cast<std::size_t>(output_shape(e, lv).size()) * elem);
   }
   void full(std::int64_t n, std::size_t elem) {  // a full reduction: one or two scalars out
     input = std::max(input, static_cast<std::size_t>(n) * elem);
@@ -120,7 +123,8 @@ PoolNeeds pool_needs(const Options& o) {
   return need;
 }
 
-template <class T> const char* type_name() {
+template <class T>
+const char* type_name() {
   if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   else if constexpr (std::is_same_v<T, float>) return "float";
@@ -137,7 +141,8 @@ class Bench {
     // One pool for every input (rotated copies of small ones: at least 256 MiB, --quick, or 4 GiB), one
     // for outputs, each at least what the largest case of the chosen suites needs.
     const PoolNeeds need = pool_needs(o);
-    pool_bytes_ = std::max(need.input, o.quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30) + (std::size_t{64} << 20));
+    pool_bytes_ =
+        std::max(need.input, o.quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30) + (std::size_t{64} << 20));
     pool_ = DeviceBuffer<unsigned char>(pool_bytes_);
     out_ = DeviceBuffer<unsigned char>(std::max<std::size_t>(need.output, 256));
     rep_.backend = "cuda";
@@ -208,15 +213,17 @@ class Bench {
     const auto l2 = static_cast<std::size_t>(std::max<std::int64_t>(dev_.l2_bytes, 1 << 20));
     if (bytes >= 3 * l2) return 1;
     const std::size_t stride = (bytes + 255) / 256 * 256;
-    return static_cast<int>(std::clamp<std::size_t>((3 * l2 + bytes - 1) / bytes, 1, std::min<std::size_t>(64, pool_bytes_ / stride)));
+    return static_cast<int>(
+        std::clamp<std::size_t>((3 * l2 + bytes - 1) / bytes, 1, std::min<std::size_t>(64, pool_bytes_ / stride)));
   }
 
   template <class T>
   T* input(std::size_t n, int copy) {
     const std::size_t stride = (n * sizeof(T) + 255) / 256 * 256;
     if (static_cast<std::size_t>(copy) * stride + n * sizeof(T) > pool_bytes_)  // pool_needs() missed a case
-      throw std::logic_error("reduce-bench: input copy " + std::to_string(copy) + " of " + std::to_string(n * sizeof(T)) +
-                             " bytes runs past the input pool (" + std::to_string(pool_bytes_) + " bytes)");
+      throw std::logic_error("reduce-bench: input copy " + std::to_string(copy) + " of " +
+                             std::to_string(n * sizeof(T)) + " bytes runs past the input pool (" +
+                             std::to_string(pool_bytes_) + " bytes)");
     return reinterpret_cast<T*>(pool_.data() + static_cast<std::size_t>(copy) * stride);
   }
 
@@ -247,10 +254,12 @@ class Bench {
     fill<float>(false);
     unsigned char* src = pool_.data();
     unsigned char* dst = pool_.data() + bytes;  // the pool holds both (pool_needs)
-    rep_.ceiling_gbs = tally::copy_bandwidth_gbs(dst, src, bytes, o_.quick ? 5 : 15, stream_);  // plain calls: slower in a graph
+    rep_.ceiling_gbs =
+        tally::copy_bandwidth_gbs(dst, src, bytes, o_.quick ? 5 : 15, stream_);  // plain calls: slower in a graph
     const double us = 2.0 * static_cast<double>(bytes) / (rep_.ceiling_gbs * 1e3);
     rep_.ceiling_name = "cudaMemcpy D2D " + size_name(static_cast<std::int64_t>(bytes)) + " B (read + write)";
-    Row r = make_row("copy", "cudaMemcpy D2D", "", "", "bytes", "", static_cast<std::int64_t>(bytes), 2.0 * double(bytes), 2.0 * double(bytes), us);
+    Row r = make_row("copy", "cudaMemcpy D2D", "", "", "bytes", "", static_cast<std::int64_t>(bytes),
+                     2.0 * double(bytes), 2.0 * double(bytes), us);
     add(r);
   }
 
@@ -260,9 +269,12 @@ class Bench {
     const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
     const int copies = copies_for(bytes);
     Acc* d_out = reinterpret_cast<Acc*>(out_.data());
-    return time_us([&](int c) { reduce_with<Op, T, Acc>(s, View<const T>::flat(input<T>(static_cast<std::size_t>(n), c), n),
-                                                        std::span<Acc>(d_out, 1), ws_, stream_); },
-                   reps > 0 ? reps : reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
+    return time_us(
+        [&](int c) {
+          reduce_with<Op, T, Acc>(s, View<const T>::flat(input<T>(static_cast<std::size_t>(n), c), n),
+                                  std::span<Acc>(d_out, 1), ws_, stream_);
+        },
+        reps > 0 ? reps : reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
   }
 
   template <class Op, class T, class Acc = T>
@@ -276,11 +288,13 @@ class Bench {
     if (static_cast<std::size_t>(nout) * sizeof(Acc) > out_.size())  // pool_needs() missed a case
       throw std::logic_error("reduce-bench: an output of " + std::to_string(nout * std::int64_t{sizeof(Acc)}) +
                              " bytes does not fit the output pool (" + std::to_string(out_.size()) + " bytes)");
-    return time_us([&](int c) {
-                     reduce<Op, T, Acc>(Backend::cuda, View<const T>::contiguous(input<T>(static_cast<std::size_t>(n), c), e.ng, e.nw, e.nv),
-                                        lv, std::span<Acc>(d_out, static_cast<std::size_t>(nout)), ws_, stream_);
-                   },
-                   reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
+    return time_us(
+        [&](int c) {
+          reduce<Op, T, Acc>(Backend::cuda,
+                             View<const T>::contiguous(input<T>(static_cast<std::size_t>(n), c), e.ng, e.nw, e.nv), lv,
+                             std::span<Acc>(d_out, static_cast<std::size_t>(nout)), ws_, stream_);
+        },
+        reps_for(static_cast<double>(bytes)), copies, static_cast<double>(bytes));
   }
 
   /// The timed production result must equal CUB's (max: exactly; sum: within (n+1) eps n, |x| <= 1).
@@ -296,7 +310,8 @@ class Bench {
     const double tol = std::is_same_v<Op, Sum> ? double(n + 1) * 0x1.0p-23 * double(n) : 0.0;
     if (!(std::fabs(double(h[0]) - double(h[1])) <= tol)) {
       char line[200];
-      std::snprintf(line, sizeof line, "| MISMATCH float %s %s: production %.9g, cub %.9g |", Op::name, size_name(n).c_str(), h[1], h[0]);
+      std::snprintf(line, sizeof line, "| MISMATCH float %s %s: production %.9g, cub %.9g |", Op::name,
+                    size_name(n).c_str(), h[1], h[0]);
       mismatches_.push_back(line);
     }
   }
@@ -309,18 +324,22 @@ class Bench {
       const std::int64_t n = std::int64_t{1} << lg;
       const double cub = time_full<Op, float>(Strategy::cub, n);
       const double cub_call = last_call_us_;
-      Row c = make_row("sweep", "cub", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), cub);
+      Row c = make_row("sweep", "cub", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n),
+                       4.0 * double(n), cub);
       add(c);
       const double prod = time_full<Op, float>(Strategy::production, n);
       const double prod_call = last_call_us_;
-      Row r = make_row("sweep", "production", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n), 4.0 * double(n), prod);
+      Row r = make_row("sweep", "production", "gang+worker+vector", Op::name, "float", size_name(n), n, 4.0 * double(n),
+                       4.0 * double(n), prod);
       r.vs_ref = cub / prod, r.ref = "cub time / this time";
       add(r);
       check_against_cub<Op>(n);
       if (lg == 16 || lg == 24 || lg == 28 || (o_.quick && lg == logs.back())) {
         char line[256];
-        std::snprintf(line, sizeof line, "| float %-4s %-5s | %8.2f / %8.2f us | %8.2f / %8.2f us | %5.2fx / %5.2fx | %5.1f%% |", Op::name,
-                      size_name(n).c_str(), prod, prod_call, cub, cub_call, cub / prod, cub_call / prod_call, 100.0 * rep_.rows.back().vs_ceiling);
+        std::snprintf(line, sizeof line,
+                      "| float %-4s %-5s | %8.2f / %8.2f us | %8.2f / %8.2f us | %5.2fx / %5.2fx | %5.1f%% |", Op::name,
+                      size_name(n).c_str(), prod, prod_call, cub, cub_call, cub / prod, cub_call / prod_call,
+                      100.0 * rep_.rows.back().vs_ceiling);
         headline_.push_back(line);
       }
     }
@@ -329,13 +348,16 @@ class Bench {
   /// An empty kernel timed as the reductions are: in graph replays (the GPU's cost of a launch) and
   /// one call between two events (the host's launch latency, which no reduction can go below).
   void launch_floor() {
-    const double us = time_us([&](int) {
-      empty_kernel<<<1, 32, 0, stream_>>>();
-      TALLY_CHECK_LAUNCH();
-    }, 15, 1, 0.0);
+    const double us = time_us(
+        [&](int) {
+          empty_kernel<<<1, 32, 0, stream_>>>();
+          TALLY_CHECK_LAUNCH();
+        },
+        15, 1, 0.0);
     add(make_row("sweep", "empty kernel", "", "", "", "", 0, 0, 0, us));
     char line[160];
-    std::snprintf(line, sizeof line, "| empty kernel (launch floor) | %8.2f / %8.2f us | - | - | - |", us, last_call_us_);
+    std::snprintf(line, sizeof line, "| empty kernel (launch floor) | %8.2f / %8.2f us | - | - | - |", us,
+                  last_call_us_);
     headline_.push_back(line);
   }
 
@@ -354,8 +376,8 @@ class Bench {
     for (Strategy s : all_strategies) {
       const double us = time_full<Sum, float>(s, n, s == Strategy::atomic ? 3 : 0);
       if (s == Strategy::cub) cub = us;
-      rows.push_back(make_row("ladder", to_string(s), "gang+worker+vector", "sum", "float", size_name(n), n, 4.0 * double(n),
-                              4.0 * double(n), us));
+      rows.push_back(make_row("ladder", to_string(s), "gang+worker+vector", "sum", "float", size_name(n), n,
+                              4.0 * double(n), 4.0 * double(n), us));
       rows.back().call_us = last_call_us_;  // this strategy's own per-call time
     }
     for (Row& r : rows) {
@@ -371,9 +393,11 @@ class Bench {
     for (Levels lv : Levels::all_sets()) {
       double out_bytes = 0;
       const double us = time_levels<Op, T, Acc>(e, lv, &out_bytes);
-      Row r = make_row(suite, "production", lv.to_string(), Op::name, type_name<T>(), shape, e.size(), double(e.size()) * double(sizeof(T)), 0, us);
+      Row r = make_row(suite, "production", lv.to_string(), Op::name, type_name<T>(), shape, e.size(),
+                       double(e.size()) * double(sizeof(T)), 0, us);
       r.moved_bytes = r.input_bytes + out_bytes;
-      if (full_gbs_ref > 0) r.vs_ref = (r.input_bytes / (us * 1e3)) / full_gbs_ref, r.ref = "bandwidth / full reduction's";
+      if (full_gbs_ref > 0)
+        r.vs_ref = (r.input_bytes / (us * 1e3)) / full_gbs_ref, r.ref = "bandwidth / full reduction's";
       add(r);
     }
   }
@@ -411,25 +435,28 @@ class Bench {
         const std::size_t first = rep_.rows.size();
         levels_case<Sum, float>(e, shape, "shapes", full_gbs);
         for (std::size_t i = first; i < rep_.rows.size(); ++i) {
-          if (rep_.rows[i].vs_ref < worst) worst = rep_.rows[i].vs_ref, worst_name = rep_.rows[i].levels + " on " + shape;
+          if (rep_.rows[i].vs_ref < worst)
+            worst = rep_.rows[i].vs_ref, worst_name = rep_.rows[i].levels + " on " + shape;
         }
       }
     }
     char line[256];
-    std::snprintf(line, sizeof line, "| shapes: worst level set vs full reduction | %s | %5.1f%% |", worst_name.c_str(), 100.0 * worst);
+    std::snprintf(line, sizeof line, "| shapes: worst level set vs full reduction | %s | %5.1f%% |", worst_name.c_str(),
+                  100.0 * worst);
     headline_.push_back(line);
   }
 
   template <class Op, class T>
   void openacc_cell(Extents e) {
-    const std::array<Levels, 6> rows = {Levels(Level::gang), Levels(Level::worker), Levels(Level::vector),
-                                        Level::gang | Level::worker, Level::worker | Level::vector, Levels::all()};
+    const std::array<Levels, 6> rows = {Levels(Level::gang),           Levels(Level::worker),
+                                        Levels(Level::vector),         Level::gang | Level::worker,
+                                        Level::worker | Level::vector, Levels::all()};
     const std::string shape = std::to_string(e.ng) + "x" + std::to_string(e.nw) + "x" + std::to_string(e.nv);
     for (Levels lv : rows) {
       double out_bytes = 0;
       const double us = time_levels<Op, T, T>(e, lv, &out_bytes);
-      Row r = make_row("openacc", "production", lv.to_string(), std::is_same_v<Op, Sum> ? "+" : "*", type_name<T>(), shape, e.size(),
-            double(e.size()) * double(sizeof(T)), 0, us);
+      Row r = make_row("openacc", "production", lv.to_string(), std::is_same_v<Op, Sum> ? "+" : "*", type_name<T>(),
+                       shape, e.size(), double(e.size()) * double(sizeof(T)), 0, us);
       r.moved_bytes = r.input_bytes + out_bytes;
       add(r);
     }
@@ -450,36 +477,40 @@ class Bench {
       Row c = make_row("exact", "cub", "gang+worker+vector", "sum", type_name<T>(), size_name(n), n, bytes, bytes, cub);
       add(c);
       const double plain = time_full<Sum, T>(Strategy::production, n);
-      Row p = make_row("exact", "production", "gang+worker+vector", "sum", type_name<T>(), size_name(n), n, bytes, bytes, plain);
+      Row p = make_row("exact", "production", "gang+worker+vector", "sum", type_name<T>(), size_name(n), n, bytes,
+                       bytes, plain);
       p.vs_ref = cub / plain, p.ref = "cub time / this time";
       add(p);
       double ob = 0;
       const double ex = time_levels<ExactSum, T, T>(Extents{1, 1, n}, Levels::all(), &ob);
       const double ex_call = last_call_us_;
-      Row e = make_row("exact", "exact", "gang+worker+vector", "exact_sum", type_name<T>(), size_name(n), n, bytes, bytes, ex);
+      Row e = make_row("exact", "exact", "gang+worker+vector", "exact_sum", type_name<T>(), size_name(n), n, bytes,
+                       bytes, ex);
       e.vs_ref = plain / ex, e.ref = "ordinary sum time / this time";
       add(e);
       // The GPU's exact sum must be the CPU backend's, bit for bit.
       T* d = reinterpret_cast<T*>(out_.data());
       const T* in = input<T>(static_cast<std::size_t>(n), 0);
-      reduce<ExactSum, T, T>(Backend::cuda, View<const T>::flat(in, n), Levels::all(), std::span<T>(d, 1), ws_, stream_);
+      reduce<ExactSum, T, T>(Backend::cuda, View<const T>::flat(in, n), Levels::all(), std::span<T>(d, 1), ws_,
+                             stream_);
       std::vector<T> host(static_cast<std::size_t>(n));
       T gpu{};
-      TALLY_CUDA_TRY(cudaMemcpyAsync(host.data(), in, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+      TALLY_CUDA_TRY(
+          cudaMemcpyAsync(host.data(), in, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, stream_));
       TALLY_CUDA_TRY(cudaMemcpyAsync(&gpu, d, sizeof(T), cudaMemcpyDeviceToHost, stream_));
       TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
       Workspace cpu_ws(Backend::cpu);
       const T cpu = reduce_to_host<ExactSum, T, T>(Backend::cpu, View<const T>::flat(host.data(), n), cpu_ws);
       if (std::memcmp(&cpu, &gpu, sizeof(T)) != 0) {
         char line[200];
-        std::snprintf(line, sizeof line, "| MISMATCH exact %s %s: cuda %.17g, cpu %.17g |", type_name<T>(), size_name(n).c_str(),
-                      double(gpu), double(cpu));
+        std::snprintf(line, sizeof line, "| MISMATCH exact %s %s: cuda %.17g, cpu %.17g |", type_name<T>(),
+                      size_name(n).c_str(), double(gpu), double(cpu));
         mismatches_.push_back(line);
       }
       if (lg == 16 || lg == 28 || (o_.quick && lg == logs.back())) {
         char line[256];
-        std::snprintf(line, sizeof line, "| exact %-6s %-5s | %8.2f / %8.2f us | %8.2f us | %8.2f us | %5.2fx |", type_name<T>(),
-                      size_name(n).c_str(), ex, ex_call, plain, cub, plain / ex);
+        std::snprintf(line, sizeof line, "| exact %-6s %-5s | %8.2f / %8.2f us | %8.2f us | %8.2f us | %5.2fx |",
+                      type_name<T>(), size_name(n).c_str(), ex, ex_call, plain, cub, plain / ex);
         exact_headline_.push_back(line);
       }
     }
@@ -542,7 +573,8 @@ Report run_cuda(const Options& o) {
 namespace {
 
 __global__ void fill_rank_input(float* p, std::int64_t n, std::int64_t offset, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x)
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
     p[i] = rank_input_value(seed, offset + i);
 }
 

@@ -26,7 +26,8 @@ namespace tally::reduce::bench {
 namespace {
 
 __global__ void fill_uniform(float* p, std::int64_t n, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
     std::uint64_t x = seed ^ static_cast<std::uint64_t>(i);  // splitmix64
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -66,21 +67,34 @@ class OpsBench {
     const std::string shape = size_name(n_);
     auto* d = out_.data();
 
-    const double sum_us = time_us([&] { reduce<Sum, float>(Backend::cuda, view, Levels::all(), std::span<float>(reinterpret_cast<float*>(d), 1), ws_, stream_); });
+    const double sum_us = time_us([&] {
+      reduce<Sum, float>(Backend::cuda, view, Levels::all(), std::span<float>(reinterpret_cast<float*>(d), 1), ws_,
+                         stream_);
+    });
     add("tally sum", "sum", shape, bytes, sum_us, 0);
     const double sum_gbs = bytes / (sum_us * 1e3);
     const auto vs_sum = [&](double us) { return (bytes / (us * 1e3)) / sum_gbs; };
 
     auto* vi = reinterpret_cast<ValueIndex<float>*>(d);
-    const double amax = time_us([&] { reduce<ArgMax<float>, float>(Backend::cuda, view, Levels::all(), std::span<ValueIndex<float>>(vi, 1), ws_, stream_); });
+    const double amax = time_us([&] {
+      reduce<ArgMax<float>, float>(Backend::cuda, view, Levels::all(), std::span<ValueIndex<float>>(vi, 1), ws_,
+                                   stream_);
+    });
     add("tally argmax", "argmax", shape, bytes, amax, vs_sum(amax));
-    const double amin = time_us([&] { reduce<ArgMin<float>, float>(Backend::cuda, view, Levels::all(), std::span<ValueIndex<float>>(vi, 1), ws_, stream_); });
+    const double amin = time_us([&] {
+      reduce<ArgMin<float>, float>(Backend::cuda, view, Levels::all(), std::span<ValueIndex<float>>(vi, 1), ws_,
+                                   stream_);
+    });
     add("tally argmin", "argmin", shape, bytes, amin, vs_sum(amin));
     auto* mm = reinterpret_cast<MinMaxPair<float>*>(d);
-    const double mmus = time_us([&] { reduce<MinMax<float>, float>(Backend::cuda, view, Levels::all(), std::span<MinMaxPair<float>>(mm, 1), ws_, stream_); });
+    const double mmus = time_us([&] {
+      reduce<MinMax<float>, float>(Backend::cuda, view, Levels::all(), std::span<MinMaxPair<float>>(mm, 1), ws_,
+                                   stream_);
+    });
     add("tally minmax", "minmax", shape, bytes, mmus, vs_sum(mmus));
     auto* mv = reinterpret_cast<Moments*>(d);
-    const double mvus = time_us([&] { reduce<MeanVar, float>(Backend::cuda, view, Levels::all(), std::span<Moments>(mv, 1), ws_, stream_); });
+    const double mvus = time_us(
+        [&] { reduce<MeanVar, float>(Backend::cuda, view, Levels::all(), std::span<Moments>(mv, 1), ws_, stream_); });
     add("tally meanvar", "meanvar", shape, bytes, mvus, vs_sum(mvus));
 
     // CUB: the two-output ArgMax/ArgMin of CCCL 3 (value and int64 index apart).
@@ -91,11 +105,13 @@ class OpsBench {
     std::size_t temp2 = 0;
     TALLY_CUDA_TRY(cub::DeviceReduce::ArgMin(nullptr, temp2, in_.data(), cv, ci, n_, stream_));
     DeviceBuffer<unsigned char> tmp(std::max(temp, temp2) + 1);
-    const double cmax = time_us([&] { TALLY_CUDA_TRY(cub::DeviceReduce::ArgMax(tmp.data(), temp, in_.data(), cv, ci, n_, stream_)); });
+    const double cmax =
+        time_us([&] { TALLY_CUDA_TRY(cub::DeviceReduce::ArgMax(tmp.data(), temp, in_.data(), cv, ci, n_, stream_)); });
     add("cub ArgMax", "argmax", shape, bytes, cmax, vs_sum(cmax));
     const std::int64_t cub_max_i = read<std::int64_t>(ci);
     const float cub_max_v = read<float>(cv);
-    const double cmin = time_us([&] { TALLY_CUDA_TRY(cub::DeviceReduce::ArgMin(tmp.data(), temp2, in_.data(), cv, ci, n_, stream_)); });
+    const double cmin =
+        time_us([&] { TALLY_CUDA_TRY(cub::DeviceReduce::ArgMin(tmp.data(), temp2, in_.data(), cv, ci, n_, stream_)); });
     add("cub ArgMin", "argmin", shape, bytes, cmin, vs_sum(cmin));
     const float cub_min_v = read<float>(cv);
 
@@ -118,17 +134,18 @@ class OpsBench {
     const bool ok = tmax.index == hi && tmin.index == lo && tmax.value == cub_max_v && tmin.value == cub_min_v &&
                     tmm.min == tmin.value && tmm.max == tmax.value && tmv.count == static_cast<double>(n_) &&
                     std::fabs(tmv.mean - mean) < 1e-8 && std::fabs(tmv.m2 - s2) < 1e-7 * s2;
-    std::snprintf(line, sizeof line, "| check | argmax %lld (host %lld, cub %lld), argmin %lld (host %lld); var %.12g (host %.12g) | %s |",
+    std::snprintf(line, sizeof line,
+                  "| check | argmax %lld (host %lld, cub %lld), argmin %lld (host %lld); var %.12g (host %.12g) | %s |",
                   static_cast<long long>(tmax.index), static_cast<long long>(hi), static_cast<long long>(cub_max_i),
-                  static_cast<long long>(tmin.index), static_cast<long long>(lo), tmv.variance(), s2 / static_cast<double>(n_),
-                  ok ? "ok" : "MISMATCH");
+                  static_cast<long long>(tmin.index), static_cast<long long>(lo), tmv.variance(),
+                  s2 / static_cast<double>(n_), ok ? "ok" : "MISMATCH");
     checks_.push_back(line);
 
     rep_.summary.push_back("| " + shape + " floats | GPU us (graph) | call us | GB/s | vs tally sum |");
     rep_.summary.push_back("| --- | --- | --- | --- | --- |");
     for (const Row& r : rep_.rows) {
-      std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.0f | %.3f |", r.name.c_str(), r.time_us, r.call_us, r.gbs,
-                    r.name == "tally sum" ? 1.0 : r.vs_ref);
+      std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.0f | %.3f |", r.name.c_str(), r.time_us, r.call_us,
+                    r.gbs, r.name == "tally sum" ? 1.0 : r.vs_ref);
       rep_.summary.push_back(line);
     }
     for (auto& l : checks_) rep_.summary.push_back(l);
@@ -177,7 +194,8 @@ class OpsBench {
     return median(t);
   }
 
-  void add(const std::string& name, const std::string& op, const std::string& shape, double bytes, double us, double vs_sum) {
+  void add(const std::string& name, const std::string& op, const std::string& shape, double bytes, double us,
+           double vs_sum) {
     interrupt::check("after ops " + name);
     Row r = make_row("ops", name, "gang+worker+vector", op, "float", shape, n_, bytes, bytes, us);
     r.call_us = last_call_us_;

@@ -80,10 +80,18 @@ Report run_cpu_ops(const Options& o) {
         eig = [&] { sink += m.mean(); };
       } else if (op == "argmax") {
         ours = [&] { sink += static_cast<double>(reduce_to_host<ArgMax<float>, float>(Backend::cpu, view, ws).index); };
-        eig = [&] { Eigen::Index i = 0; sink += m.maxCoeff(&i); sink += static_cast<double>(i); };
+        eig = [&] {
+          Eigen::Index i = 0;
+          sink += m.maxCoeff(&i);
+          sink += static_cast<double>(i);
+        };
       } else if (op == "argmin") {
         ours = [&] { sink += static_cast<double>(reduce_to_host<ArgMin<float>, float>(Backend::cpu, view, ws).index); };
-        eig = [&] { Eigen::Index i = 0; sink += m.minCoeff(&i); sink += static_cast<double>(i); };
+        eig = [&] {
+          Eigen::Index i = 0;
+          sink += m.minCoeff(&i);
+          sink += static_cast<double>(i);
+        };
       } else if (op == "minmax") {
         ours = [&] { sink += reduce_to_host<MinMax<float>, float>(Backend::cpu, view, ws).max; };
         eig = [&] { sink += m.minCoeff() + m.maxCoeff(); };
@@ -115,11 +123,32 @@ Report run_cpu_ops(const Options& o) {
       for (std::size_t k = 0; k < ops.size(); ++k) {
         const std::string& op = ops[k];
         std::function<void()> f;
-        if (op == "sum") f = [&] { r0.device(tp) = tm.sum(); sink += r0(); };
-        else if (op == "mean" || op == "meanvar") f = [&] { r0.device(tp) = tm.mean(); sink += r0(); };
-        else if (op == "argmax") f = [&] { ri.device(tp) = tm.argmax(); sink += static_cast<double>(ri()); };
-        else if (op == "argmin") f = [&] { ri.device(tp) = tm.argmin(); sink += static_cast<double>(ri()); };
-        else f = [&] { r0.device(tp) = tm.minimum(); r1.device(tp) = tm.maximum(); sink += r0() + r1(); };
+        if (op == "sum")
+          f = [&] {
+            r0.device(tp) = tm.sum();
+            sink += r0();
+          };
+        else if (op == "mean" || op == "meanvar")
+          f = [&] {
+            r0.device(tp) = tm.mean();
+            sink += r0();
+          };
+        else if (op == "argmax")
+          f = [&] {
+            ri.device(tp) = tm.argmax();
+            sink += static_cast<double>(ri());
+          };
+        else if (op == "argmin")
+          f = [&] {
+            ri.device(tp) = tm.argmin();
+            sink += static_cast<double>(ri());
+          };
+        else
+          f = [&] {
+            r0.device(tp) = tm.minimum();
+            r1.device(tp) = tm.maximum();
+            sink += r0() + r1();
+          };
         t[s][k].pool = median_us(f, reps);
         interrupt::check("between benchmark cases");
       }
@@ -127,8 +156,8 @@ Report run_cpu_ops(const Options& o) {
   }
 
   const std::string nt = std::to_string(threads);
-  rep.summary.push_back("| case | tally 1 thread | Eigen Map (1 thread) | Eigen/tally | tally " + nt + " threads | Eigen Tensor pool " + nt +
-                        " | Tensor/tally | Eigen op |");
+  rep.summary.push_back("| case | tally 1 thread | Eigen Map (1 thread) | Eigen/tally | tally " + nt +
+                        " threads | Eigen Tensor pool " + nt + " | Tensor/tally | Eigen op |");
   rep.summary.push_back("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (std::size_t s = 0; s < logs.size(); ++s) {
     const std::int64_t n = std::int64_t{1} << logs[s];
@@ -136,16 +165,20 @@ Report run_cpu_ops(const Options& o) {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const std::string& op = ops[k];
       const Timing& r = t[s][k];
-      Row a = make_row("ops-cpu", "tally cpu 1 thread", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes, r.one);
+      Row a = make_row("ops-cpu", "tally cpu 1 thread", "gang+worker+vector", op, "float", size_name(n), n, bytes,
+                       bytes, r.one);
       Row b = make_row("ops-cpu", "tally cpu", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes, r.all);
-      Row e = make_row("ops-cpu", "Eigen Map", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes, r.eigen);
-      Row p = make_row("ops-cpu", "Eigen Tensor pool", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes, r.pool);
+      Row e =
+          make_row("ops-cpu", "Eigen Map", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes, r.eigen);
+      Row p = make_row("ops-cpu", "Eigen Tensor pool", "gang+worker+vector", op, "float", size_name(n), n, bytes, bytes,
+                       r.pool);
       for (Row* w : {&a, &b, &e, &p}) w->gbs = w->input_bytes / (w->time_us * 1e3);
       a.vs_ref = r.eigen / r.one, a.ref = "Eigen " + eigen_name(op) + " (1 thread) time / this time";
       b.vs_ref = r.pool / r.all, b.ref = "Eigen Tensor (thread pool) time / this time";
       char line[300];
-      std::snprintf(line, sizeof line, "| float %s %s | %.1f us | %.1f us | %.2fx | %.1f us | %.1f us | %.2fx | %s |", op.c_str(),
-                    size_name(n).c_str(), r.one, r.eigen, r.eigen / r.one, r.all, r.pool, r.pool / r.all, eigen_name(op).c_str());
+      std::snprintf(line, sizeof line, "| float %s %s | %.1f us | %.1f us | %.2fx | %.1f us | %.1f us | %.2fx | %s |",
+                    op.c_str(), size_name(n).c_str(), r.one, r.eigen, r.eigen / r.one, r.all, r.pool, r.pool / r.all,
+                    eigen_name(op).c_str());
       rep.summary.push_back(line);
       rep.rows.push_back(a), rep.rows.push_back(b), rep.rows.push_back(e), rep.rows.push_back(p);
     }

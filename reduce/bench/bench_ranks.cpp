@@ -37,7 +37,8 @@ std::string fmt(const char* f, double v) {
 Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
   const bool cuda = backend == Backend::cuda;
   std::array<std::int64_t, 3> e = o.extents;
-  if (!o.extents_given) e = cuda ? std::array<std::int64_t, 3>{1024, 1024, 1024} : std::array<std::int64_t, 3>{64, 1024, 1024};
+  if (!o.extents_given)
+    e = cuda ? std::array<std::int64_t, 3>{1024, 1024, 1024} : std::array<std::int64_t, 3>{64, 1024, 1024};
   if (o.quick && !o.extents_given) e = {16, 1024, 1024};
   const std::int64_t ng = e[0], row = e[1] * e[2], total = ng * row;
   const int reps = o.quick ? 5 : 11;
@@ -65,7 +66,9 @@ Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
     for (int r = -1; r < reps; ++r) {  // r = -1: warm-up (workspace growth, NCCL's first call)
       if (distributed) comm.barrier();
       const double us = bench->time_us([&] {
-        if (distributed) reduce<Sum, float>(comm, backend, in, Levels::all(), std::span<float>(bench->result(), 1), ws, bench->stream());
+        if (distributed)
+          reduce<Sum, float>(comm, backend, in, Levels::all(), std::span<float>(bench->result(), 1), ws,
+                             bench->stream());
         else reduce<Sum, float>(backend, in, Levels::all(), std::span<float>(bench->result(), 1), ws, bench->stream());
       });
       if (r >= 0) t.push_back(us);
@@ -88,7 +91,8 @@ Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
 
   const ranks::Range g = ranks::split_range(ng, comm.size(), comm.rank());
   bench->fill(g.size() * row, g.begin * row, o.seed);
-  const double mine_us = timed(View<const float>::contiguous(g.size() ? bench->data() : nullptr, g.size(), e[1], e[2]), true);
+  const double mine_us =
+      timed(View<const float>::contiguous(g.size() ? bench->data() : nullptr, g.size(), e[1], e[2]), true);
   const float sum = bench->read_result();
   const ranks::RankStats st = comm.stats(mine_us);
   std::uint32_t bits = 0;
@@ -101,7 +105,8 @@ Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
   rep.device = bench->device();
   const double bytes = 4.0 * double(total), n = comm.size();
   const std::string shape = std::to_string(ng) + "x" + std::to_string(e[1]) + "x" + std::to_string(e[2]);
-  Row single = make_row("ranks", "1 rank alone", "gang+worker+vector", "sum", "float", shape, total, bytes, bytes, single_us);
+  Row single =
+      make_row("ranks", "1 rank alone", "gang+worker+vector", "sum", "float", shape, total, bytes, bytes, single_us);
   single.gbs = bytes / (single_us * 1e3);
   const std::string name = std::to_string(comm.size()) + (comm.size() == 1 ? " rank" : " ranks");
   Row agg = make_row("ranks", name, "gang+worker+vector+rank", "sum", "float", shape, total, bytes, bytes, st.max);
@@ -109,15 +114,18 @@ Report run_ranks_suite(const Options& o, ranks::Comm& comm, Backend backend) {
   agg.vs_ref = agg.gbs / (n * single.gbs);
   agg.ref = "aggregate GB/s / (ranks x single-rank GB/s)";
   rep.rows = {single, agg};
-  rep.summary.push_back("| ranks | transport | elements | single GB/s | aggregate GB/s | rank us min / median / max | ratio vs N x single |");
+  rep.summary.push_back(
+      "| ranks | transport | elements | single GB/s | aggregate GB/s | rank us min / median / max | ratio vs N x "
+      "single |");
   rep.summary.push_back("| --- | --- | --- | --- | --- | --- | --- |");
-  rep.summary.push_back("| " + std::to_string(comm.size()) + " | " + comm.transport(cuda ? ranks::Memory::device : ranks::Memory::host) +
-                        (comm.shares_device() ? ", GPUs shared" : "") + " | " + size_name(total) + " (" + shape + ") | " +
-                        fmt("%.1f", single.gbs) + " | " + fmt("%.1f", agg.gbs) + " | " + fmt("%.1f", st.min) + " / " +
-                        fmt("%.1f", st.median) + " / " + fmt("%.1f", st.max) + " | " + fmt("%.2f", agg.vs_ref) + " |");
+  rep.summary.push_back(
+      "| " + std::to_string(comm.size()) + " | " + comm.transport(cuda ? ranks::Memory::device : ranks::Memory::host) +
+      (comm.shares_device() ? ", GPUs shared" : "") + " | " + size_name(total) + " (" + shape + ") | " +
+      fmt("%.1f", single.gbs) + " | " + fmt("%.1f", agg.gbs) + " | " + fmt("%.1f", st.min) + " / " +
+      fmt("%.1f", st.median) + " / " + fmt("%.1f", st.max) + " | " + fmt("%.2f", agg.vs_ref) + " |");
   const double rel = std::fabs(double(sum) - double(single_sum)) / std::max(1e-30, std::fabs(double(single_sum)));
-  rep.summary.push_back("sum over " + agg.name + " " + fmt("%.9g", sum) + ", one rank " +
-                        fmt("%.9g", single_sum) + " (relative difference " + fmt("%.2e", rel) + ", float partial sums)");
+  rep.summary.push_back("sum over " + agg.name + " " + fmt("%.9g", sum) + ", one rank " + fmt("%.9g", single_sum) +
+                        " (relative difference " + fmt("%.2e", rel) + ", float partial sums)");
   if (!same) rep.summary.push_back("| MISMATCH: the ranks hold different bits of the cross-rank sum |");
   return rep;
 }

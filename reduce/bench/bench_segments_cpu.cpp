@@ -62,34 +62,42 @@ Report run_segments_cpu(const Options& o) {
   Workspace ws(Backend::cpu);
   const std::span<const float> in(x.data(), x.size());
   float sink = 0;
-  const double full = median_us([&] { sink += reduce_to_host<Sum, float>(Backend::cpu, View<const float>::flat(x.data(), n), ws); }, reps);
+  const double full = median_us(
+      [&] { sink += reduce_to_host<Sum, float>(Backend::cpu, View<const float>::flat(x.data(), n), ws); }, reps);
   const double bytes = 4.0 * double(n);
   Row f = make_row("segments", "tally cpu full sum", "", "sum", "float", "1 segment", n, bytes, bytes, full);
   f.gbs = bytes / (full * 1e3);
   rep.rows.push_back(f);
   rep.ceiling_gbs = f.gbs, rep.ceiling_name = "tally's full float sum of the same array";
-  rep.summary.push_back("| segments (cpu, " + size_name(n) + " floats) | segments | tally GB/s | vs full sum | fixed-size GB/s |");
+  rep.summary.push_back("| segments (cpu, " + size_name(n) +
+                        " floats) | segments | tally GB/s | vs full sum | fixed-size GB/s |");
   rep.summary.push_back("| --- | --- | --- | --- | --- |");
   for (const SegmentCase& c : segment_cases(n)) {
     const auto off = segment_offsets(c, n, o.seed);
     const auto n_seg = static_cast<std::int64_t>(off.size()) - 1;
     std::vector<float> out(static_cast<std::size_t>(n_seg));
-    const double us = median_us([&] {
-      segmented_reduce<Sum, float>(Backend::cpu, in, std::span<const std::int64_t>(off), std::span<float>(out), ws);
-    }, reps);
-    Row r = make_row("segments", "tally cpu", "offsets int64", "sum", "float", c.name, n, bytes, bytes + 8.0 * double(off.size()), us);
-    r.gbs = bytes / (us * 1e3), r.vs_ceiling = r.gbs / f.gbs, r.vs_ref = r.vs_ceiling, r.ref = "this GB/s / the full sum's";
+    const double us = median_us(
+        [&] {
+          segmented_reduce<Sum, float>(Backend::cpu, in, std::span<const std::int64_t>(off), std::span<float>(out), ws);
+        },
+        reps);
+    Row r = make_row("segments", "tally cpu", "offsets int64", "sum", "float", c.name, n, bytes,
+                     bytes + 8.0 * double(off.size()), us);
+    r.gbs = bytes / (us * 1e3), r.vs_ceiling = r.gbs / f.gbs, r.vs_ref = r.vs_ceiling,
+    r.ref = "this GB/s / the full sum's";
     rep.rows.push_back(r);
     double fixed_gbs = std::nan("");
     if (c.uniform > 0 && n % c.uniform == 0) {
-      const double fus = median_us([&] { segmented_reduce_fixed<Sum, float>(Backend::cpu, in, c.uniform, std::span<float>(out), ws); }, reps);
+      const double fus = median_us(
+          [&] { segmented_reduce_fixed<Sum, float>(Backend::cpu, in, c.uniform, std::span<float>(out), ws); }, reps);
       Row q = make_row("segments", "tally cpu fixed size", "", "sum", "float", c.name, n, bytes, bytes, fus);
       q.gbs = bytes / (fus * 1e3), q.vs_ceiling = q.gbs / f.gbs;
       rep.rows.push_back(q);
       fixed_gbs = q.gbs;
     }
     char line[200];
-    std::snprintf(line, sizeof line, "| %s | %lld | %.1f | %.2f | %.1f |", c.name.c_str(), static_cast<long long>(n_seg), r.gbs, r.vs_ceiling, fixed_gbs);
+    std::snprintf(line, sizeof line, "| %s | %lld | %.1f | %.2f | %.1f |", c.name.c_str(),
+                  static_cast<long long>(n_seg), r.gbs, r.vs_ceiling, fixed_gbs);
     rep.summary.push_back(line);
     sink += out.empty() ? 0.f : out[0];
     interrupt::check("between benchmark cases");

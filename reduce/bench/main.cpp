@@ -43,9 +43,9 @@ void write_csv(const std::string& path, const Report& r) {
   if (!f) throw InputError("--csv: cannot write '" + path + "'");
   f << "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,call_us,gbs,vs_ceiling,vs_ref,ref\n";
   for (const Row& x : r.rows)
-    f << x.suite << ',' << x.name << ',' << x.levels << ',' << x.op << ',' << x.type << ',' << x.shape << ',' << x.n << ','
-      << x.input_bytes << ',' << x.moved_bytes << ',' << x.time_us << ',' << x.call_us << ',' << x.gbs << ',' << x.vs_ceiling << ',' << x.vs_ref
-      << ",\"" << x.ref << "\"\n";
+    f << x.suite << ',' << x.name << ',' << x.levels << ',' << x.op << ',' << x.type << ',' << x.shape << ',' << x.n
+      << ',' << x.input_bytes << ',' << x.moved_bytes << ',' << x.time_us << ',' << x.call_us << ',' << x.gbs << ','
+      << x.vs_ceiling << ',' << x.vs_ref << ",\"" << x.ref << "\"\n";
 }
 
 void write_h5(h5::File& f, const Report& r) {
@@ -59,11 +59,12 @@ void write_h5(h5::File& f, const Report& r) {
     std::string labels;
     for (const Row& x : r.rows) {
       if (x.suite != s) continue;
-      n.push_back(x.n), in.push_back(x.input_bytes), moved.push_back(x.moved_bytes), t.push_back(x.time_us), call.push_back(x.call_us), gbs.push_back(x.gbs),
-          vc.push_back(x.vs_ceiling), vr.push_back(x.vs_ref);
+      n.push_back(x.n), in.push_back(x.input_bytes), moved.push_back(x.moved_bytes), t.push_back(x.time_us),
+          call.push_back(x.call_us), gbs.push_back(x.gbs), vc.push_back(x.vs_ceiling), vr.push_back(x.vs_ref);
       labels += (labels.empty() ? "" : ";") + x.name + "|" + x.levels + "|" + x.op + "|" + x.type + "|" + x.shape;
     }
-    g.write("n", n), g.write("input_bytes", in), g.write("moved_bytes", moved), g.write("time_us", t), g.write("call_us", call), g.write("gbs", gbs);
+    g.write("n", n), g.write("input_bytes", in), g.write("moved_bytes", moved), g.write("time_us", t),
+        g.write("call_us", call), g.write("gbs", gbs);
     g.write("vs_ceiling", vc), g.write("vs_ref", vr);
     g.attr("labels", labels);
     g.attr("label_fields", "name|levels|op|type|shape");
@@ -82,7 +83,8 @@ int run(int argc, char** argv, ranks::Comm& comm) {
                  "Which table: all, sweep, ladder, levels, shapes, openacc, exact; or ranks (under mpiexec: the full "
                  "sum split over the ranks, not part of all); or ops (arg-max/min, min-max, mean-var against tally's "
                  "sum, CUB and Eigen, not part of all); or segments (segmented sums of 2^28 floats, not part of all)")
-      ->check(CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks", "ops", "segments"}))
+      ->check(
+          CLI::IsMember({"all", "sweep", "ladder", "levels", "shapes", "openacc", "exact", "ranks", "ops", "segments"}))
       ->capture_default_str();
   app.add_flag("--quick", o.quick, "Small sizes, a few seconds (works on the CPU backend)");
   app.add_flag("--bench", bench_flag, "The full table (the default; accepted for scripts/gpu-check.sh)");
@@ -156,9 +158,10 @@ int run(int argc, char** argv, ranks::Comm& comm) {
     std::printf("| suite | name | levels | op | type | shape | n | time us | call us | GB/s | vs ceiling | vs ref |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const Row& x : rep.rows)
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.suite.c_str(), x.name.c_str(), x.levels.c_str(),
-                  x.op.c_str(), x.type.c_str(), x.shape.c_str(), size_name(x.n).c_str(), fmt(x.time_us).c_str(), fmt(x.call_us).c_str(),
-                  fmt(x.gbs, "%.1f").c_str(), fmt(x.vs_ceiling).c_str(), fmt(x.vs_ref).c_str());
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.suite.c_str(), x.name.c_str(),
+                  x.levels.c_str(), x.op.c_str(), x.type.c_str(), x.shape.c_str(), size_name(x.n).c_str(),
+                  fmt(x.time_us).c_str(), fmt(x.call_us).c_str(), fmt(x.gbs, "%.1f").c_str(), fmt(x.vs_ceiling).c_str(),
+                  fmt(x.vs_ref).c_str());
     std::printf("\nreduce-bench on %s (%s)", rep.backend.c_str(), rep.device.c_str());
     if (!rep.ceiling_name.empty()) std::printf("; ceiling: %s = %.1f GB/s", rep.ceiling_name.c_str(), rep.ceiling_gbs);
     std::printf("\n");
@@ -170,7 +173,8 @@ int run(int argc, char** argv, ranks::Comm& comm) {
   file.attr("suite", o.suite);
   file.attr("quick", o.quick);
   file.attr("seed", static_cast<std::int64_t>(o.seed));
-  file.attr("extents", std::to_string(o.extents[0]) + "," + std::to_string(o.extents[1]) + "," + std::to_string(o.extents[2]));
+  file.attr("extents",
+            std::to_string(o.extents[0]) + "," + std::to_string(o.extents[1]) + "," + std::to_string(o.extents[2]));
   file.attr("ceiling_gbs", rep.ceiling_gbs);
   file.attr("ceiling", rep.ceiling_name);
   file.attr("ranks", static_cast<std::int32_t>(comm.size()));
@@ -181,7 +185,9 @@ int run(int argc, char** argv, ranks::Comm& comm) {
   bool mismatch = false;
   for (const std::string& l : rep.summary) mismatch = mismatch || l.rfind("| MISMATCH", 0) == 0;
   if (mismatch) {
-    std::fprintf(stderr, "reduce-bench: results disagree (MISMATCH lines above: production vs CUB, the exact sum on CUDA vs CPU, or a segmented sum vs CUB or its rerun); no file written\n");
+    std::fprintf(stderr,
+                 "reduce-bench: results disagree (MISMATCH lines above: production vs CUB, the exact sum on CUDA vs "
+                 "CPU, or a segmented sum vs CUB or its rerun); no file written\n");
     return exit_failure;
   }
   file.commit();
@@ -200,5 +206,5 @@ int run(int argc, char** argv, ranks::Comm& comm) {
 int main(int argc, char** argv) {
   // One process (no launcher) is exactly the single-process program; under mpiexec only --suite ranks.
   return tally::ranks::run_ranks("reduce-bench", argc, argv,
-                                  [&](tally::ranks::Comm& comm) { return tally::reduce::bench::run(argc, argv, comm); });
+                                 [&](tally::ranks::Comm& comm) { return tally::reduce::bench::run(argc, argv, comm); });
 }

@@ -13,7 +13,8 @@ namespace tally::reduce {
 std::string Levels::to_string() const {
   if (empty()) return "none";
   std::string s;
-  for (auto [l, n] : {std::pair{Level::gang, "gang"}, std::pair{Level::worker, "worker"}, std::pair{Level::vector, "vector"}})
+  for (auto [l, n] :
+       {std::pair{Level::gang, "gang"}, std::pair{Level::worker, "worker"}, std::pair{Level::vector, "vector"}})
     if (contains(l)) {
       if (!s.empty()) s += '+';  // appended piecewise: GCC 12's -Wrestrict misfires on "" + std::string
       s += n;
@@ -32,8 +33,8 @@ Levels Levels::parse(std::string_view text) {
     else if (word == "worker") r = r | Level::worker;
     else if (word == "vector") r = r | Level::vector;
     else
-      throw std::invalid_argument("levels: unknown level '" + std::string(word) +
-                                  "' in '" + std::string(text) + "' (use gang, worker, vector joined by '+', or all)");
+      throw std::invalid_argument("levels: unknown level '" + std::string(word) + "' in '" + std::string(text) +
+                                  "' (use gang, worker, vector joined by '+', or all)");
     if (end == std::string_view::npos) break;
     pos = end + 1;
   }
@@ -55,8 +56,10 @@ Backend resolve_backend(std::string_view request, bool* fell_back) {
   if (fell_back) *fell_back = false;
   if (request == "cpu") return Backend::cpu;
   if (request == "cuda") {
-    if (!cuda_built()) throw std::invalid_argument("--backend cuda: this build has no CUDA backend (configure with a CUDA toolkit)");
-    if (cuda_device_count() == 0) throw std::invalid_argument("--backend cuda: no usable CUDA device (no GPU or no driver)");
+    if (!cuda_built())
+      throw std::invalid_argument("--backend cuda: this build has no CUDA backend (configure with a CUDA toolkit)");
+    if (cuda_device_count() == 0)
+      throw std::invalid_argument("--backend cuda: no usable CUDA device (no GPU or no driver)");
     return Backend::cuda;
   }
   if (request == "auto") {
@@ -75,12 +78,14 @@ void validate(const Problem& p, const void* out) {
   const auto fail = [](const std::string& m) { throw std::invalid_argument("tally::reduce: " + m); };
   if (p.levels.empty()) fail("levels: the level set is empty (reduce over at least one of gang, worker, vector)");
   if (p.ext.ng < 0 || p.ext.nw < 0 || p.ext.nv < 0)
-    fail("in: negative extent (" + std::to_string(p.ext.ng) + ", " + std::to_string(p.ext.nw) + ", " + std::to_string(p.ext.nv) + ")");
+    fail("in: negative extent (" + std::to_string(p.ext.ng) + ", " + std::to_string(p.ext.nw) + ", " +
+         std::to_string(p.ext.nv) + ")");
   const std::int64_t n = p.ext.size();
   if (n > 0) {
     if (p.data == nullptr) fail("in: null data pointer with " + std::to_string(n) + " elements");
     if (p.ext.nw > 1 && p.stride_w < p.ext.nv)
-      fail("in: stride_w " + std::to_string(p.stride_w) + " is smaller than the row (nv = " + std::to_string(p.ext.nv) + ")");
+      fail("in: stride_w " + std::to_string(p.stride_w) + " is smaller than the row (nv = " + std::to_string(p.ext.nv) +
+           ")");
     if (p.ext.ng > 1 && p.stride_g < (p.ext.nw - 1) * p.stride_w + p.ext.nv)
       fail("in: stride_g " + std::to_string(p.stride_g) + " is smaller than a gang slab (" +
            std::to_string((p.ext.nw - 1) * p.stride_w + p.ext.nv) + " elements)");
@@ -95,8 +100,9 @@ void validate(const Problem& p, const void* out) {
 
 void check_nonempty(const char* name, Extents e, Levels levels, std::int64_t out_size) {
   if (out_size > 0 && elements_per_output(e, levels) == 0)
-    throw std::invalid_argument(std::string("tally::reduce: in: ") + name + " of an empty set (reducing " + levels.to_string() +
-                                " of (" + std::to_string(e.ng) + ", " + std::to_string(e.nw) + ", " + std::to_string(e.nv) +
+    throw std::invalid_argument(std::string("tally::reduce: in: ") + name + " of an empty set (reducing " +
+                                levels.to_string() + " of (" + std::to_string(e.ng) + ", " + std::to_string(e.nw) +
+                                ", " + std::to_string(e.nv) +
                                 ") leaves no element per output; an arg-reduction needs at least one)");
 }
 

@@ -36,8 +36,12 @@ struct Plan {
   // reduced rows (both families)
   std::int64_t rows = 1, r_ext2 = 1, r_s1 = 0, r_s2 = 0;
 
-  [[nodiscard]] TALLY_HD constexpr std::int64_t koff(std::int64_t o) const { return (o / k_ext2) * k_s1 + (o % k_ext2) * k_s2; }
-  [[nodiscard]] TALLY_HD constexpr std::int64_t roff(std::int64_t q) const { return (q / r_ext2) * r_s1 + (q % r_ext2) * r_s2; }
+  [[nodiscard]] TALLY_HD constexpr std::int64_t koff(std::int64_t o) const {
+    return (o / k_ext2) * k_s1 + (o % k_ext2) * k_s2;
+  }
+  [[nodiscard]] TALLY_HD constexpr std::int64_t roff(std::int64_t q) const {
+    return (q / r_ext2) * r_s1 + (q % r_ext2) * r_s2;
+  }
   /// Elements reduced into each output.
   [[nodiscard]] TALLY_HD constexpr std::int64_t per_output() const { return kind == Kind::inner ? rows * n : rows; }
   [[nodiscard]] std::string to_string() const;

@@ -87,7 +87,8 @@ void Workspace::reserve(std::size_t scratch_bytes, std::size_t tickets, stream_t
     impl_->d_tickets = nullptr;
     impl_->tickets = 0;
     TALLY_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&impl_->d_tickets), tickets * sizeof(unsigned int)));
-    TALLY_CUDA_TRY(cudaMemsetAsync(impl_->d_tickets, 0, tickets * sizeof(unsigned int), stream));  // kernels keep them zero
+    TALLY_CUDA_TRY(
+        cudaMemsetAsync(impl_->d_tickets, 0, tickets * sizeof(unsigned int), stream));  // kernels keep them zero
     impl_->tickets = tickets;
     ++impl_->allocations;
   }

@@ -33,7 +33,8 @@ TEST_CASE("cli defaults and valid values", "[cli]") {
   CHECK(o.backend == "auto");
   CHECK(o.precision == "double");
   tally::cli::CommonOptions p;
-  CHECK_FALSE(parse({"test", "--backend", "cpu", "--precision", "float", "--seed", "42", "--json", "-q", "--out", "x.h5"}, p));
+  CHECK_FALSE(
+      parse({"test", "--backend", "cpu", "--precision", "float", "--seed", "42", "--json", "-q", "--out", "x.h5"}, p));
   CHECK(p.backend == "cpu");
   CHECK(p.precision == "float");
   CHECK(p.seed == 42);
@@ -111,7 +112,8 @@ TEST_CASE("cli numeric options: integers read alike", "[cli]") {
   CHECK(error_of({"--x", "100"}, r, in_range(1, 100)).empty());
   CHECK(r == 100);
   // Beyond the type: named with the type's limit rather than CLI11's conversion text.
-  CHECK(error_of({"--x", "3000000000"}, r, positive) == "--x: must be a positive integer <= 2147483647 (got 3000000000)");
+  CHECK(error_of({"--x", "3000000000"}, r, positive) ==
+        "--x: must be a positive integer <= 2147483647 (got 3000000000)");
   CHECK(error_of({"--x", "99999999999999999999"}, n, positive) ==
         "--x: must be a positive integer <= 9223372036854775807 (got 99999999999999999999)");
   std::uint64_t u = 1;

@@ -13,7 +13,8 @@ TEST_CASE("run_app maps exceptions to exit codes", "[errors]") {
   CHECK(tally::run_app("t", []() -> int { throw tally::InputError("--nx must be >= 3"); }) == tally::exit_bad_input);
   CHECK(tally::run_app("t", []() -> int { throw std::invalid_argument("levels: empty"); }) == tally::exit_bad_input);
   CHECK(tally::run_app("t", []() -> int { throw std::runtime_error("boom"); }) == tally::exit_failure);
-  CHECK(tally::run_app("t", []() -> int { throw tally::CudaError(2, "cudaMalloc: out of memory"); }) == tally::exit_failure);
+  CHECK(tally::run_app("t", []() -> int { throw tally::CudaError(2, "cudaMalloc: out of memory"); }) ==
+        tally::exit_failure);
 }
 
 TEST_CASE("timings registry keeps order and accumulates", "[timing]") {
@@ -34,7 +35,11 @@ TEST_CASE("timings registry keeps order and accumulates", "[timing]") {
 
 TEST_CASE("json line escapes and formats", "[json]") {
   tally::JsonLine j;
-  j.add("app", "heat2d").add("n", 42).add("ok", true).add("r", 0.5).add("nan", std::numeric_limits<double>::quiet_NaN());
+  j.add("app", "heat2d")
+      .add("n", 42)
+      .add("ok", true)
+      .add("r", 0.5)
+      .add("nan", std::numeric_limits<double>::quiet_NaN());
   j.add("quote", "a\"b\\c\n");
   CHECK(j.str() == R"({"app":"heat2d","n":42,"ok":true,"r":0.5,"nan":null,"quote":"a\"b\\c\n"})");
 }

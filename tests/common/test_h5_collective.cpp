@@ -112,8 +112,8 @@ TEST_CASE("h5 collective: every rank's rows land bit for bit, as one writer's fi
     return;
   }
   const int n = test::world().size();
-  check_rows<double>(7, 5, 1);                                          // small: contiguous
-  check_rows<float>(static_cast<std::uint64_t>(2 * n + 1), 3, 2);       // rows the ranks do not divide
+  check_rows<double>(7, 5, 1);                                              // small: contiguous
+  check_rows<float>(static_cast<std::uint64_t>(2 * n + 1), 3, 2);           // rows the ranks do not divide
   check_rows<double>(static_cast<std::uint64_t>(n > 1 ? n - 1 : 1), 4, 3);  // a rank without rows
   check_rows<double>(301, 517, 4);  // > 1 MiB: several chunks, compressed, chunk rows across ranks
   check_rows<float>(123, 257, 5);   // compressed, one chunk shared by every rank
@@ -130,9 +130,10 @@ TEST_CASE("h5 collective: refused without parallel HDF5; write_rows on one write
     {
       auto f = h5::File::create(dir + "/rows.h5");
       f.write_rows<double>("a/field", whole, {6, 4}, 0);
-      CHECK_THROWS_AS(f.write_rows<double>("b", std::span<const double>(whole.data(), 5), {6, 4}, 0), Error);  // not whole rows
-      CHECK_THROWS_AS(f.write_rows<double>("c", whole, {6, 4}, 1), Error);                              // past the end
-      CHECK_THROWS_AS(f.close_collective(), Error);  // not a collective file
+      CHECK_THROWS_AS(f.write_rows<double>("b", std::span<const double>(whole.data(), 5), {6, 4}, 0),
+                      Error);                                               // not whole rows
+      CHECK_THROWS_AS(f.write_rows<double>("c", whole, {6, 4}, 1), Error);  // past the end
+      CHECK_THROWS_AS(f.close_collective(), Error);                         // not a collective file
       f.commit();
     }
     CHECK(same_bits(h5::File::open(dir + "/rows.h5").read<double>("a/field"), whole));

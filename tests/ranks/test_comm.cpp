@@ -1,11 +1,11 @@
 // The host collectives of Comm, the halo exchange on host memory, and the launcher's environment.
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "catch.hpp"
 #include "rank_support.hpp"
@@ -198,8 +198,11 @@ TEST_CASE("launcher_world_size reads OpenMPI, Hydra and Slurm's PMI, and nothing
   const std::nullopt_t unset = std::nullopt;
   using V = std::optional<std::string>;
   auto size_with = [&](V ompi, V pmi, V slurm_tasks, V pmix_rank, V pmi_fd) {
-    EnvScope env({{"OMPI_COMM_WORLD_SIZE", ompi}, {"PMI_SIZE", pmi}, {"SLURM_STEP_NUM_TASKS", slurm_tasks},
-                  {"PMIX_RANK", pmix_rank}, {"PMI_FD", pmi_fd}});
+    EnvScope env({{"OMPI_COMM_WORLD_SIZE", ompi},
+                  {"PMI_SIZE", pmi},
+                  {"SLURM_STEP_NUM_TASKS", slurm_tasks},
+                  {"PMIX_RANK", pmix_rank},
+                  {"PMI_FD", pmi_fd}});
     return launcher_world_size();
   };
   CHECK(size_with(unset, unset, unset, unset, unset) == 1);

@@ -1,8 +1,8 @@
 // ExactSum across ranks (reduce(comm, ...), reduce_to_host(comm, ...)): the ranks add their unrounded
 // accumulators, so with gang in the level set every rank holds the single-process exact sum of the
 // whole array bit for bit, for 1, 2 and 3 ranks; without gang each rank's output is its own slab's.
-// (The CUDA backend: test_rank_cuda.cpp.) The inputs span 2^-40 .. 2^40 with a cancelling pair of 2^60 in different slabs: a rounded partial
-// per rank would lose the small terms; the exact result does not.
+// (The CUDA backend: test_rank_cuda.cpp.) The inputs span 2^-40 .. 2^40 with a cancelling pair of 2^60 in different
+// slabs: a rounded partial per rank would lose the small terms; the exact result does not.
 #include <cmath>
 #include <span>
 
@@ -30,16 +30,18 @@ void check_exact4(std::int64_t ng, std::int64_t nw, std::int64_t nv, std::uint64
   const std::vector<T> global = wide_input<T>(static_cast<std::size_t>(ng * nw * nv), salt);
   const std::int64_t row = nw * nv;
   const Range g = split_range(ng, c.size(), c.rank());
-  const View<const T> mine = View<const T>::contiguous(g.size() ? global.data() + g.begin * row : nullptr, g.size(), nw, nv);
+  const View<const T> mine =
+      View<const T>::contiguous(g.size() ? global.data() + g.begin * row : nullptr, g.size(), nw, nv);
   Workspace ws(Backend::cpu);
   for (Levels levels : Levels::all_sets()) {
-    INFO("exact " << type_name<T>() << "->" << type_name<Out>() << ", NG " << ng << " over " << c.size() << " ranks (rank "
-                  << c.rank() << " ng " << mine.ext.ng << "), levels " << levels.to_string());
+    INFO("exact " << type_name<T>() << "->" << type_name<Out>() << ", NG " << ng << " over " << c.size()
+                  << " ranks (rank " << c.rank() << " ng " << mine.ext.ng << "), levels " << levels.to_string());
     std::vector<Out> out(static_cast<std::size_t>(output_shape(mine.ext, levels).size()));
     reduce<ExactSum, T, Out>(c, Backend::cpu, mine, levels, std::span<Out>(out), ws);
     std::vector<Out> expect(out.size());
     if (levels.contains(Level::gang)) {  // the whole array in one process
-      reduce<ExactSum, T, Out>(Backend::cpu, View<const T>::contiguous(global.data(), ng, nw, nv), levels, std::span<Out>(expect), ws);
+      reduce<ExactSum, T, Out>(Backend::cpu, View<const T>::contiguous(global.data(), ng, nw, nv), levels,
+                               std::span<Out>(expect), ws);
     } else {
       reduce<ExactSum, T, Out>(Backend::cpu, mine, levels, std::span<Out>(expect), ws);
     }

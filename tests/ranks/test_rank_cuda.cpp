@@ -74,7 +74,8 @@ TEST_CASE("device allreduce: NaN on any rank propagates through Max and Min") {
   DeviceBuffer<float> d(std::span<const float>(x), stream());
   for (int op = 0; op < 2; ++op) {
     DeviceBuffer<float> out(x.size());
-    if (op == 0) allreduce<Max, float>(c, std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
+    if (op == 0)
+      allreduce<Max, float>(c, std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
     else allreduce<Min, float>(c, std::span<const float>(d.data(), x.size()), out.span(), Memory::device, stream());
     const std::vector<float> h = out.to_host(stream());
     CHECK(std::isnan(h[0]));
@@ -107,14 +108,16 @@ TEST_CASE("reduce(comm) with Backend::cuda: every rank holds the rank-ordered fo
   }
 }
 
-TEST_CASE("reduce(comm) with ExactSum on Backend::cuda: the single-process exact sum on the CPU, bitwise, any rank count") {
+TEST_CASE(
+    "reduce(comm) with ExactSum on Backend::cuda: the single-process exact sum on the CPU, bitwise, any rank count") {
   // The ranks add their accumulators (never rounded partials): every rank holds the exact sum of the
   // whole array, equal to the CPU backend's single-process result. Wide exponents and a cancelling
   // pair of 2^60 in different slabs, so that rounded partials would differ.
   const Comm& c = world();
   const std::int64_t ng = 7, nw = 33, nv = 65, row = nw * nv;
   std::vector<double> global = rank_input<Sum, double>(static_cast<std::size_t>(ng * row), 0, 910);
-  for (std::size_t i = 0; i < global.size(); ++i) global[i] = std::ldexp(global[i], static_cast<int>((i * 37) % 81) - 40);
+  for (std::size_t i = 0; i < global.size(); ++i)
+    global[i] = std::ldexp(global[i], static_cast<int>((i * 37) % 81) - 40);
   global.front() = std::ldexp(1.0, 60), global.back() = -std::ldexp(1.0, 60);
   const std::vector<float> globalf(global.begin(), global.end());
   DeviceBuffer<double> d(std::span<const double>(global), stream());
@@ -123,17 +126,20 @@ TEST_CASE("reduce(comm) with ExactSum on Backend::cuda: the single-process exact
   const auto run = [&](const auto* dev, const auto& host, auto out_tag, Levels levels) {
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(dev)>>;
     using Out = decltype(out_tag);
-    INFO("exact " << type_name<T>() << "->" << type_name<Out>() << ", levels " << levels.to_string() << ", rank " << c.rank()
-                  << " of " << c.size());
+    INFO("exact " << type_name<T>() << "->" << type_name<Out>() << ", levels " << levels.to_string() << ", rank "
+                  << c.rank() << " of " << c.size());
     const Range g = split_range(ng, c.size(), c.rank());
     const View<const T> mine = View<const T>::contiguous(dev + g.begin * row, g.size(), nw, nv);
-    const std::size_t n = static_cast<std::size_t>(output_shape(View<const T>::contiguous(dev, ng, nw, nv).ext, levels).size());
+    const std::size_t n =
+        static_cast<std::size_t>(output_shape(View<const T>::contiguous(dev, ng, nw, nv).ext, levels).size());
     DeviceBuffer<Out> out(n);
     reduce<ExactSum, T, Out>(c, Backend::cuda, mine, levels, out.span(), ws, stream());
     std::vector<Out> expect(n);
-    reduce<ExactSum, T, Out>(Backend::cpu, View<const T>::contiguous(host.data(), ng, nw, nv), levels, std::span<Out>(expect), wcpu);
+    reduce<ExactSum, T, Out>(Backend::cpu, View<const T>::contiguous(host.data(), ng, nw, nv), levels,
+                             std::span<Out>(expect), wcpu);
     CHECK(first_difference(out.to_host(stream()), expect) == -1);
-    if (levels == Levels::all()) CHECK(same_bits(reduce_to_host<ExactSum, T, Out>(c, Backend::cuda, mine, ws, stream()), expect[0]));
+    if (levels == Levels::all())
+      CHECK(same_bits(reduce_to_host<ExactSum, T, Out>(c, Backend::cuda, mine, ws, stream()), expect[0]));
   };
   for (Levels levels : {Levels::all(), Levels(Level::gang), Level::gang | Level::vector, Level::gang | Level::worker}) {
     run(df.data(), globalf, float{}, levels);
@@ -151,8 +157,9 @@ TEST_CASE("exchange on device memory: the neighbours' values arrive, the ends ar
   DeviceBuffer<float> to_prev(std::span<const float>(tp), stream()), to_next(std::span<const float>(tn), stream());
   DeviceBuffer<float> from_prev(n), from_next(n);
   from_prev.fill_bytes(0, stream()), from_next.fill_bytes(0, stream());
-  auto ex = c.start_exchange<float>(std::span<const float>(to_prev.data(), n), from_prev.span(),
-                                    std::span<const float>(to_next.data(), n), from_next.span(), Memory::device, stream());
+  auto ex =
+      c.start_exchange<float>(std::span<const float>(to_prev.data(), n), from_prev.span(),
+                              std::span<const float>(to_next.data(), n), from_next.span(), Memory::device, stream());
   ex.wait();
   const std::vector<float> fp = from_prev.to_host(stream()), fn = from_next.to_host(stream());
   for (std::size_t i = 0; i < n; i += 512) {

@@ -17,7 +17,8 @@ namespace {
 template <class Op, class T, class Acc>
 void check_reduce4(std::int64_t ng, std::int64_t nw, std::int64_t nv, std::uint64_t salt) {
   const Comm& c = world();
-  const std::vector<T> global = rank_input<Op, T>(static_cast<std::size_t>(ng * nw * nv), 0, salt);  // same on every rank
+  const std::vector<T> global =
+      rank_input<Op, T>(static_cast<std::size_t>(ng * nw * nv), 0, salt);  // same on every rank
   const std::int64_t row = nw * nv;
   auto slab_view = [&](int r) {
     const Range g = split_range(ng, c.size(), r);

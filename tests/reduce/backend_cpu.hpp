@@ -18,7 +18,9 @@ struct CpuBackend {
   using Buffer = std::vector<T>;
 
   template <class T>
-  static Buffer<T> upload(const std::vector<T>& host) { return host; }
+  static Buffer<T> upload(const std::vector<T>& host) {
+    return host;
+  }
   template <class T>
   static Buffer<T> poisoned(std::size_t n, unsigned char byte) {
     Buffer<T> b(n);
@@ -26,7 +28,9 @@ struct CpuBackend {
     return b;
   }
   template <class T>
-  static std::vector<T> download(const Buffer<T>& b) { return b; }
+  static std::vector<T> download(const Buffer<T>& b) {
+    return b;
+  }
   static stream_t stream() { return nullptr; }
   /// A user reducer through the header-only engine.
   template <class R, class T>
@@ -35,8 +39,8 @@ struct CpuBackend {
     reduce::reduce_custom_cpu<R, T>(in, levels, out);
   }
   template <class R, class T, class Off>
-  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
-                               reduce::Workspace&) {
+  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets,
+                               std::span<typename R::value_type> out, reduce::Workspace&) {
     reduce::segmented_reduce_custom_cpu<R, T, Off>(in, offsets, out);
   }
 };

@@ -10,7 +10,9 @@ void custom_reduce_cuda(reduce::View<const T> in, reduce::Levels levels, std::sp
   reduce::reduce_custom<R, T>(reduce::Backend::cuda, in, levels, d_out, ws);
 }
 
-template void custom_reduce_cuda<SumSq, float>(reduce::View<const float>, reduce::Levels, std::span<SumSqCount>, reduce::Workspace&);
-template void custom_reduce_cuda<BBox2, Point2>(reduce::View<const Point2>, reduce::Levels, std::span<Box2>, reduce::Workspace&);
+template void custom_reduce_cuda<SumSq, float>(reduce::View<const float>, reduce::Levels, std::span<SumSqCount>,
+                                               reduce::Workspace&);
+template void custom_reduce_cuda<BBox2, Point2>(reduce::View<const Point2>, reduce::Levels, std::span<Box2>,
+                                                reduce::Workspace&);
 
 }  // namespace tally::test

@@ -16,14 +16,14 @@ using std::int64_t;
 template <class A, class T, class Out>
 Out run_dot(Workspace& ws, const std::vector<T>& a, const std::vector<T>& b) {
   auto da = A::upload(a), db = A::upload(b);
-  return exact_dot_to_host<T, Out>(A::backend, std::span<const T>(da.data(), a.size()), std::span<const T>(db.data(), b.size()), ws,
-                                   A::stream());
+  return exact_dot_to_host<T, Out>(A::backend, std::span<const T>(da.data(), a.size()),
+                                   std::span<const T>(db.data(), b.size()), ws, A::stream());
 }
 
 template <class A, class T, class Out>
 void check_dot(Workspace& ws, const std::vector<T>& a, const std::vector<T>& b, const std::string& what) {
-  INFO(TALLY_TEST_BACKEND << " exact_dot " << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << ": " << what
-                          << " (" << a.size() << " elements)");
+  INFO(TALLY_TEST_BACKEND << " exact_dot " << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>()
+                          << ": " << what << " (" << a.size() << " elements)");
   const Out want = exact_dot_reference<Out>(a, b);
   CHECK(compare_bits(std::vector<Out>{run_dot<A, T, Out>(ws, a, b)}, std::vector<Out>{want}) == "");
 }
@@ -38,7 +38,9 @@ std::pair<std::vector<T>, std::vector<T>> wide_pairs(std::size_t n, std::uint64_
   std::vector<T> a(n), b(n);
   for (std::size_t i = 0; i < n; ++i) {
     const int k = kind(g);
-    const auto val = [&](bool wide) { return static_cast<T>(std::ldexp(m(g), wide ? ex(g) : narrow(g)) * ((g() & 1) ? 1 : -1)); };
+    const auto val = [&](bool wide) {
+      return static_cast<T>(std::ldexp(m(g), wide ? ex(g) : narrow(g)) * ((g() & 1) ? 1 : -1));
+    };
     if (k == 0) a[i] = (g() & 1) ? T(0) : T(-0.0), b[i] = val(true);
     else if (k <= 3 && i > 0) {
       const std::size_t j = g() % i;
@@ -49,20 +51,25 @@ std::pair<std::vector<T>, std::vector<T>> wide_pairs(std::size_t n, std::uint64_
   return {a, b};
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": the big-integer dot reference agrees with fsum on float products", "[reduce][exact][dot]") {
+TEST_CASE(TALLY_TEST_BACKEND ": the big-integer dot reference agrees with fsum on float products",
+          "[reduce][exact][dot]") {
   for (std::uint64_t salt = 1; salt <= 3; ++salt) {
     auto [a, b] = wide_pairs<float>(5000, 9700 + salt, -149, 127);
     std::vector<double> prod(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) prod[i] = static_cast<double>(a[i]) * static_cast<double>(b[i]);  // exact
-    CHECK(compare_bits(std::vector<double>{exact_dot_reference<double>(a, b)}, std::vector<double>{exact_checks::exact_reference<double>(prod)}) == "");
-    CHECK(compare_bits(std::vector<float>{exact_dot_reference<float>(a, b)}, std::vector<float>{exact_checks::exact_reference<float>(prod)}) == "");
+    for (std::size_t i = 0; i < a.size(); ++i)
+      prod[i] = static_cast<double>(a[i]) * static_cast<double>(b[i]);  // exact
+    CHECK(compare_bits(std::vector<double>{exact_dot_reference<double>(a, b)},
+                       std::vector<double>{exact_checks::exact_reference<double>(prod)}) == "");
+    CHECK(compare_bits(std::vector<float>{exact_dot_reference<float>(a, b)},
+                       std::vector<float>{exact_checks::exact_reference<float>(prod)}) == "");
   }
 }
 
 TEST_CASE(TALLY_TEST_BACKEND ": exact_dot is the exact dot product correctly rounded", "[reduce][exact][dot]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 9800;
-  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{100003}, std::size_t{(1u << 20) + 5}}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{100003}, std::size_t{(1u << 20) + 5}}) {
     {
       auto [a, b] = wide_pairs<float>(n, ++salt, -149, 127);
       check_dot<TestBackend, float, float>(ws, a, b, "float products across the range");
@@ -81,7 +88,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact_dot is the exact dot product correctly rou
   CHECK(std::bit_cast<std::uint32_t>(run_dot<TestBackend, float, float>(ws, ea, eb)) == 0u);  // the empty sum: +0
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": exact_dot of cancelling, overflowing, underflowing and special products", "[reduce][exact][dot]") {
+TEST_CASE(TALLY_TEST_BACKEND ": exact_dot of cancelling, overflowing, underflowing and special products",
+          "[reduce][exact][dot]") {
   Workspace ws(TestBackend::backend);
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const double big = std::ldexp(1.0, 600), tiny = std::ldexp(1.0, -540);
@@ -90,11 +98,13 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact_dot of cancelling, overflowing, underflowi
     check_dot<TestBackend, double, double>(ws, a, b, what);
     const double got = run_dot<TestBackend, double, double>(ws, a, b);
     INFO(what << ": got " << got << ", want " << want);
-    CHECK((std::bit_cast<std::uint64_t>(got) == std::bit_cast<std::uint64_t>(want) || (std::isnan(got) && std::isnan(want))));
+    CHECK((std::bit_cast<std::uint64_t>(got) == std::bit_cast<std::uint64_t>(want) ||
+           (std::isnan(got) && std::isnan(want))));
   };
   both({big, 1.0, -big}, {big, 1.0, big}, "2^1200 + 1 - 2^1200 (products beyond a double)", 1.0);
   both({1e300, 1e-300, -1e300}, {1e300, 1e-300, 1e300}, "1e600 + 1e-600 - 1e600 (below half the least subnormal)", 0.0);
-  both({1e300, 1e-300, -1e300, 0x1p-540}, {1e300, -1e-300, 1e300, 0x1p-534}, "1e600 - 1e-600 - 1e600 + 2^-1074", 0x1p-1074);
+  both({1e300, 1e-300, -1e300, 0x1p-540}, {1e300, -1e-300, 1e300, 0x1p-534}, "1e600 - 1e-600 - 1e600 + 2^-1074",
+       0x1p-1074);
   {  // 64 products of 2^-1080 each: 2^-1074, the smallest subnormal, though each rounds to 0 in double
     V a(64, tiny), b(64, tiny);
     both(a, b, "64 x 2^-1080", std::ldexp(1.0, -1074));
@@ -124,8 +134,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact_dot names its bad arguments", "[reduce][ex
   float out = 0;
   float* d_out = TestBackend::backend == Backend::cpu ? &out : static_cast<float*>(ws.result_slot());
   const auto call = [&](std::size_t nb, std::size_t nout) {
-    exact_dot<float, float>(TestBackend::backend, std::span<const float>(da.data(), 4), std::span<const float>(db.data(), nb),
-                            std::span<float>(d_out, nout), ws);
+    exact_dot<float, float>(TestBackend::backend, std::span<const float>(da.data(), 4),
+                            std::span<const float>(db.data(), nb), std::span<float>(d_out, nout), ws);
   };
   CHECK_THROWS_WITH(call(3, 1), tally::test::contains("b: 3 elements, but a has 4"));
   CHECK_THROWS_WITH(call(4, 2), tally::test::contains("out: must hold exactly one element (got 2)"));

@@ -50,12 +50,15 @@ class ExactDotReference {
     int top = ndigits - 1;
     while (top >= 0 && d[static_cast<std::size_t>(top)] == 0) --top;
     if (top < 0) return all_negative_zero_ ? Out(-0.0) : Out(0.0);
-    const int msb = 32 * top + 31 - std::countl_zero(d[static_cast<std::size_t>(top)]);  // value in [2^(msb-bias), 2^(msb-bias+1))
+    const int msb =
+        32 * top + 31 - std::countl_zero(d[static_cast<std::size_t>(top)]);  // value in [2^(msb-bias), 2^(msb-bias+1))
     constexpr int prec = L::digits;
     constexpr int qmin = L::min_exponent - L::digits;  // float -149, double -1074 (exponent of the smallest subnormal)
     const int lsb_exp = std::max(msb - bias - prec + 1, qmin);
     const int k0 = lsb_exp + bias;  // lowest kept bit index
-    const auto bit = [&](int i) -> unsigned { return i < 0 ? 0u : (d[static_cast<std::size_t>(i / 32)] >> (i % 32)) & 1u; };
+    const auto bit = [&](int i) -> unsigned {
+      return i < 0 ? 0u : (d[static_cast<std::size_t>(i / 32)] >> (i % 32)) & 1u;
+    };
     std::uint64_t kept = 0;
     for (int i = msb; i >= k0; --i) kept = (kept << 1) | bit(i);
     if (bit(k0 - 1)) {
@@ -84,7 +87,7 @@ class ExactDotReference {
     // m 2^pos: shift into 32-bit digits, then add with carries
     int i = pos / 32;
     const int s = pos % 32;
-    u128 lo = m << s;          // bits [0, 128) of m 2^s
+    u128 lo = m << s;                                                                  // bits [0, 128) of m 2^s
     const std::uint64_t hi = s == 0 ? 0 : static_cast<std::uint64_t>(m >> (128 - s));  // bits 128.. (m < 2^106: none)
     std::uint64_t carry = 0;
     for (int k = 0; k < 5 || carry; ++k, ++i) {
@@ -96,10 +99,12 @@ class ExactDotReference {
   }
   static bool less(const std::vector<std::uint32_t>& x, const std::vector<std::uint32_t>& y) {
     for (int i = ndigits - 1; i >= 0; --i)
-      if (x[static_cast<std::size_t>(i)] != y[static_cast<std::size_t>(i)]) return x[static_cast<std::size_t>(i)] < y[static_cast<std::size_t>(i)];
+      if (x[static_cast<std::size_t>(i)] != y[static_cast<std::size_t>(i)])
+        return x[static_cast<std::size_t>(i)] < y[static_cast<std::size_t>(i)];
     return false;
   }
-  static std::vector<std::uint32_t> sub(const std::vector<std::uint32_t>& x, const std::vector<std::uint32_t>& y) {  // x >= y
+  static std::vector<std::uint32_t> sub(const std::vector<std::uint32_t>& x,
+                                        const std::vector<std::uint32_t>& y) {  // x >= y
     std::vector<std::uint32_t> r(x.size());
     std::int64_t borrow = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -109,7 +114,8 @@ class ExactDotReference {
     }
     return r;
   }
-  std::vector<std::uint32_t> pos_ = std::vector<std::uint32_t>(ndigits, 0), neg_ = std::vector<std::uint32_t>(ndigits, 0);
+  std::vector<std::uint32_t> pos_ = std::vector<std::uint32_t>(ndigits, 0),
+                             neg_ = std::vector<std::uint32_t>(ndigits, 0);
   bool nan_ = false, pos_inf_ = false, neg_inf_ = false, all_negative_zero_ = true;
 };
 

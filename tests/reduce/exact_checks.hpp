@@ -78,10 +78,12 @@ Out exact_reference(const std::vector<T>& x) {
     const float f = static_cast<float>(d);
     const bool f_below = static_cast<double>(f) <= d;
     const float below = f_below ? f : std::nextafter(f, -INFINITY), above = f_below ? std::nextafter(f, INFINITY) : f;
-    const auto as_double = [](float v) { return std::isinf(v) ? std::copysign(std::ldexp(1.0, 128), v) : static_cast<double>(v); };
+    const auto as_double = [](float v) {
+      return std::isinf(v) ? std::copysign(std::ldexp(1.0, 128), v) : static_cast<double>(v);
+    };
     const double b = as_double(below), a = as_double(above);
     if (b == d || a == d || d != b + (a - b) / 2) return f;  // d is a float, or not halfway: one rounding
-    Expansion r = e;  // d is halfway: the sign of the exact remainder decides
+    Expansion r = e;                                         // d is halfway: the sign of the exact remainder decides
     r.add(-d);
     const double rem = r.round();
     return rem > 0 ? above : rem < 0 ? below : f;  // an exact tie: the conversion rounded to even
@@ -105,18 +107,22 @@ std::vector<std::vector<T>> segments(const T* x, Extents e, int64_t sw, int64_t 
   std::vector<std::vector<T>> s(static_cast<std::size_t>(output_shape(e, lv).size()));
   for (int64_t k = 0; k < e.ng; ++k)
     for (int64_t j = 0; j < e.nw; ++j)
-      for (int64_t i = 0; i < e.nv; ++i) s[static_cast<std::size_t>(k * mult[0] + j * mult[1] + i * mult[2])].push_back(x[k * sg + j * sw + i]);
+      for (int64_t i = 0; i < e.nv; ++i)
+        s[static_cast<std::size_t>(k * mult[0] + j * mult[1] + i * mult[2])].push_back(x[k * sg + j * sw + i]);
   return s;
 }
 
 template <class Out>
 std::string compare_bits(const std::vector<Out>& got, const std::vector<Out>& want) {
-  if (got.size() != want.size()) return "output size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+  if (got.size() != want.size())
+    return "output size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
   std::string msg;
   int64_t bad = 0;
   for (std::size_t o = 0; o < got.size(); ++o) {
     if (std::memcmp(&got[o], &want[o], sizeof(Out)) == 0 || (std::isnan(got[o]) && std::isnan(want[o]))) continue;
-    if (++bad <= 3) msg += "out[" + std::to_string(o) + "] = " + reduce_checks::show(got[o]) + ", exact " + reduce_checks::show(want[o]) + "; ";
+    if (++bad <= 3)
+      msg += "out[" + std::to_string(o) + "] = " + reduce_checks::show(got[o]) + ", exact " +
+             reduce_checks::show(want[o]) + "; ";
   }
   return bad == 0 ? "" : std::to_string(bad) + " of " + std::to_string(got.size()) + " outputs wrong: " + msg;
 }
@@ -139,7 +145,8 @@ void check_levels(Workspace& ws, Extents e, bool strided, const std::vector<T>& 
   std::vector<T> host(static_cast<std::size_t>(l.total), std::numeric_limits<T>::quiet_NaN());
   for (int64_t k = 0, m = 0; k < e.ng; ++k)
     for (int64_t j = 0; j < e.nw; ++j)
-      for (int64_t i = 0; i < e.nv; ++i) host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
+      for (int64_t i = 0; i < e.nv; ++i)
+        host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
   auto d_in = A::upload(host);
   const View<const T> in = View<const T>::strided(d_in.data() + l.offset, e, l.sw, l.sg);
   Workspace cpu_ws(Backend::cpu);
@@ -148,8 +155,8 @@ void check_levels(Workspace& ws, Extents e, bool strided, const std::vector<T>& 
     for (const auto& s : segments(host.data() + l.offset, e, l.sw, l.sg, lv)) want.push_back(exact_reference<Out>(s));
     const std::vector<Out> got = run<A, T, Out>(ws, A::backend, in, lv);
     const std::string err = compare_bits(got, want);
-    INFO("exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << "> over " << lv.to_string()
-                      << " of " << shape_name(e, strided) << ": " << err);
+    INFO("exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << "> over "
+                      << lv.to_string() << " of " << shape_name(e, strided) << ": " << err);
     CHECK(err.empty());
     if constexpr (A::backend == Backend::cuda) {
       const View<const T> h = View<const T>::strided(host.data() + l.offset, e, l.sw, l.sg);
@@ -166,15 +173,16 @@ auto bits_of(Out v) {
 template <class A, class T, class Out>
 Out full(Workspace& ws, const std::vector<T>& x) {
   auto d = A::upload(x);
-  return run<A, T, Out>(ws, A::backend, View<const T>::flat(d.data(), static_cast<int64_t>(x.size())), Levels::all())[0];
+  return run<A, T, Out>(ws, A::backend, View<const T>::flat(d.data(), static_cast<int64_t>(x.size())),
+                        Levels::all())[0];
 }
 
 template <class A, class T, class Out>
 void check_full(Workspace& ws, const std::vector<T>& x, const std::string& what) {
   const Out got = full<A, T, Out>(ws, x), want = exact_reference<Out>(x);
-  INFO("exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << "> of " << what << " ("
-                    << x.size() << " elements): got " << reduce_checks::show(got) << " (bits " << std::hex << bits_of(got) << std::dec
-                    << "), exact " << reduce_checks::show(want));
+  INFO("exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << "> of " << what
+                    << " (" << x.size() << " elements): got " << reduce_checks::show(got) << " (bits " << std::hex
+                    << bits_of(got) << std::dec << "), exact " << reduce_checks::show(want));
   CHECK(compare_bits(std::vector<Out>{got}, std::vector<Out>{want}).empty());
 }
 
@@ -199,7 +207,8 @@ std::vector<T> spread(std::vector<T> v, std::size_t n, std::uint64_t salt) {
 
 namespace tally::test::exact_checks {
 
-TEST_CASE(TALLY_TEST_BACKEND ": exact sum, every level set of 3-D shapes, bitwise the correctly rounded exact sum", "[reduce][exact]") {
+TEST_CASE(TALLY_TEST_BACKEND ": exact sum, every level set of 3-D shapes, bitwise the correctly rounded exact sum",
+          "[reduce][exact]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 9000;
   for_each_pair([&]<class T, class Out>() {
@@ -212,14 +221,17 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact sum, every level set of 3-D shapes, bitwis
   });
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": exact sum, level sets reaching the same elements give the same bits", "[reduce][exact]") {
+TEST_CASE(TALLY_TEST_BACKEND ": exact sum, level sets reaching the same elements give the same bits",
+          "[reduce][exact]") {
   Workspace ws(TestBackend::backend);
   for_each_pair([&]<class T, class Out>() {
     const int64_t n = 3 * 1021 * 257;
     const auto x = wide_values<T>(static_cast<std::size_t>(n), 9100);
     auto d = TestBackend::upload(x);
-    const Out flat = run<TestBackend, T, Out>(ws, TestBackend::backend, View<const T>::flat(d.data(), n), Levels::all())[0];
-    for (const Extents& e : {Extents{1, 3 * 1021, 257}, Extents{3, 1, 1021 * 257}, Extents{3 * 1021, 257, 1}, Extents{3, 1021, 257}}) {
+    const Out flat =
+        run<TestBackend, T, Out>(ws, TestBackend::backend, View<const T>::flat(d.data(), n), Levels::all())[0];
+    for (const Extents& e :
+         {Extents{1, 3 * 1021, 257}, Extents{3, 1, 1021 * 257}, Extents{3 * 1021, 257, 1}, Extents{3, 1021, 257}}) {
       const auto in = View<const T>::contiguous(d.data(), e.ng, e.nw, e.nv);
       for (Levels lv : Levels::all_sets()) {
         if (output_shape(e, lv).size() != 1) continue;  // only the sets that reach every element
@@ -244,8 +256,10 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact sum of cancellation-heavy, wide and tie-ma
     }
     // The smallest subnormals and the largest finite values together.
     const T tiny = std::numeric_limits<T>::denorm_min(), huge = std::numeric_limits<T>::max();
-    check_full<TestBackend, T, Out>(ws, spread<T>({huge, tiny, -huge, tiny, tiny}, 4099, ++salt), "(max, tiny, -max, tiny, tiny)");
-    check_full<TestBackend, T, Out>(ws, spread<T>({tiny, -tiny, tiny, std::numeric_limits<T>::min()}, 77, ++salt), "subnormals");
+    check_full<TestBackend, T, Out>(ws, spread<T>({huge, tiny, -huge, tiny, tiny}, 4099, ++salt),
+                                    "(max, tiny, -max, tiny, tiny)");
+    check_full<TestBackend, T, Out>(ws, spread<T>({tiny, -tiny, tiny, std::numeric_limits<T>::min()}, 77, ++salt),
+                                    "subnormals");
     // Ties at the rounding point of Out: 1 + half an ulp of Out (even: stays 1), 1 + ulp + half an ulp
     // (odd: rounds up), and each with the smallest subnormal added or taken away (no longer a tie).
     constexpr int prec = std::numeric_limits<Out>::digits;
@@ -269,8 +283,11 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact sum follows IEEE for NaN, Inf, overflow an
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 9300;
   for_each_pair([&]<class T, class Out>() {
-    const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN(), mx = std::numeric_limits<T>::max();
-    const auto sum = [&](std::vector<T> v) { return full<TestBackend, T, Out>(ws, spread<T>(std::move(v), 3001, ++salt)); };
+    const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN(),
+            mx = std::numeric_limits<T>::max();
+    const auto sum = [&](std::vector<T> v) {
+      return full<TestBackend, T, Out>(ws, spread<T>(std::move(v), 3001, ++salt));
+    };
     CHECK(std::isnan(sum({T(1), nan, T(2)})));
     CHECK(std::isnan(sum({inf, T(1), -inf})));
     CHECK(std::isnan(sum({inf, nan})));
@@ -284,7 +301,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": exact sum follows IEEE for NaN, Inf, overflow an
     if constexpr (sizeof(Out) == sizeof(T)) CHECK(sum({-mx, -mx, -mx}) == -std::numeric_limits<Out>::infinity());
     // Just below the overflow threshold of Out: max + half an ulp of max rounds to... infinity (a tie: max is odd).
     if constexpr (sizeof(Out) == sizeof(T)) {
-      const T ulp_half = static_cast<T>(std::ldexp(1.0, std::numeric_limits<T>::max_exponent - std::numeric_limits<T>::digits - 1));
+      const T ulp_half =
+          static_cast<T>(std::ldexp(1.0, std::numeric_limits<T>::max_exponent - std::numeric_limits<T>::digits - 1));
       CHECK(sum({mx, ulp_half}) == std::numeric_limits<Out>::infinity());
       CHECK(sum({mx, ulp_half, -std::numeric_limits<T>::denorm_min()}) == static_cast<Out>(mx));
     }

@@ -29,8 +29,8 @@ std::vector<T> wide_values(std::size_t n, std::uint64_t salt, int emax = wide_em
     double x;
     if (k == 0) x = (g() & 1) ? 0.0 : -0.0;
     else if (k <= 2 && i > 0) x = -static_cast<double>(v[g() % i]);  // cancels an earlier value
-    else if (k <= 8) x = std::ldexp(m(g), narrow(g));                 // a cluster near 1
-    else x = std::ldexp(m(g), ex(g));                                 // anywhere, subnormals included
+    else if (k <= 8) x = std::ldexp(m(g), narrow(g));                // a cluster near 1
+    else x = std::ldexp(m(g), ex(g));                                // anywhere, subnormals included
     if (g() & 1) x = -x;
     v[i] = static_cast<T>(x);
   }

@@ -49,7 +49,8 @@ struct Case {
 template <class... C>
 struct CaseList {};
 
-template <class T> const char* type_name() {
+template <class T>
+const char* type_name() {
   if constexpr (std::is_same_v<T, int32_t>) return "int32";
   else if constexpr (std::is_same_v<T, int64_t>) return "int64";
   else if constexpr (std::is_same_v<T, float>) return "float";
@@ -67,8 +68,8 @@ template <class T> const char* type_name() {
 using AllCases = CaseList<TALLY_ALL_CASES>;
 /// Every combination reduce() has: those and the mean's 3 floating ones.
 using ReduceCases = CaseList<TALLY_ALL_CASES, Case<Mean, float>, Case<Mean, float, double>, Case<Mean, double>>;
-using FloatMaxMinCases = CaseList<Case<Max, float>, Case<Min, float>, Case<Max, float, double>, Case<Min, float, double>,
-                                  Case<Max, double>, Case<Min, double>>;
+using FloatMaxMinCases = CaseList<Case<Max, float>, Case<Min, float>, Case<Max, float, double>,
+                                  Case<Min, float, double>, Case<Max, double>, Case<Min, double>>;
 #undef TALLY_ARITH_CASES
 #undef TALLY_BIT_CASES
 #undef TALLY_ALL_CASES
@@ -80,20 +81,23 @@ void for_each_case(CaseList<C...>, F&& f) {
 
 template <class Op, class T, class Acc>
 std::string case_name() {
-  return std::string(Op::name) + "<" + type_name<T>() + (std::is_same_v<T, Acc> ? "" : std::string("->") + type_name<Acc>()) + ">";
+  return std::string(Op::name) + "<" + type_name<T>() +
+         (std::is_same_v<T, Acc> ? "" : std::string("->") + type_name<Acc>()) + ">";
 }
 
 // ---- the reference: written out again, independent of ops.hpp -------------------------------------
 
-template <class Op> constexpr bool is_fp_arith(bool fp) {
+template <class Op>
+constexpr bool is_fp_arith(bool fp) {
   return fp && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod> || std::is_same_v<Op, Mean>);
 }
 
 /// What the reference accumulates in: long double for floating-point sums and products, int64 for
 /// integer sums and products, the accumulator type itself for the exact operators.
 template <class Op, class Acc>
-using RefType = std::conditional_t<is_fp_arith<Op>(std::is_floating_point_v<Acc>), long double,
-                                   std::conditional_t<std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>, int64_t, Acc>>;
+using RefType =
+    std::conditional_t<is_fp_arith<Op>(std::is_floating_point_v<Acc>), long double,
+                       std::conditional_t<std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>, int64_t, Acc>>;
 
 template <class Op, class R>
 R ref_identity() {
@@ -102,7 +106,8 @@ R ref_identity() {
     return R(0);
   else if constexpr (std::is_same_v<Op, Prod> || std::is_same_v<Op, LogicalAnd>) return R(1);
   else if constexpr (std::is_same_v<Op, BitAnd>) return R(-1);  // all bits set
-  else if constexpr (std::is_same_v<Op, Max>) return std::is_floating_point_v<R> ? -std::numeric_limits<R>::infinity() : std::numeric_limits<R>::min();
+  else if constexpr (std::is_same_v<Op, Max>)
+    return std::is_floating_point_v<R> ? -std::numeric_limits<R>::infinity() : std::numeric_limits<R>::min();
   else return std::is_floating_point_v<R> ? std::numeric_limits<R>::infinity() : std::numeric_limits<R>::max();
 }
 
@@ -110,8 +115,14 @@ template <class Op, class R>
 R ref_join(R a, R b) {
   if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) return a + b;
   else if constexpr (std::is_same_v<Op, Prod>) return a * b;
-  else if constexpr (std::is_same_v<Op, Max>) return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b)) ? std::numeric_limits<R>::quiet_NaN() : std::max(a, b);
-  else if constexpr (std::is_same_v<Op, Min>) return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b)) ? std::numeric_limits<R>::quiet_NaN() : std::min(a, b);
+  else if constexpr (std::is_same_v<Op, Max>)
+    return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b))
+               ? std::numeric_limits<R>::quiet_NaN()
+               : std::max(a, b);
+  else if constexpr (std::is_same_v<Op, Min>)
+    return std::isnan(static_cast<double>(a)) || std::isnan(static_cast<double>(b))
+               ? std::numeric_limits<R>::quiet_NaN()
+               : std::min(a, b);
   else if constexpr (std::is_same_v<Op, BitAnd>) return a & b;
   else if constexpr (std::is_same_v<Op, BitOr>) return a | b;
   else if constexpr (std::is_same_v<Op, BitXor>) return a ^ b;
@@ -131,7 +142,8 @@ struct Reference {
 template <class Op, class T, class Acc>
 Reference<RefType<Op, Acc>> reference(const T* x, Extents e, int64_t sw, int64_t sg, Levels levels) {
   using R = RefType<Op, Acc>;
-  const bool keep[3] = {!levels.contains(Level::gang), !levels.contains(Level::worker), !levels.contains(Level::vector)};
+  const bool keep[3] = {!levels.contains(Level::gang), !levels.contains(Level::worker),
+                        !levels.contains(Level::vector)};
   const int64_t ext[3] = {e.ng, e.nw, e.nv};
   int64_t n_out = 1;
   for (int a = 0; a < 3; ++a)
@@ -171,7 +183,8 @@ bool matches(Acc got, R ref, long double abs_sum, int64_t n) {
     if constexpr (std::is_same_v<Op, Sum>) return diff <= static_cast<long double>(n + 1) * eps * abs_sum;
     // The sum's bound over n, and the division's own rounding.
     else if constexpr (std::is_same_v<Op, Mean>)
-      return diff <= static_cast<long double>(n + 1) * eps * abs_sum / static_cast<long double>(n) + eps * std::fabs(ref);
+      return diff <=
+             static_cast<long double>(n + 1) * eps * abs_sum / static_cast<long double>(n) + eps * std::fabs(ref);
     else if constexpr (std::is_same_v<Op, Prod>) return diff <= static_cast<long double>(n + 1) * eps * std::fabs(ref);
     else return got == static_cast<Acc>(ref);  // max, min: exact
   } else {
@@ -179,7 +192,8 @@ bool matches(Acc got, R ref, long double abs_sum, int64_t n) {
   }
 }
 
-template <class T> std::string show(T v) {
+template <class T>
+std::string show(T v) {
   std::ostringstream s;
   s.precision(std::numeric_limits<long double>::max_digits10);
   s << v;
@@ -189,14 +203,15 @@ template <class T> std::string show(T v) {
 /// Compares every output; returns "" or a description of the first mismatches.
 template <class Op, class Acc, class R>
 std::string compare(const std::vector<Acc>& got, const Reference<R>& ref) {
-  if (got.size() != ref.value.size()) return "output size " + std::to_string(got.size()) + " != " + std::to_string(ref.value.size());
+  if (got.size() != ref.value.size())
+    return "output size " + std::to_string(got.size()) + " != " + std::to_string(ref.value.size());
   std::string msg;
   int64_t bad = 0;
   for (std::size_t o = 0; o < got.size(); ++o) {
     if (matches<Op>(got[o], ref.value[o], ref.abs_sum[o], ref.count[o])) continue;
     if (++bad <= 3)
-      msg += "out[" + std::to_string(o) + "] = " + show(got[o]) + ", reference " + show(ref.value[o]) + " (n = " +
-             std::to_string(ref.count[o]) + "); ";
+      msg += "out[" + std::to_string(o) + "] = " + show(got[o]) + ", reference " + show(ref.value[o]) +
+             " (n = " + std::to_string(ref.count[o]) + "); ";
   }
   return bad == 0 ? "" : std::to_string(bad) + " of " + std::to_string(got.size()) + " outputs wrong: " + msg;
 }
@@ -226,7 +241,9 @@ std::vector<T> make_input(std::size_t n, int64_t per, std::uint64_t salt) {
     }
   } else {
     constexpr int bits = std::numeric_limits<T>::digits;  // value bits (31 or 63)
-    const auto uniform = [&](int64_t lo, int64_t hi) { return static_cast<T>(std::uniform_int_distribution<int64_t>(lo, hi)(g)); };
+    const auto uniform = [&](int64_t lo, int64_t hi) {
+      return static_cast<T>(std::uniform_int_distribution<int64_t>(lo, hi)(g));
+    };
     for (auto& x : v) {
       if constexpr (std::is_same_v<Op, Sum>) {
         if constexpr (std::is_same_v<T, int64_t>) x = uniform(-(int64_t{1} << 40), int64_t{1} << 40);
@@ -284,16 +301,16 @@ inline Layout make_layout(Extents e, bool strided) {
 }
 
 inline std::string shape_name(Extents e, bool strided) {
-  return "(" + std::to_string(e.ng) + ", " + std::to_string(e.nw) + ", " + std::to_string(e.nv) + ")" + (strided ? " strided" : "");
+  return "(" + std::to_string(e.ng) + ", " + std::to_string(e.nw) + ", " + std::to_string(e.nv) + ")" +
+         (strided ? " strided" : "");
 }
 
 /// Shapes built from the extents 0, 1, 31, 32, 33, 1023, 1025 (and 2, 3, 4, 8, 16 for narrow rows);
 /// strided, (1025, 33, 1) has no contiguous axis at all.
 inline const std::vector<Extents>& matrix_shapes() {
-  static const std::vector<Extents> s = {
-      {0, 3, 5},     {4, 0, 7},      {2, 3, 0},       {1, 1, 1},     {31, 32, 33},  {3, 1025, 31}, {33, 1, 1023},
-      {1, 33, 1025}, {1025, 31, 2},  {1023, 2, 32},   {2, 1023, 8},  {32, 33, 4},   {31, 1025, 3},
-      {33, 31, 16},  {1025, 33, 1}};
+  static const std::vector<Extents> s = {{0, 3, 5},     {4, 0, 7},     {2, 3, 0},     {1, 1, 1},     {31, 32, 33},
+                                         {3, 1025, 31}, {33, 1, 1023}, {1, 33, 1025}, {1025, 31, 2}, {1023, 2, 32},
+                                         {2, 1023, 8},  {32, 33, 4},   {31, 1025, 3}, {33, 31, 16},  {1025, 33, 1}};
   return s;
 }
 
@@ -312,7 +329,8 @@ void check_all_level_sets(Workspace& ws, Extents e, bool strided, std::uint64_t 
   const std::vector<T> vals = make_input<Op, T, Acc>(static_cast<std::size_t>(e.size()), e.size(), salt);
   for (int64_t k = 0, m = 0; k < e.ng; ++k)
     for (int64_t j = 0; j < e.nw; ++j)
-      for (int64_t i = 0; i < e.nv; ++i) host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
+      for (int64_t i = 0; i < e.nv; ++i)
+        host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
   auto d_in = A::upload(host);
   const View<const T> in = View<const T>::strided(d_in.data() + l.offset, e, l.sw, l.sg);
   for (Levels lv : Levels::all_sets()) {
@@ -331,8 +349,8 @@ void check_full_1d(Workspace& ws, int64_t n, std::uint64_t salt) {
   auto d_in = A::upload(host);
   const auto ref = reference<Op, T, Acc>(host.data(), {1, 1, n}, n, n, Levels::all());
   auto d_out = A::template poisoned<Acc>(1, std::is_floating_point_v<Acc> ? 0xFF : 0x5A);
-  reduce<Op, T, Acc>(A::backend, View<const T>::flat(d_in.data(), n), Levels::all(), std::span<Acc>(d_out.data(), 1), ws,
-                     A::stream());
+  reduce<Op, T, Acc>(A::backend, View<const T>::flat(d_in.data(), n), Levels::all(), std::span<Acc>(d_out.data(), 1),
+                     ws, A::stream());
   const std::string err = compare<Op>(A::download(d_out), ref);
   INFO((case_name<Op, T, Acc>()) << " full reduction of " << n << " elements: " << err);
   CHECK(err.empty());
@@ -381,8 +399,8 @@ void check_against_eigen(Workspace& ws, Extents e, std::uint64_t salt) {
       if (std::fabs(static_cast<long double>(got[o]) - static_cast<long double>(want[o])) <= tol) continue;
       if (++bad == 1) first = "out[" + std::to_string(o) + "] = " + show(got[o]) + ", Eigen " + show(want[o]);
     }
-    INFO(Op::name << "<" << type_name<T>() << "> over " << lv.to_string() << " of " << shape_name(e, false) << " vs Eigen: "
-                  << bad << " wrong, " << first);
+    INFO(Op::name << "<" << type_name<T>() << "> over " << lv.to_string() << " of " << shape_name(e, false)
+                  << " vs Eigen: " << bad << " wrong, " << first);
     CHECK(got.size() == want.size());
     CHECK(bad == 0);
   }
@@ -402,10 +420,12 @@ void check_nan(Workspace& ws, Extents e, bool strided, const std::vector<int64_t
   auto vals = make_input<Op, T, Acc>(static_cast<std::size_t>(e.size()), e.size(), salt);
   for (int64_t w : where) vals[static_cast<std::size_t>(w)] = std::numeric_limits<T>::quiet_NaN();
   if (vals.size() > 2) vals[1] = -std::numeric_limits<T>::infinity(), vals[2] = std::numeric_limits<T>::infinity();
-  for (int64_t w : where) vals[static_cast<std::size_t>(w)] = std::numeric_limits<T>::quiet_NaN();  // wins over the infinities
+  for (int64_t w : where)
+    vals[static_cast<std::size_t>(w)] = std::numeric_limits<T>::quiet_NaN();  // wins over the infinities
   for (int64_t k = 0, m = 0; k < e.ng; ++k)
     for (int64_t j = 0; j < e.nw; ++j)
-      for (int64_t i = 0; i < e.nv; ++i) host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
+      for (int64_t i = 0; i < e.nv; ++i)
+        host[static_cast<std::size_t>(l.offset + k * l.sg + j * l.sw + i)] = vals[static_cast<std::size_t>(m++)];
   auto d_in = A::upload(host);
   const View<const T> in = View<const T>::strided(d_in.data() + l.offset, e, l.sw, l.sg);
   for (Levels lv : sets) {
@@ -418,10 +438,13 @@ void check_nan(Workspace& ws, Extents e, bool strided, const std::vector<int64_t
     for (std::size_t o = 0; o < got.size(); ++o) {
       nans += ref.has_nan[o];
       const bool ok = ref.has_nan[o] ? std::isnan(got[o]) : got[o] == static_cast<Acc>(ref.value[o]);
-      if (!ok && ++bad == 1) first = "out[" + std::to_string(o) + "] = " + show(got[o]) + ", expected " + (ref.has_nan[o] ? "NaN" : show(ref.value[o]));
+      if (!ok && ++bad == 1)
+        first = "out[" + std::to_string(o) + "] = " + show(got[o]) + ", expected " +
+                (ref.has_nan[o] ? "NaN" : show(ref.value[o]));
     }
     INFO((case_name<Op, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, strided) << " with "
-                                 << where.size() << " NaN: " << nans << " NaN outputs expected, " << bad << " wrong; " << first);
+                                   << where.size() << " NaN: " << nans << " NaN outputs expected, " << bad << " wrong; "
+                                   << first);
     CHECK(nans > 0);
     CHECK(bad == 0);
   }
@@ -439,7 +462,8 @@ std::vector<Acc> run_once(Workspace& ws, const View<const T>& in, Levels lv) {
 
 template <class T>
 bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);  // memcmp: no null
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);  // memcmp: no null
 }
 
 }  // namespace tally::test::reduce_checks
@@ -468,7 +492,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": every operator x type for full reductions of 1-D
   std::uint64_t salt = 2000;
   for_each_case(ReduceCases{}, [&](auto c) {
     using C = decltype(c);
-    for (int64_t n : full_sizes()) check_full_1d<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, n, ++salt);
+    for (int64_t n : full_sizes())
+      check_full_1d<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, n, ++salt);
   });
 }
 
@@ -483,7 +508,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": agrees with Eigen's Tensor reductions", "[reduce
   }
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": max and min propagate NaN to the whole result and to each output row", "[reduce][nan]") {
+TEST_CASE(TALLY_TEST_BACKEND ": max and min propagate NaN to the whole result and to each output row",
+          "[reduce][nan]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 4000;
   auto g = tally::test::rng(4000);
@@ -494,13 +520,15 @@ TEST_CASE(TALLY_TEST_BACKEND ": max and min propagate NaN to the whole result an
       std::uniform_int_distribution<int64_t> pos(0, n - 1);
       for (bool strided : {false, true}) {
         check_nan<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, e, strided, {pos(g)}, ++salt);
-        check_nan<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, e, strided, {0, n - 1, pos(g), pos(g)}, ++salt);
+        check_nan<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, e, strided,
+                                                                               {0, n - 1, pos(g), pos(g)}, ++salt);
       }
     }
     // One NaN in a long 1-D array: first, last (the tail of the vector loop), anywhere.
     const int64_t big = (int64_t{1} << 20) + 7;
     for (int64_t w : {int64_t{0}, big - 1, std::uniform_int_distribution<int64_t>(0, big - 1)(g)})
-      check_nan<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, {1, 1, big}, false, {w}, ++salt, {Levels::all()});
+      check_nan<TestBackend, typename C::Op, typename C::T, typename C::Acc>(ws, {1, 1, big}, false, {w}, ++salt,
+                                                                             {Levels::all()});
   });
 }
 
@@ -535,8 +563,10 @@ TEST_CASE(TALLY_TEST_BACKEND ": two runs give bitwise equal results", "[reduce][
   const auto in = View<const float>::contiguous(d_in.data(), e.ng, e.nw, e.nv);
   for (Levels lv : Levels::all_sets()) {
     INFO("sum<float> and sum<float->double> over " << lv.to_string() << " of " << shape_name(e, false));
-    CHECK(bitwise_equal(run_once<TestBackend, Sum, float, float>(ws, in, lv), run_once<TestBackend, Sum, float, float>(ws, in, lv)));
-    CHECK(bitwise_equal(run_once<TestBackend, Sum, float, double>(ws, in, lv), run_once<TestBackend, Sum, float, double>(ws, in, lv)));
+    CHECK(bitwise_equal(run_once<TestBackend, Sum, float, float>(ws, in, lv),
+                        run_once<TestBackend, Sum, float, float>(ws, in, lv)));
+    CHECK(bitwise_equal(run_once<TestBackend, Sum, float, double>(ws, in, lv),
+                        run_once<TestBackend, Sum, float, double>(ws, in, lv)));
   }
 }
 
@@ -552,13 +582,16 @@ TEST_CASE(TALLY_TEST_BACKEND ": reduce_to_host returns the full reduction", "[re
   const auto rs = reference<Sum, float, double>(xf.data(), {1, 1, n}, n, n, Levels::all());
   const auto rm = reference<Max, float, float>(xf.data(), {1, 1, n}, n, n, Levels::all());
   const auto ri = reference<Sum, int32_t, int64_t>(xi.data(), {1, 1, n}, n, n, Levels::all());
-  CHECK(matches<Sum>(reduce_to_host<Sum, float, double>(TestBackend::backend, vf, ws, TestBackend::stream()), rs.value[0], rs.abs_sum[0], n));
+  CHECK(matches<Sum>(reduce_to_host<Sum, float, double>(TestBackend::backend, vf, ws, TestBackend::stream()),
+                     rs.value[0], rs.abs_sum[0], n));
   CHECK(reduce_to_host<Max, float>(TestBackend::backend, vf, ws, TestBackend::stream()) == rm.value[0]);
   CHECK(reduce_to_host<Sum, int32_t, int64_t>(TestBackend::backend, vi, ws, TestBackend::stream()) == ri.value[0]);
   // A strided sub-array: rows 1..1023 of a 1025 x 1024 array, columns 3..1001.
   const Extents e{1, 1023, 999};
   const auto ref = reference<Sum, float, double>(xf.data() + 1024 + 3, e, 1024, 1023 * 1024, Levels::all());
-  CHECK(matches<Sum>(reduce_to_host<Sum, float, double>(TestBackend::backend, View<const float>::strided(d_f.data() + 1024 + 3, e, 1024, 1023 * 1024), ws, TestBackend::stream()),
+  CHECK(matches<Sum>(reduce_to_host<Sum, float, double>(
+                         TestBackend::backend, View<const float>::strided(d_f.data() + 1024 + 3, e, 1024, 1023 * 1024),
+                         ws, TestBackend::stream()),
                      ref.value[0], ref.abs_sum[0], e.size()));
 }
 
@@ -580,16 +613,24 @@ TEST_CASE(TALLY_TEST_BACKEND ": bad arguments throw std::invalid_argument naming
       CHECK(std::string(ex.what()).find(needle) != std::string::npos);
     }
   };
-  expect_error([&] { call(in, Level::gang, 55); }, "out:");                    // wants 7 * 8 = 56
-  expect_error([&] { call(in, Levels::all(), 0); }, "out:");                   // wants 1
+  expect_error([&] { call(in, Level::gang, 55); }, "out:");   // wants 7 * 8 = 56
+  expect_error([&] { call(in, Levels::all(), 0); }, "out:");  // wants 1
   expect_error([&] { call(in, Levels{}, 64); }, "levels:");
   expect_error([&] { call(View<const float>::contiguous(nullptr, 6, 7, 8), Levels::all(), 1); }, "null data pointer");
   expect_error([&] { call(View<const float>::strided(d_in.data(), {6, 7, 8}, 7, 56), Levels::all(), 1); }, "stride_w");
   expect_error([&] { call(View<const float>::strided(d_in.data(), {6, 7, 8}, 8, 55), Levels::all(), 1); }, "stride_g");
-  expect_error([&] { call(View<const float>::contiguous(d_in.data(), 6, -7, 8), Levels::all(), 1); }, "negative extent");
-  expect_error([&] { reduce<Sum, float>(TestBackend::backend, in, Level::vector, std::span<float>(static_cast<float*>(nullptr), 42), ws); }, "out: null");
+  expect_error([&] { call(View<const float>::contiguous(d_in.data(), 6, -7, 8), Levels::all(), 1); },
+               "negative extent");
+  expect_error(
+      [&] {
+        reduce<Sum, float>(TestBackend::backend, in, Level::vector, std::span<float>(static_cast<float*>(nullptr), 42),
+                           ws);
+      },
+      "out: null");
   // A workspace made for this backend, used with the other one.
-  expect_error([&] { reduce<Sum, float>(TestBackend::other, in, Levels::all(), std::span<float>(d_out.data(), 1), ws); }, "workspace");
+  expect_error(
+      [&] { reduce<Sum, float>(TestBackend::other, in, Levels::all(), std::span<float>(d_out.data(), 1), ws); },
+      "workspace");
   // The error left nothing half-done: a valid call still works.
   call(in, Levels::all(), 1);
   CHECK(TestBackend::download(d_out)[0] == 336.0f);

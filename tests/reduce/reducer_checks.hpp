@@ -43,7 +43,9 @@ struct Input {
   std::vector<T> data;
   Extents e;
   int64_t sw, sg;
-  [[nodiscard]] const T& at(int64_t k, int64_t j, int64_t i) const { return data[static_cast<std::size_t>(k * sg + j * sw + i)]; }
+  [[nodiscard]] const T& at(int64_t k, int64_t j, int64_t i) const {
+    return data[static_cast<std::size_t>(k * sg + j * sw + i)];
+  }
 };
 
 /// Values from a small set (many ties) or continuous, per `ties`; NaN nowhere.
@@ -52,7 +54,8 @@ Input<T> make_input(Extents e, bool strided, bool ties, std::uint64_t salt) {
   Input<T> in{{}, e, strided ? e.nv + 3 : e.nv, 0};
   in.sg = strided ? std::max<int64_t>(e.nw, 1) * in.sw + 5 : e.nw * e.nv;
   const auto n = static_cast<std::size_t>(std::max<int64_t>(e.ng, 1) * in.sg + 8);
-  if constexpr (std::is_integral_v<T>) in.data = random_vector<T>(n, ties ? T(-6) : T(-1000000), ties ? T(6) : T(1000000), salt);
+  if constexpr (std::is_integral_v<T>)
+    in.data = random_vector<T>(n, ties ? T(-6) : T(-1000000), ties ? T(6) : T(1000000), salt);
   else {
     in.data = random_vector<T>(n, T(-4), T(4), salt);
     if (ties)
@@ -156,8 +159,9 @@ void check_shape(Workspace& ws, Extents e, bool strided, bool ties, std::uint64_
         // unflatten() of the output's position (kept axes) and of the index (reduced axes) lead back to the element
         const auto c = unflatten(amax[o].index, in.e, lv);
         const auto oc = unflatten(static_cast<int64_t>(o), in.e, Levels::from_bits(~lv.bits() & 7u));
-        if (amax[o].index != rmax[o].index || !same_bits(amax[o].value, rmax[o].value) || amin[o].index != rmin[o].index ||
-            !same_bits(amin[o].value, rmin[o].value) || !same_bits(in.at(c[0] + oc[0], c[1] + oc[1], c[2] + oc[2]), amax[o].value))
+        if (amax[o].index != rmax[o].index || !same_bits(amax[o].value, rmax[o].value) ||
+            amin[o].index != rmin[o].index || !same_bits(amin[o].value, rmin[o].value) ||
+            !same_bits(in.at(c[0] + oc[0], c[1] + oc[1], c[2] + oc[2]), amax[o].value))
           arg_bad = "output " + std::to_string(o) + ": argmax " + std::to_string(amax[o].index) + " (reference " +
                     std::to_string(rmax[o].index) + "), argmin " + std::to_string(amin[o].index) + " (reference " +
                     std::to_string(rmin[o].index) + ")";
@@ -169,7 +173,8 @@ void check_shape(Workspace& ws, Extents e, bool strided, bool ties, std::uint64_
     const auto rmm = ref_minmax(in, lv);
     std::string mm_bad;
     for (std::size_t o = 0; o < rmm.size() && mm_bad.empty(); ++o)
-      if (!same_bits(mm[o].min, rmm[o].min) || !same_bits(mm[o].max, rmm[o].max)) mm_bad = "minmax output " + std::to_string(o);
+      if (!same_bits(mm[o].min, rmm[o].min) || !same_bits(mm[o].max, rmm[o].max))
+        mm_bad = "minmax output " + std::to_string(o);
     INFO(mm_bad);
     CHECK(mm_bad.empty());
     const auto mv = run<A, MeanVar, T>(ws, in, lv);
@@ -183,13 +188,16 @@ void check_shape(Workspace& ws, Extents e, bool strided, bool ties, std::uint64_
         ok = ok && std::isnan(mv[o].mean_or_nan()) && std::isnan(mv[o].variance());
       } else {
         const double scale = static_cast<double>(std::sqrt(r.sq / r.count));  // rms |x|
-        ok = ok && std::abs(mv[o].mean - static_cast<double>(r.mean)) <= 4 * static_cast<double>(r.count + 1) * eps * scale &&
-             std::abs(mv[o].m2 - static_cast<double>(r.m2)) <= 8 * static_cast<double>(r.count + 1) * eps * static_cast<double>(r.sq);
+        ok = ok &&
+             std::abs(mv[o].mean - static_cast<double>(r.mean)) <= 4 * static_cast<double>(r.count + 1) * eps * scale &&
+             std::abs(mv[o].m2 - static_cast<double>(r.m2)) <=
+                 8 * static_cast<double>(r.count + 1) * eps * static_cast<double>(r.sq);
       }
       if (!ok)
         mv_bad = "meanvar output " + std::to_string(o) + ": count " + std::to_string(mv[o].count) + ", mean " +
-                 std::to_string(mv[o].mean) + ", m2 " + std::to_string(mv[o].m2) + " (reference " + std::to_string(r.count) +
-                 ", " + std::to_string(static_cast<double>(r.mean)) + ", " + std::to_string(static_cast<double>(r.m2)) + ")";
+                 std::to_string(mv[o].mean) + ", m2 " + std::to_string(mv[o].m2) + " (reference " +
+                 std::to_string(r.count) + ", " + std::to_string(static_cast<double>(r.mean)) + ", " +
+                 std::to_string(static_cast<double>(r.m2)) + ")";
     }
     INFO(mv_bad);
     CHECK(mv_bad.empty());
@@ -220,22 +228,26 @@ void check_flat(Workspace& ws, int64_t n, int64_t off, bool ties, std::uint64_t 
   CHECK(mv[0].count == static_cast<double>(n));
   const double scale = static_cast<double>(std::sqrt(rmv[0].sq / n));
   CHECK(std::abs(mv[0].mean - static_cast<double>(rmv[0].mean)) <= 4 * static_cast<double>(n + 1) * eps * scale);
-  CHECK(std::abs(mv[0].m2 - static_cast<double>(rmv[0].m2)) <= 8 * static_cast<double>(n + 1) * eps * static_cast<double>(rmv[0].sq));
+  CHECK(std::abs(mv[0].m2 - static_cast<double>(rmv[0].m2)) <=
+        8 * static_cast<double>(n + 1) * eps * static_cast<double>(rmv[0].sq));
 }
 
 template <class A, class T>
 ValueIndex<T> arg_of(Workspace& ws, const std::vector<T>& x, bool max) {
-  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()), static_cast<int64_t>(x.size())};
+  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()),
+              static_cast<int64_t>(x.size())};
   return max ? run<A, ArgMax<T>>(ws, in, Levels::all())[0] : run<A, ArgMin<T>>(ws, in, Levels::all())[0];
 }
 template <class A, class T>
 MinMaxPair<T> minmax_of(Workspace& ws, const std::vector<T>& x) {
-  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()), static_cast<int64_t>(x.size())};
+  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()),
+              static_cast<int64_t>(x.size())};
   return run<A, MinMax<T>>(ws, in, Levels::all())[0];
 }
 template <class A, class T>
 Moments moments_of(Workspace& ws, const std::vector<T>& x) {
-  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()), static_cast<int64_t>(x.size())};
+  Input<T> in{x, Extents{1, 1, static_cast<int64_t>(x.size())}, static_cast<int64_t>(x.size()),
+              static_cast<int64_t>(x.size())};
   return run<A, MeanVar, T>(ws, in, Levels::all())[0];
 }
 
@@ -259,11 +271,15 @@ void check_shapes(const std::vector<Extents>& shapes, std::uint64_t salt) {
 
 namespace tally::test::reducer_checks {
 
-TEST_CASE(TALLY_TEST_BACKEND ": arg-max/min, min-max, mean-var x type x level set on 3-D shapes against naive references", "[reduce][reducers]") {
+TEST_CASE(TALLY_TEST_BACKEND
+          ": arg-max/min, min-max, mean-var x type x level set on 3-D shapes against naive references",
+          "[reduce][reducers]") {
   check_shapes<TestBackend>(reduce_checks::matrix_shapes(), 16000);
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": long rows, contiguous or strided, every row aligned or not (the GPU's vector loads and their tails)", "[reduce][reducers]") {
+TEST_CASE(TALLY_TEST_BACKEND
+          ": long rows, contiguous or strided, every row aligned or not (the GPU's vector loads and their tails)",
+          "[reduce][reducers]") {
   // Rows of 20000 and 16387 elements: on the GPU a contiguous row aligned to 16 bytes is read in
   // batches of whole vectors with a tail of < V elements; 16387 leaves three of four rows unaligned.
   check_shapes<TestBackend>({Extents{2, 3, 20000}, Extents{1, 4, 16387}}, 16300);
@@ -336,7 +352,7 @@ TEST_CASE(TALLY_TEST_BACKEND ": +-0 and infinities", "[reduce][reducers]") {
   CHECK(std::signbit(arg_of<TestBackend>(ws, zeros, true).value));
   CHECK(arg_of<TestBackend>(ws, zeros, false).index == 0);
   const auto mz = minmax_of<TestBackend>(ws, zeros);
-  CHECK((mz.min == 0.0 && std::signbit(mz.min)));    // -0 < +0
+  CHECK((mz.min == 0.0 && std::signbit(mz.min)));  // -0 < +0
   CHECK((mz.max == 0.0 && !std::signbit(mz.max)));
   const auto mz2 = minmax_of<TestBackend>(ws, std::vector<double>{0.0, -0.0});
   CHECK((std::signbit(mz2.min) && !std::signbit(mz2.max)));
@@ -356,7 +372,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": +-0 and infinities", "[reduce][reducers]") {
   CHECK(!std::signbit(moments_of<TestBackend>(ws, std::vector<double>{-3.0}).m2));
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": MinMax of long runs: an infinity, signed zeros, a sum that overflows", "[reduce][reducers]") {
+TEST_CASE(TALLY_TEST_BACKEND ": MinMax of long runs: an infinity, signed zeros, a sum that overflows",
+          "[reduce][reducers]") {
   // The CPU folds runs in blocks of thousands whose NaN/infinity check is a sum of the values: each
   // case here takes its slow path (or would, wrongly, skip it) inside one long block.
   Workspace ws(TestBackend::backend);
@@ -378,18 +395,22 @@ TEST_CASE(TALLY_TEST_BACKEND ": MinMax of long runs: an infinity, signed zeros, 
   CHECK(mm.max == big);
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": empty reductions: arg-reductions throw, MinMax gives its identity, mean is NaN", "[reduce][reducers][errors]") {
+TEST_CASE(TALLY_TEST_BACKEND ": empty reductions: arg-reductions throw, MinMax gives its identity, mean is NaN",
+          "[reduce][reducers][errors]") {
   Workspace ws(TestBackend::backend);
   const auto d = TestBackend::upload<float>(std::vector<float>(8, 1.0f));
   auto out = TestBackend::poisoned<ValueIndex<float>>(3, 0);
   const auto empty_rows = View<const float>::contiguous(d.data(), 3, 0, 4);
   const std::span<ValueIndex<float>> o(out.data(), 3);
-  CHECK_THROWS_WITH((reduce<ArgMax<float>, float>(TestBackend::backend, empty_rows, Level::worker | Level::vector, o, ws)),
-                    contains("argmax of an empty set"));
-  CHECK_THROWS_AS((reduce<ArgMin<float>, float>(TestBackend::backend, empty_rows, Level::worker | Level::vector, o, ws)),
-                  std::invalid_argument);
-  CHECK_THROWS_WITH((reduce_to_host<ArgMax<float>, float>(TestBackend::backend, View<const float>::flat(d.data(), 0), ws)),
-                    contains("argmax of an empty set"));
+  CHECK_THROWS_WITH(
+      (reduce<ArgMax<float>, float>(TestBackend::backend, empty_rows, Level::worker | Level::vector, o, ws)),
+      contains("argmax of an empty set"));
+  CHECK_THROWS_AS(
+      (reduce<ArgMin<float>, float>(TestBackend::backend, empty_rows, Level::worker | Level::vector, o, ws)),
+      std::invalid_argument);
+  CHECK_THROWS_WITH(
+      (reduce_to_host<ArgMax<float>, float>(TestBackend::backend, View<const float>::flat(d.data(), 0), ws)),
+      contains("argmax of an empty set"));
   // nothing written on the error
   for (const auto& v : TestBackend::download<ValueIndex<float>>(out)) CHECK(v.index == 0);
   const Moments m = reduce_to_host<MeanVar, float>(TestBackend::backend, View<const float>::flat(d.data(), 0), ws);
@@ -402,12 +423,14 @@ TEST_CASE(TALLY_TEST_BACKEND ": empty reductions: arg-reductions throw, MinMax g
   const auto mm = reduce_to_host<MinMax<float>, float>(TestBackend::backend, View<const float>::flat(d.data(), 0), ws);
   CHECK((mm.min == std::numeric_limits<float>::infinity() && mm.max == -std::numeric_limits<float>::infinity()));
   // bad arguments, as for the operators
-  CHECK_THROWS_WITH((reduce<MinMax<float>, float>(TestBackend::backend, View<const float>::flat(d.data(), 8), Levels::all(),
-                                                  std::span<MinMaxPair<float>>(), ws)),
+  CHECK_THROWS_WITH((reduce<MinMax<float>, float>(TestBackend::backend, View<const float>::flat(d.data(), 8),
+                                                  Levels::all(), std::span<MinMaxPair<float>>(), ws)),
                     contains("out: has 0 elements"));
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": variance of values near 1e8 with spread 1: Welford/Chan right, naive sum of squares wrong", "[reduce][reducers][variance]") {
+TEST_CASE(TALLY_TEST_BACKEND
+          ": variance of values near 1e8 with spread 1: Welford/Chan right, naive sum of squares wrong",
+          "[reduce][reducers][variance]") {
   Workspace ws(TestBackend::backend);
   const std::size_t n = 1000003;
   auto g = rng(16777);
@@ -432,9 +455,14 @@ TEST_CASE(TALLY_TEST_BACKEND ": variance of values near 1e8 with spread 1: Welfo
   const double nd = naive(xd), nf = naive(xf);
   const auto d = TestBackend::upload<double>(xd);
   const auto f = TestBackend::upload<float>(xf);
-  const double wd = reduce_to_host<MeanVar, double>(TestBackend::backend, View<const double>::flat(d.data(), static_cast<int64_t>(n)), ws).variance();
-  const double wf = reduce_to_host<MeanVar, float>(TestBackend::backend, View<const float>::flat(f.data(), static_cast<int64_t>(n)), ws).variance();
-  INFO("double: exact " << exact_d << ", naive " << nd << ", tally " << wd << "; float: exact " << exact_f << ", naive " << nf << ", tally " << wf);
+  const double wd = reduce_to_host<MeanVar, double>(TestBackend::backend,
+                                                    View<const double>::flat(d.data(), static_cast<int64_t>(n)), ws)
+                        .variance();
+  const double wf = reduce_to_host<MeanVar, float>(TestBackend::backend,
+                                                   View<const float>::flat(f.data(), static_cast<int64_t>(n)), ws)
+                        .variance();
+  INFO("double: exact " << exact_d << ", naive " << nd << ", tally " << wd << "; float: exact " << exact_f << ", naive "
+                        << nf << ", tally " << wf);
   CHECK(std::abs(nd - exact_d) > 0.1 * exact_d);  // the naive formula has lost (nearly) every digit
   CHECK(std::abs(nf - exact_f) > 0.1 * exact_f);
   CHECK(std::abs(wd - exact_d) <= 1e-6 * exact_d);
@@ -456,11 +484,14 @@ TEST_CASE(TALLY_TEST_BACKEND ": MeanVar: two runs give bitwise equal results", "
   }
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": user reducers through the header-only engine (sum/sum of squares/count, 2-D bounding box)", "[reduce][reducers][custom]") {
+TEST_CASE(TALLY_TEST_BACKEND
+          ": user reducers through the header-only engine (sum/sum of squares/count, 2-D bounding box)",
+          "[reduce][reducers][custom]") {
   Workspace ws(TestBackend::backend);
   for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 9}, Extents{5, 301, 77}, Extents{2049, 3, 5}}) {
     const auto n = static_cast<std::size_t>(e.size());
-    const auto xs = random_vector<float>(n, -3.0f, 3.0f, 16700 + n), ys = random_vector<float>(n, -3.0f, 3.0f, 16800 + n);
+    const auto xs = random_vector<float>(n, -3.0f, 3.0f, 16700 + n),
+               ys = random_vector<float>(n, -3.0f, 3.0f, 16800 + n);
     std::vector<Point2> pts(n);
     for (std::size_t i = 0; i < n; ++i) pts[i] = {std::round(xs[i] * 4) / 4, ys[i]};  // x ties: the leftmost rule
     const auto dx = TestBackend::upload<float>(xs);
@@ -482,7 +513,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": user reducers through the header-only engine (su
       std::vector<int64_t> cnt(n_out, 0);
       naive_walk(ix, lv, [&](int64_t o, int64_t, float x) {
         const auto u = static_cast<std::size_t>(o);
-        s[u] += x, ss[u] += static_cast<long double>(x) * x, sa[u] += std::abs(x), saa[u] += static_cast<long double>(x) * x, ++cnt[u];
+        s[u] += x, ss[u] += static_cast<long double>(x) * x, sa[u] += std::abs(x),
+            saa[u] += static_cast<long double>(x) * x, ++cnt[u];
       });
       std::vector<Box2> box(n_out, Box2{INFINITY, INFINITY, -INFINITY, -INFINITY, -1});
       naive_walk(ip, lv, [&](int64_t o, int64_t flat, Point2 p) {
@@ -494,10 +526,13 @@ TEST_CASE(TALLY_TEST_BACKEND ": user reducers through the header-only engine (su
       std::string bad;
       for (std::size_t o = 0; o < n_out && bad.empty(); ++o) {
         if (r1[o].count != cnt[o] ||
-            !(std::abs(r1[o].sum - static_cast<double>(s[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(sa[o])) ||
-            !(std::abs(r1[o].sumsq - static_cast<double>(ss[o])) <= static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(saa[o])))
+            !(std::abs(r1[o].sum - static_cast<double>(s[o])) <=
+              static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(sa[o])) ||
+            !(std::abs(r1[o].sumsq - static_cast<double>(ss[o])) <=
+              static_cast<double>(cnt[o] + 1) * eps * static_cast<double>(saa[o])))
           bad = "sumsq output " + std::to_string(o);
-        if (!(r2[o].xmin == box[o].xmin && r2[o].ymin == box[o].ymin && r2[o].xmax == box[o].xmax && r2[o].ymax == box[o].ymax) ||
+        if (!(r2[o].xmin == box[o].xmin && r2[o].ymin == box[o].ymin && r2[o].xmax == box[o].xmax &&
+              r2[o].ymax == box[o].ymax) ||
             r2[o].leftmost != box[o].leftmost)
           bad = "bbox output " + std::to_string(o) + ": leftmost " + std::to_string(r2[o].leftmost) + " (reference " +
                 std::to_string(box[o].leftmost) + ")";

@@ -18,7 +18,7 @@
 
 namespace tally::test::segmented_checks {
 
-using namespace tally::reduce;  // NOLINT: test code
+using namespace tally::reduce;               // NOLINT: test code
 using namespace tally::test::reduce_checks;  // NOLINT
 using std::int32_t;
 using std::int64_t;
@@ -53,14 +53,16 @@ inline std::vector<int64_t> mix_lengths(int mix, std::uint64_t salt) {
     default: {  // power law: P(L > x) ~ x^-1.1, capped, a third of the segments empty
       std::uniform_real_distribution<double> u(0.0, 1.0);
       for (int s = 0; s < 3000; ++s)
-        len.push_back(s % 3 == 0 ? 0 : std::min<int64_t>(60000, static_cast<int64_t>(std::pow(1.0 - u(g), -1.0 / 1.1))));
+        len.push_back(s % 3 == 0 ? 0
+                                 : std::min<int64_t>(60000, static_cast<int64_t>(std::pow(1.0 - u(g), -1.0 / 1.1))));
       len[1500] = 70001;  // one segment longer than all the others together would be uncommon: one sure long one
     }
   }
   return len;
 }
 inline const char* mix_name(int mix) {
-  static const char* names[] = {"zeros and ones", "short (0-40)", "medium (25-2100)", "long", "power law", "sparse, 3% medium", "sparse with long rows"};
+  static const char* names[] = {"zeros and ones", "short (0-40)",      "medium (25-2100)",     "long",
+                                "power law",      "sparse, 3% medium", "sparse with long rows"};
   return names[std::min(mix, 6)];
 }
 inline constexpr int kMixes = 7;
@@ -69,7 +71,7 @@ inline constexpr int kMixes = 7;
 /// input padded before and after with values that change Op's result if read.
 template <class Op, class T, class Acc>
 struct Problem {
-  std::vector<T> x;             ///< lead + sum(len) + 5 elements
+  std::vector<T> x;  ///< lead + sum(len) + 5 elements
   std::vector<int64_t> offsets;
   int64_t lead = 0;
   Problem(const std::vector<int64_t>& len, int64_t lead_, std::uint64_t salt, bool nans) : lead(lead_) {
@@ -106,7 +108,8 @@ struct Problem {
 /// unaligned start when shift is odd), the offsets by `off_shift`.
 template <class A, class Op, class T, class Acc, class Off>
 std::vector<Acc> run_segments(Workspace& ws, const Problem<Op, T, Acc>& p, int64_t shift = 0,
-                              SegmentCheck check = SegmentCheck::full, bool to_last_offset = false, int64_t off_shift = 0) {
+                              SegmentCheck check = SegmentCheck::full, bool to_last_offset = false,
+                              int64_t off_shift = 0) {
   std::vector<T> shifted(static_cast<std::size_t>(shift), pad_value<Op, T>());
   shifted.insert(shifted.end(), p.x.begin(), p.x.end());
   auto d_x = A::upload(shifted);
@@ -117,9 +120,8 @@ std::vector<Acc> run_segments(Workspace& ws, const Problem<Op, T, Acc>& p, int64
   auto d_out = A::template poisoned<Acc>(static_cast<std::size_t>(p.segments()), 0x5A);
   // The input ends where the last segment does (to_last_offset) or after the problem's padding.
   const auto n = to_last_offset ? static_cast<std::size_t>(p.offsets.back()) : p.x.size();
-  segmented_reduce<Op, T, Acc, Off>(A::backend, std::span<const T>(d_x.data() + shift, n),
-                                    d_off, std::span<Acc>(d_out.data(), d_out.size()),
-                                    ws, A::stream(), check);
+  segmented_reduce<Op, T, Acc, Off>(A::backend, std::span<const T>(d_x.data() + shift, n), d_off,
+                                    std::span<Acc>(d_out.data(), d_out.size()), ws, A::stream(), check);
   return A::download(d_out);
 }
 
@@ -137,7 +139,6 @@ bool same_results(const std::vector<T>& a, const std::vector<T>& b) {
 
 template <class Op, class T, class Acc>
 constexpr bool order_free = !std::is_floating_point_v<Acc> || std::is_same_v<Op, Max> || std::is_same_v<Op, Min>;
-
 
 // ---- the library's reducers (reducers.hpp), segmented ----------------------------------------------
 
@@ -157,13 +158,19 @@ std::vector<T> tie_values(const std::vector<int64_t>& off, std::uint64_t salt) {
       if (kind == 0) x[static_cast<std::size_t>(b + l - 1)] = std::numeric_limits<T>::quiet_NaN();  // last
       if (kind == 1) x[static_cast<std::size_t>(b)] = -T(0);
       if (kind == 2) x[static_cast<std::size_t>(b + l / 2)] = std::numeric_limits<T>::infinity();
-      if (kind == 3 && l > 2) x[static_cast<std::size_t>(b + 1)] = std::numeric_limits<T>::quiet_NaN(), x[static_cast<std::size_t>(b + l - 1)] = std::numeric_limits<T>::quiet_NaN();
+      if (kind == 3 && l > 2)
+        x[static_cast<std::size_t>(b + 1)] = std::numeric_limits<T>::quiet_NaN(),
+                                       x[static_cast<std::size_t>(b + l - 1)] = std::numeric_limits<T>::quiet_NaN();
     }
   }
   return x;
 }
 
-template <class T> bool nan_of(T v) { if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false; }
+template <class T>
+bool nan_of(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else return false;
+}
 
 /// The naive arg-reduction of x[0, len): first NaN, else the first index of the largest (smallest);
 /// empty: (the identity's value, -1).
@@ -171,7 +178,8 @@ template <bool Greater, class T>
 ValueIndex<T> ref_arg(const T* x, int64_t len) {
   if (len == 0) {
     T id;
-    if constexpr (std::is_floating_point_v<T>) id = Greater ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    if constexpr (std::is_floating_point_v<T>)
+      id = Greater ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
     else id = Greater ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
     return {id, -1};
   }
@@ -187,9 +195,12 @@ ValueIndex<T> ref_arg(const T* x, int64_t len) {
 template <class T>
 MinMaxPair<T> ref_minmax(const T* x, int64_t len) {
   MinMaxPair<T> r;
-  if constexpr (std::is_floating_point_v<T>) r = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+  if constexpr (std::is_floating_point_v<T>)
+    r = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
   else r = {std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest()};
-  const auto below = [](T a, T b) { return a < b || (a == b && std::signbit(static_cast<double>(a)) && !std::signbit(static_cast<double>(b))); };
+  const auto below = [](T a, T b) {
+    return a < b || (a == b && std::signbit(static_cast<double>(a)) && !std::signbit(static_cast<double>(b)));
+  };
   for (int64_t i = 0; i < len; ++i) {
     if (nan_of(x[i])) return {x[i], x[i]};
     if (below(x[i], r.min)) r.min = x[i];
@@ -198,16 +209,19 @@ MinMaxPair<T> ref_minmax(const T* x, int64_t len) {
   return r;
 }
 
-template <class T> bool same_value(T a, T b) {
+template <class T>
+bool same_value(T a, T b) {
   return (nan_of(a) && nan_of(b)) || std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
 template <class A, class R, class T, class Off>
-std::vector<typename R::value_type> run_reducer(Workspace& ws, const std::vector<T>& x, const std::vector<int64_t>& off) {
+std::vector<typename R::value_type> run_reducer(Workspace& ws, const std::vector<T>& x,
+                                                const std::vector<int64_t>& off) {
   auto d_x = A::upload(x);
   auto d_off = A::upload(std::vector<Off>(off.begin(), off.end()));
   auto d_out = A::template poisoned<typename R::value_type>(off.size() - 1, 0x5A);
-  segmented_reduce<R, T>(A::backend, std::span<const T>(d_x.data(), x.size()), std::span<const Off>(d_off.data(), d_off.size()),
+  segmented_reduce<R, T>(A::backend, std::span<const T>(d_x.data(), x.size()),
+                         std::span<const Off>(d_off.data(), d_off.size()),
                          std::span<typename R::value_type>(d_out.data(), d_out.size()), ws, A::stream());
   return A::download(d_out);
 }
@@ -231,22 +245,29 @@ std::string check_reducers(Workspace& ws, const std::vector<int64_t>& off, std::
     const std::string at = "segment " + std::to_string(s) + " (" + std::to_string(len) + " elements): ";
     const auto ra = ref_arg<true>(seg, len), rn = ref_arg<false>(seg, len);
     if (!same_value(am[s].value, ra.value) || am[s].index != ra.index)
-      fail(at + "argmax (" + show(am[s].value) + ", " + std::to_string(am[s].index) + ") != (" + show(ra.value) + ", " + std::to_string(ra.index) + ")");
+      fail(at + "argmax (" + show(am[s].value) + ", " + std::to_string(am[s].index) + ") != (" + show(ra.value) + ", " +
+           std::to_string(ra.index) + ")");
     if (!same_value(an[s].value, rn.value) || an[s].index != rn.index)
-      fail(at + "argmin (" + show(an[s].value) + ", " + std::to_string(an[s].index) + ") != (" + show(rn.value) + ", " + std::to_string(rn.index) + ")");
+      fail(at + "argmin (" + show(an[s].value) + ", " + std::to_string(an[s].index) + ") != (" + show(rn.value) + ", " +
+           std::to_string(rn.index) + ")");
     const auto rm = ref_minmax(seg, len);
     if (!same_value(mm[s].min, rm.min) || !same_value(mm[s].max, rm.max))
-      fail(at + "minmax (" + show(mm[s].min) + ", " + show(mm[s].max) + ") != (" + show(rm.min) + ", " + show(rm.max) + ")");
+      fail(at + "minmax (" + show(mm[s].min) + ", " + show(mm[s].max) + ") != (" + show(rm.min) + ", " + show(rm.max) +
+           ")");
     // Moments against a two-pass long double reference; Chan's merge in double errs by a few
     // eps(double) per level of its tree: 1e-12 relative to the data's scale (20, 20^2 len) is generous.
     long double sum = 0, m2 = 0;
     bool has_nan = false;
-    for (int64_t i = 0; i < len; ++i) sum += static_cast<long double>(seg[i]), has_nan = has_nan || nan_of(seg[i]) || std::isinf(static_cast<double>(seg[i]));
+    for (int64_t i = 0; i < len; ++i)
+      sum += static_cast<long double>(seg[i]),
+          has_nan = has_nan || nan_of(seg[i]) || std::isinf(static_cast<double>(seg[i]));
     const long double mean = len > 0 ? sum / len : 0;
-    for (int64_t i = 0; i < len; ++i) m2 += (static_cast<long double>(seg[i]) - mean) * (static_cast<long double>(seg[i]) - mean);
+    for (int64_t i = 0; i < len; ++i)
+      m2 += (static_cast<long double>(seg[i]) - mean) * (static_cast<long double>(seg[i]) - mean);
     if (mv[s].count != static_cast<double>(len)) fail(at + "meanvar count " + show(mv[s].count));
     else if (!has_nan && len > 0 &&
-             (std::fabs(mv[s].mean - static_cast<double>(mean)) > 1e-12 * 20 || std::fabs(mv[s].m2 - static_cast<double>(m2)) > 1e-12 * 400 * static_cast<double>(len)))
+             (std::fabs(mv[s].mean - static_cast<double>(mean)) > 1e-12 * 20 ||
+              std::fabs(mv[s].m2 - static_cast<double>(m2)) > 1e-12 * 400 * static_cast<double>(len)))
       fail(at + "meanvar (" + show(mv[s].mean) + ", " + show(mv[s].m2) + ") != (" + show(mean) + ", " + show(m2) + ")");
   }
   return bad == 0 ? "" : std::to_string(bad) + " wrong: " + err;
@@ -264,7 +285,8 @@ inline std::vector<int64_t> offsets_of(const std::vector<int64_t>& len) {
 
 namespace tally::test::segmented_checks {
 
-TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions: every operator x type, int32 and int64 offsets, against the naive reference",
+TEST_CASE(TALLY_TEST_BACKEND
+          ": segmented reductions: every operator x type, int32 and int64 offsets, against the naive reference",
           "[reduce][segmented]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 20000;
@@ -286,8 +308,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions: every operator x type, int
       // them 4 bytes at a time.
       const std::string e32o =
           compare<Op>(run_segments<TestBackend, Op, T, Acc, int32_t>(ws, p, 0, SegmentCheck::full, false, 1), ref);
-      INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << " (" << p.segments() << " segments): int64 offsets: " << e64
-                                     << " int32 offsets: " << e32 << " int32, input off the grid: " << e32s
+      INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << " (" << p.segments() << " segments): int64 offsets: "
+                                     << e64 << " int32 offsets: " << e32 << " int32, input off the grid: " << e32s
                                      << " int32, offsets off the grid: " << e32o);
       CHECK(e64.empty());
       CHECK(e32.empty());
@@ -297,11 +319,12 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions: every operator x type, int
   });
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions propagate NaN to exactly the segments holding one", "[reduce][segmented][nan]") {
+TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions propagate NaN to exactly the segments holding one",
+          "[reduce][segmented][nan]") {
   Workspace ws(TestBackend::backend);
   std::uint64_t salt = 21000;
-  using Cases = CaseList<Case<Max, float>, Case<Min, float>, Case<Max, float, double>, Case<Min, double>, Case<Sum, float>,
-                         Case<Sum, double>, Case<Prod, float, double>>;
+  using Cases = CaseList<Case<Max, float>, Case<Min, float>, Case<Max, float, double>, Case<Min, double>,
+                         Case<Sum, float>, Case<Sum, double>, Case<Prod, float, double>>;
   for_each_case(Cases{}, [&]<class C>(C) {
     using Op = typename C::Op;
     using T = typename C::T;
@@ -316,8 +339,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions propagate NaN to exactly th
         nan_segments += ref.has_nan[s];
         wrong += (ref.has_nan[s] != 0) != std::isnan(got[s]);
       }
-      INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << ": " << nan_segments << " segments hold a NaN, " << wrong
-                                     << " disagree; " << compare<Op>(got, ref));
+      INFO((case_name<Op, T, Acc>()) << ", " << mix_name(mix) << ": " << nan_segments << " segments hold a NaN, "
+                                     << wrong << " disagree; " << compare<Op>(got, ref));
       CHECK(nan_segments > 0);
       CHECK(wrong == 0);
       CHECK(compare<Op>(got, ref).empty());
@@ -325,7 +348,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions propagate NaN to exactly th
   });
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, whatever the launch shape", "[reduce][segmented][determinism]") {
+TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, whatever the launch shape",
+          "[reduce][segmented][determinism]") {
   Workspace ws(TestBackend::backend);
   // The CUDA grids are sized from the workspace's tuning: pretend devices of 1, 7 and 1000 SMs (the
   // CPU backend ignores it). The workspace owns its Tuning; changing it is the test's way in.
@@ -355,7 +379,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segmented reductions are bitwise reproducible, w
   }
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and length, not on its neighbours", "[reduce][segmented][determinism]") {
+TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and length, not on its neighbours",
+          "[reduce][segmented][determinism]") {
   // Tile 0 (32 short segments and a medium one, a short span) is repeated as tile 1 with one segment
   // made 1500 long and as tile 2 unchanged: whatever path a tile takes (CUDA: tiles of 32 segments per
   // warp; a kernel that special-cases short spans must keep the orders), equal segments give equal bits.
@@ -376,7 +401,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": a segment's bits depend on its own values and le
         std::copy(from, from + len[s], p.x.begin() + p.offsets[kSegs * k + s]);
       }
     const auto got = run_segments<TestBackend, Sum, float, Acc, Off>(ws, p);
-    INFO("seed " << tally::test::seed() << ", salt " << salt << ", accumulator " << (sizeof(Acc) == 4 ? "float" : "double"));
+    INFO("seed " << tally::test::seed() << ", salt " << salt << ", accumulator "
+                 << (sizeof(Acc) == 4 ? "float" : "double"));
     for (std::size_t s = 0; s < kSegs; ++s) {
       INFO("segment " << s << " of length " << len[s]);
       if (s != kChanged) CHECK(bitwise_equal(std::vector<Acc>{got[s]}, std::vector<Acc>{got[kSegs + s]}));
@@ -425,8 +451,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segments at the edges of a tile's staged window,
     const auto ref = p.reference();
     Workspace ws(TestBackend::backend);
     const auto aligned = run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 0, SegmentCheck::full, true);
-    INFO("seed " << tally::test::seed() << ", salt " << salt << ", " << (sizeof(T) == 4 ? "float" : "double") << " input, lead " << lead
-                 << (pair ? ", pair layout" : ", tile layout"));
+    INFO("seed " << tally::test::seed() << ", salt " << salt << ", " << (sizeof(T) == 4 ? "float" : "double")
+                 << " input, lead " << lead << (pair ? ", pair layout" : ", tile layout"));
     CHECK(compare<Sum>(aligned, ref).empty());
     CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int32_t>(ws, p, 1, SegmentCheck::full, true)));
     CHECK(bitwise_equal(aligned, run_segments<TestBackend, Sum, T, Acc, int64_t>(ws, p, 0, SegmentCheck::full, true)));
@@ -440,7 +466,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": segments at the edges of a tile's staged window,
     }
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give the CPU backend's bits", "[reduce][segmented][determinism]") {
+TEST_CASE(TALLY_TEST_BACKEND ": segmented max, min and integer operators give the CPU backend's bits",
+          "[reduce][segmented][determinism]") {
   Workspace ws(TestBackend::backend), cpu_ws(Backend::cpu);
   std::uint64_t salt = 23000;
   for_each_case(AllCases{}, [&]<class C>(C) {
@@ -474,7 +501,8 @@ TEST_CASE(TALLY_TEST_BACKEND ": fixed-size segments", "[reduce][segmented]") {
     segmented_reduce_fixed<Max, float>(TestBackend::backend, std::span<const float>(d_p.data(), n), size,
                                        std::span<float>(out_p.data(), out_p.size()), ws, TestBackend::stream());
     segmented_reduce_fixed<Sum, float, double>(TestBackend::backend, std::span<const float>(d_q.data(), n), size,
-                                               std::span<double>(out_q.data(), out_q.size()), ws, TestBackend::stream());
+                                               std::span<double>(out_q.data(), out_q.size()), ws,
+                                               TestBackend::stream());
     const std::string ep = compare<Max>(TestBackend::download(out_p), p.reference());
     const std::string eq = compare<Sum>(TestBackend::download(out_q), q.reference());
     INFO(n_seg << " segments of " << size << ": max " << ep << " sum " << eq);
@@ -482,13 +510,15 @@ TEST_CASE(TALLY_TEST_BACKEND ": fixed-size segments", "[reduce][segmented]") {
     CHECK(eq.empty());
     if (size > 0) {  // a library reducer: ArgMax's index is the position within the segment
       auto out_a = TestBackend::template poisoned<ValueIndex<float>>(static_cast<std::size_t>(n_seg), 0x5A);
-      segmented_reduce_fixed<ArgMax<float>, float, ValueIndex<float>>(TestBackend::backend, std::span<const float>(d_p.data(), n), size,
-                                                                      std::span<ValueIndex<float>>(out_a.data(), out_a.size()), ws, TestBackend::stream());
+      segmented_reduce_fixed<ArgMax<float>, float, ValueIndex<float>>(
+          TestBackend::backend, std::span<const float>(d_p.data(), n), size,
+          std::span<ValueIndex<float>>(out_a.data(), out_a.size()), ws, TestBackend::stream());
       const auto got = TestBackend::download(out_a);
       int64_t wrong = 0;
       for (int64_t k = 0; k < n_seg; ++k) {
         const auto want = ref_arg<true>(p.x.data() + k * size, size);
-        wrong += !(same_value(got[static_cast<std::size_t>(k)].value, want.value) && got[static_cast<std::size_t>(k)].index == want.index);
+        wrong += !(same_value(got[static_cast<std::size_t>(k)].value, want.value) &&
+                   got[static_cast<std::size_t>(k)].index == want.index);
       }
       INFO("argmax over " << n_seg << " segments of " << size << ": " << wrong << " wrong");
       CHECK(wrong == 0);
@@ -502,19 +532,22 @@ TEST_CASE(TALLY_TEST_BACKEND ": no segments, and segments of nothing", "[reduce]
   auto d_off = TestBackend::upload(std::vector<int64_t>{0, 0, 0});
   auto d_out = TestBackend::template poisoned<float>(2, 0x5A);
   // Zero segments: one offset or none, nothing written.
-  segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), 2), std::span<const int64_t>(d_off.data(), 1),
-                               std::span<float>(d_out.data(), 0), ws, TestBackend::stream());
+  segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), 2),
+                               std::span<const int64_t>(d_off.data(), 1), std::span<float>(d_out.data(), 0), ws,
+                               TestBackend::stream());
   segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(), std::span<const int64_t>(),
                                std::span<float>(), ws, TestBackend::stream());
   // Two empty segments of an empty input: the identities.
-  segmented_reduce<Max, float>(TestBackend::backend, std::span<const float>(), std::span<const int64_t>(d_off.data(), 3),
-                               std::span<float>(d_out.data(), 2), ws, TestBackend::stream());
+  segmented_reduce<Max, float>(TestBackend::backend, std::span<const float>(),
+                               std::span<const int64_t>(d_off.data(), 3), std::span<float>(d_out.data(), 2), ws,
+                               TestBackend::stream());
   const auto got = TestBackend::download(d_out);
   CHECK(got[0] == -std::numeric_limits<float>::infinity());
   CHECK(got[1] == -std::numeric_limits<float>::infinity());
 }
 
-TEST_CASE(TALLY_TEST_BACKEND ": bad segment offsets throw std::invalid_argument naming the argument, nothing written", "[reduce][segmented][errors]") {
+TEST_CASE(TALLY_TEST_BACKEND ": bad segment offsets throw std::invalid_argument naming the argument, nothing written",
+          "[reduce][segmented][errors]") {
   Workspace ws(TestBackend::backend);
   const int64_t n = 100;
   auto d_x = TestBackend::upload(std::vector<float>(static_cast<std::size_t>(n), 1.0f));
@@ -526,10 +559,12 @@ TEST_CASE(TALLY_TEST_BACKEND ": bad segment offsets throw std::invalid_argument 
     for (int pass = 0; pass < 2; ++pass) {
       try {
         if (pass == 0)
-          segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), std::span<const int64_t>(d_off.data(), d_off.size()),
+          segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n),
+                                       std::span<const int64_t>(d_off.data(), d_off.size()),
                                        std::span<float>(d_out.data(), n_out), ws, TestBackend::stream());
         else
-          segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), std::span<const int32_t>(d_off32.data(), d_off32.size()),
+          segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n),
+                                       std::span<const int32_t>(d_off32.data(), d_off32.size()),
                                        std::span<float>(d_out.data(), n_out), ws, TestBackend::stream());
         FAIL("no exception; expected one naming '" << needle << "'");
       } catch (const std::invalid_argument& ex) {
@@ -547,17 +582,19 @@ TEST_CASE(TALLY_TEST_BACKEND ": bad segment offsets throw std::invalid_argument 
   expect_error({0, 200, 300, 400}, 3, "offsets[3] = 400 runs past the input");  // non-decreasing, but past the end
   // Fixed size: the segments must cover the input exactly.
   try {
-    segmented_reduce_fixed<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), 33, std::span<float>(d_out.data(), 3), ws,
-                                       TestBackend::stream());
+    segmented_reduce_fixed<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), 33,
+                                       std::span<float>(d_out.data(), 3), ws, TestBackend::stream());
     FAIL("no exception for 3 segments of 33 over 100 elements");
   } catch (const std::invalid_argument& ex) {
-    CHECK(std::string(ex.what()).find("out: 3 segments of 33 elements do not cover in (100 elements)") != std::string::npos);
+    CHECK(std::string(ex.what()).find("out: 3 segments of 33 elements do not cover in (100 elements)") !=
+          std::string::npos);
   }
   CHECK(bitwise_equal(TestBackend::download(d_out), poison));
   // A valid call afterwards works.
   auto d_off = TestBackend::upload(std::vector<int64_t>{0, 10, 10, 100});
-  segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n), std::span<const int64_t>(d_off.data(), 4),
-                               std::span<float>(d_out.data(), 3), ws, TestBackend::stream());
+  segmented_reduce<Sum, float>(TestBackend::backend, std::span<const float>(d_x.data(), n),
+                               std::span<const int64_t>(d_off.data(), 4), std::span<float>(d_out.data(), 3), ws,
+                               TestBackend::stream());
   CHECK(TestBackend::download(d_out) == std::vector<float>{10.0f, 0.0f, 90.0f});
 }
 

@@ -13,7 +13,7 @@ void custom_segmented_cuda(std::span<const T> in, std::span<const Off> offsets, 
 template void custom_segmented_cuda<SumSq, float, std::int64_t>(std::span<const float>, std::span<const std::int64_t>,
                                                                 std::span<SumSqCount>, reduce::Workspace&);
 template void custom_segmented_cuda<SumSqWide, Wide, std::int64_t>(std::span<const Wide>, std::span<const std::int64_t>,
-                                                                    std::span<SumSqCount>, reduce::Workspace&);
+                                                                   std::span<SumSqCount>, reduce::Workspace&);
 template void custom_segmented_cuda<BBox2, Point2, std::int32_t>(std::span<const Point2>, std::span<const std::int32_t>,
                                                                  std::span<Box2>, reduce::Workspace&);
 

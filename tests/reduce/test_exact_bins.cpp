@@ -81,9 +81,10 @@ template <class T, class Out, int B>
 Run check(const std::vector<T>& x, const std::string& what) {
   Run run;
   const Out got = binned<T, Out, B>(x, run), want = direct<T, Out>(x);
-  INFO(what << ": " << x.size() << (sizeof(T) == 4 ? " floats" : " doubles") << " to " << (sizeof(Out) == 4 ? "float" : "double") << ", batches of "
-            << B << ": binned " << got << " (bits " << std::hex << bits(got) << "), direct " << want << " (bits " << bits(want) << std::dec
-            << "); " << run.fast << " of " << run.batches << " batches fast");
+  INFO(what << ": " << x.size() << (sizeof(T) == 4 ? " floats" : " doubles") << " to "
+            << (sizeof(Out) == 4 ? "float" : "double") << ", batches of " << B << ": binned " << got << " (bits "
+            << std::hex << bits(got) << "), direct " << want << " (bits " << bits(want) << std::dec << "); " << run.fast
+            << " of " << run.batches << " batches fast");
   CHECK((bits(got) == bits(want) || (std::isnan(got) && std::isnan(want))));
   return run;
 }
@@ -107,13 +108,15 @@ void check_all() {
     CHECK(r.fast * 1000 >= r.batches * 999);
   }
   check<T, Out, B>(uniform<T>(50000, ++salt, 0, 1e6), "uniform [0, 1e6]");
-  check<T, Out, B>(wide_values<T>(60000, ++salt, std::is_same_v<T, float> ? 127 : 1023), "values across the exponent range");
+  check<T, Out, B>(wide_values<T>(60000, ++salt, std::is_same_v<T, float> ? 127 : 1023),
+                   "values across the exponent range");
   check<T, Out, B>(wide_values<T>(60000, ++salt, 40), "values up to 2^40 with subnormals");
   {  // growing magnitudes: a rewindow every few values
     auto g = tally::test::rng(++salt);
     std::vector<T> v;
     for (int e = std::is_same_v<T, float> ? -149 : -1074; e < L::max_exponent; e += 3)
-      for (int j = 0; j < 5; ++j) v.push_back(static_cast<T>(std::ldexp(1.0 + static_cast<double>(g() % 1000) / 1000, e) * ((g() & 1) ? 1 : -1)));
+      for (int j = 0; j < 5; ++j)
+        v.push_back(static_cast<T>(std::ldexp(1.0 + static_cast<double>(g() % 1000) / 1000, e) * ((g() & 1) ? 1 : -1)));
     check<T, Out, B>(v, "growing magnitudes");
   }
   // Subnormals only (the lowest window), then with one large value.

@@ -21,7 +21,8 @@ std::string error_of(F&& f) {
 }  // namespace
 
 TEST_CASE("Levels: names of the seven sets, parsing in any order", "[reduce][api]") {
-  const char* names[7] = {"gang", "worker", "vector", "gang+worker", "worker+vector", "gang+vector", "gang+worker+vector"};
+  const char* names[7] = {
+      "gang", "worker", "vector", "gang+worker", "worker+vector", "gang+vector", "gang+worker+vector"};
   const auto sets = Levels::all_sets();
   for (std::size_t i = 0; i < sets.size(); ++i) {
     CHECK(sets[i].to_string() == names[i]);

@@ -15,7 +15,8 @@ namespace {
 
 /// reduce-bench --quick --backend cuda `args` --out `out`; its exit code (-1 when it did not exit).
 int run_bench(const std::string& args, const std::filesystem::path& out) {
-  const std::string cmd = std::string(REDUCE_BENCH_EXE) + " --quick --backend cuda " + args + " --out '" + out.string() + "'";
+  const std::string cmd =
+      std::string(REDUCE_BENCH_EXE) + " --quick --backend cuda " + args + " --out '" + out.string() + "'";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -7,10 +7,10 @@
 
 #define TALLY_TEST_BACKEND "cpu"
 using TestBackend = tally::test::CpuBackend;
-#include "reduce_checks.hpp"
-#include "mean_checks.hpp"
-#include "exact_checks.hpp"
 #include "dot_checks.hpp"
+#include "exact_checks.hpp"
+#include "mean_checks.hpp"
+#include "reduce_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
 #include "segmented_reducer_checks.hpp"
@@ -51,7 +51,8 @@ TEST_CASE("cpu: results are bitwise the same whatever the number of threads", "[
       }
       for (int threads : {2, 3, 8}) {
         Threads t(threads);
-        INFO("sum and mean over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
+        INFO("sum and mean over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads
+                                  << " threads");
         CHECK(bitwise_equal(one, run_once<CpuBackend, Sum, float, float>(ws, in, lv)));
         CHECK(bitwise_equal(one_d, run_once<CpuBackend, Sum, float, double>(ws, in, lv)));
         CHECK(bitwise_equal(one_mean, run_once<CpuBackend, Mean, float, float>(ws, in, lv)));
@@ -76,7 +77,8 @@ TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[r
     std::vector<Acc> a(static_cast<std::size_t>(p.out_size)), b(a.size());
     reduce::detail::base::reduce_cpu_isa<Op, T, Acc>(p, a.data());
     reduce::detail::avx2::reduce_cpu_isa<Op, T, Acc>(p, b.data());
-    INFO((case_name<Op, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, false) << (with_nan ? ", one NaN" : ""));
+    INFO((case_name<Op, T, Acc>()) << " over " << lv.to_string() << " of " << shape_name(e, false)
+                                   << (with_nan ? ", one NaN" : ""));
     CHECK(bitwise_equal(a, b));
   };
   for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{4099, 2, 257},
@@ -97,10 +99,12 @@ TEST_CASE("cpu: the AVX2 and baseline builds give bitwise the same results", "[r
 
 namespace tally::test::exact_checks {
 
-TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and every instruction-set build", "[reduce][exact][determinism]") {
+TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and every instruction-set build",
+          "[reduce][exact][determinism]") {
   Workspace ws(Backend::cpu);
   std::uint64_t salt = 9400;
-  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2}}) {
+  for (const Extents& e :
+       {Extents{1, 1, (int64_t{1} << 20) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2}}) {
     const auto x = wide_values<double>(static_cast<std::size_t>(e.size()), ++salt);
     const auto in = View<const double>::contiguous(x.data(), e.ng, e.nw, e.nv);
     for (Levels lv : Levels::all_sets()) {
@@ -111,7 +115,8 @@ TEST_CASE("cpu: the exact sum is bitwise the same for 1, 2 and 3 threads and eve
       }
       for (int threads : {2, 3}) {
         reduce_checks::Threads t(threads);
-        INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads << " threads");
+        INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << ", 1 vs " << threads
+                               << " threads");
         CHECK(bitwise_equal(one, run<CpuBackend, double, double>(ws, Backend::cpu, in, lv)));
       }
       const reduce::detail::Problem p{x.data(), e, e.nv, e.nw * e.nv, lv, output_shape(e, lv).size()};
@@ -156,8 +161,9 @@ TEST_CASE("cpu: the exact sum of floats is bitwise the same in every instruction
       }
 #endif
       Workspace ws(Backend::cpu);
-      CHECK(bitwise_equal(base_out, run<CpuBackend, float, float>(ws, Backend::cpu,
-                                                                  View<const float>::contiguous(x.data(), e.ng, e.nw, e.nv), lv)));
+      CHECK(bitwise_equal(
+          base_out, run<CpuBackend, float, float>(ws, Backend::cpu,
+                                                  View<const float>::contiguous(x.data(), e.ng, e.nw, e.nv), lv)));
     }
   }
 }
@@ -176,7 +182,8 @@ TEST_CASE("cpu: the exact sum of 2^26 + 3 floats, each 1 + 2^-23, with a cancell
   e.add(std::ldexp(static_cast<double>(n - 2), -23));
   CHECK(reduce_to_host<ExactSum, float, double>(Backend::cpu, in, ws) == e.round());
   const float f = reduce_to_host<ExactSum, float, float>(Backend::cpu, in, ws);
-  CHECK(f == exact_reference<float>(std::vector<double>{static_cast<double>(n - 2), std::ldexp(static_cast<double>(n - 2), -23)}));
+  CHECK(f == exact_reference<float>(
+                 std::vector<double>{static_cast<double>(n - 2), std::ldexp(static_cast<double>(n - 2), -23)}));
   CHECK(f == static_cast<float>(e.round()));  // not a float midpoint here
 }
 
@@ -193,7 +200,8 @@ const char* bin_case_name(BinCase c) {
     case BinCase::rewindow: return "runs scaled by 2^s, s changing (re-windowing)";
     case BinCase::near_top: return "values just below the binning limit, cancelling, small ones among them";
     case BinCase::ties: return "odd multiples of half a bin's ulp (ties in both levels)";
-    case BinCase::least_remainders: return "chunks of (3/4, -3/4) and odd multiples of half level 2's ulp in [2^(1-p), 2^(2-p))";
+    case BinCase::least_remainders:
+      return "chunks of (3/4, -3/4) and odd multiples of half level 2's ulp in [2^(1-p), 2^(2-p))";
     case BinCase::specials: return "uniform with a NaN or an Inf";
     case BinCase::cancel: return "values and their exact negations after -0s (sum +0)";
   }
@@ -218,14 +226,15 @@ std::vector<T> bin_values(BinCase c, std::size_t n, std::uint64_t salt) {
       break;
     case BinCase::huge_per_chunk:
       while (v.size() < n) v.push_back(unit());
-      for (std::size_t b = 0; b < n; b += chunk) v[b + g() % std::min(chunk, n - b)] = static_cast<T>(std::ldexp((g() & 1) ? 1.5 : -1.25, is_float ? 40 : 80));
+      for (std::size_t b = 0; b < n; b += chunk)
+        v[b + g() % std::min(chunk, n - b)] = static_cast<T>(std::ldexp((g() & 1) ? 1.5 : -1.25, is_float ? 40 : 80));
       break;
     case BinCase::subnormal:
       for (int run = 0; v.size() < n; ++run) {
         const std::size_t len = 100 + g() % 6000;
         for (std::size_t i = 0; i < len && v.size() < n; ++i) {
           double x = std::ldexp(static_cast<double>(g() >> (64 - (p - 1))), emin - (p - 1));  // a subnormal (or 0)
-          if (run % 3 == 1 && g() % 4 == 0) x = std::ldexp(1.0 + std::fabs(u(g)), emin);  // a least normal
+          if (run % 3 == 1 && g() % 4 == 0) x = std::ldexp(1.0 + std::fabs(u(g)), emin);      // a least normal
           if (run % 3 == 2) x = std::ldexp(u(g), emin + 10);
           v.push_back(static_cast<T>((g() & 1) ? x : -x));
         }
@@ -299,7 +308,8 @@ std::vector<T> bin_values(BinCase c, std::size_t n, std::uint64_t salt) {
   return v;
 }
 
-TEST_CASE("cpu: the exact sum's binned chunks: remainders, re-windowing, huge and subnormal chunks, ties", "[reduce][exact][bins]") {
+TEST_CASE("cpu: the exact sum's binned chunks: remainders, re-windowing, huge and subnormal chunks, ties",
+          "[reduce][exact][bins]") {
   Workspace ws(Backend::cpu);
   std::uint64_t salt = 9500;
   for (BinCase c : {BinCase::uniform, BinCase::huge_per_chunk, BinCase::subnormal, BinCase::rewindow, BinCase::near_top,
@@ -310,11 +320,13 @@ TEST_CASE("cpu: the exact sum's binned chunks: remainders, re-windowing, huge an
       const std::size_t n = (std::size_t{1} << 17) + (c == BinCase::cancel ? 0 : 37);
       const auto x = bin_values<T>(c, n, ++salt);
       const Out want = exact_reference<Out>(x);
-      INFO(bin_case_name(c) << ", exact_sum<" << reduce_checks::type_name<T>() << "->" << reduce_checks::type_name<Out>() << ">");
+      INFO(bin_case_name(c) << ", exact_sum<" << reduce_checks::type_name<T>() << "->"
+                            << reduce_checks::type_name<Out>() << ">");
       const auto same = [&](Out got) { return compare_bits(std::vector<Out>{got}, std::vector<Out>{want}).empty(); };
       for (int threads : {1, 3}) {
         reduce_checks::Threads t(threads);
-        INFO(threads << " threads: got " << reduce_checks::show(full<CpuBackend, T, Out>(ws, x)) << ", exact " << reduce_checks::show(want));
+        INFO(threads << " threads: got " << reduce_checks::show(full<CpuBackend, T, Out>(ws, x)) << ", exact "
+                     << reduce_checks::show(want));
         CHECK(same(full<CpuBackend, T, Out>(ws, x)));
       }
       // Every instruction-set build, straight (one call: the library picks one).
@@ -366,11 +378,12 @@ TEST_CASE("exact::Accumulator rounds sparse, wide and cancelling limb patterns c
     for (int i = count(g); i > 0; --i) {
       const int e = std::clamp(base + static_cast<int>(g() % (spread + 1)) - spread / 2, lo_e, hi_e);
       double v = std::ldexp(m(g), e) * ((g() & 1) ? 1 : -1);
-      if (as_float) v = static_cast<float>(v);  // a float: a multiple of 2^-149
+      if (as_float) v = static_cast<float>(v);         // a float: a multiple of 2^-149
       else v = std::ldexp(v, std::max(e, -1022) - e);  // normal: 53 bits, a multiple of 2^-1074
       if (v != 0) x.push_back(v);
       // -v/2 twice cancels v exactly (carries across limbs) where v/2 is still a multiple of 2^emin.
-      if (g() % 4 == 0 && std::fabs(v) >= std::ldexp(1.0, as_float ? -125 : -1021)) x.push_back(-v * 0.5), x.push_back(-v * 0.5);
+      if (g() % 4 == 0 && std::fabs(v) >= std::ldexp(1.0, as_float ? -125 : -1021))
+        x.push_back(-v * 0.5), x.push_back(-v * 0.5);
     }
     INFO("trial " << trial << " (" << (as_float ? "float" : "double") << " accumulator), " << x.size() << " terms");
     if (as_float) {
@@ -403,8 +416,10 @@ TEST_CASE("exact::dot of float vectors is the exact dot product correctly rounde
     std::vector<double> prod(n);  // each exact: 24 + 24 bits
     for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<double>(a[i]) * static_cast<double>(b[i]);
     INFO(n << " elements");
-    CHECK(bits_of(exact::dot<double>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<double>(prod)));
-    CHECK(bits_of(exact::dot<float>(a.data(), b.data(), static_cast<int64_t>(n))) == bits_of(exact_reference<float>(prod)));
+    CHECK(bits_of(exact::dot<double>(a.data(), b.data(), static_cast<int64_t>(n))) ==
+          bits_of(exact_reference<double>(prod)));
+    CHECK(bits_of(exact::dot<float>(a.data(), b.data(), static_cast<int64_t>(n))) ==
+          bits_of(exact_reference<float>(prod)));
   }
   // (1e20 x 1e10) + 1 - (1e20 x 1e10): a float sum of products loses the 1.
   const std::vector<float> a = {1e20f, 1.0f, -1e20f}, b = {1e10f, 1.0f, 1e10f};

@@ -9,11 +9,11 @@
 #include <span>
 #include <vector>
 
-#include "tally/common/cuda_check.cuh"
-#include "tally/common/device_buffer.cuh"
 #include "custom_reducers.hpp"
 #include "ladder/ladder.hpp"
 #include "segmented_custom.hpp"
+#include "tally/common/cuda_check.cuh"
+#include "tally/common/device_buffer.cuh"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -27,7 +27,9 @@ struct CudaBackend {
   using Buffer = tally::DeviceBuffer<T>;
 
   template <class T>
-  static Buffer<T> upload(const std::vector<T>& host) { return Buffer<T>(std::span<const T>(host)); }
+  static Buffer<T> upload(const std::vector<T>& host) {
+    return Buffer<T>(std::span<const T>(host));
+  }
   template <class T>
   static Buffer<T> poisoned(std::size_t n, unsigned char byte) {
     Buffer<T> b(n);
@@ -35,7 +37,9 @@ struct CudaBackend {
     return b;
   }
   template <class T>
-  static std::vector<T> download(const Buffer<T>& b) { return b.to_host(); }
+  static std::vector<T> download(const Buffer<T>& b) {
+    return b.to_host();
+  }
   static stream_t stream() { return nullptr; }
   template <class R, class T>
   static void reduce_custom(reduce::View<const T> in, reduce::Levels levels, std::span<typename R::value_type> out,
@@ -43,8 +47,8 @@ struct CudaBackend {
     custom_reduce_cuda<R, T>(in, levels, out, ws);
   }
   template <class R, class T, class Off>
-  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
-                               reduce::Workspace& ws) {
+  static void segmented_custom(std::span<const T> in, std::span<const Off> offsets,
+                               std::span<typename R::value_type> out, reduce::Workspace& ws) {
     custom_segmented_cuda<R, T, Off>(in, offsets, out, ws);
   }
 };
@@ -53,10 +57,10 @@ struct CudaBackend {
 
 #define TALLY_TEST_BACKEND "cuda"
 using TestBackend = tally::test::CudaBackend;
-#include "reduce_checks.hpp"
-#include "mean_checks.hpp"
-#include "exact_checks.hpp"
 #include "dot_checks.hpp"
+#include "exact_checks.hpp"
+#include "mean_checks.hpp"
+#include "reduce_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
 #include "segmented_reducer_checks.hpp"
@@ -81,7 +85,9 @@ TEST_CASE("cuda: an input of more than 2^31 elements", "[reduce][large]") {
   TALLY_CUDA_TRY(cudaMemset(d.data() + half, 0x02, static_cast<std::size_t>(N - half) * sizeof(int32_t)));
   TALLY_CUDA_TRY(cudaMemcpy(d.data() + p_min, &v_min, sizeof(int32_t), cudaMemcpyHostToDevice));
   TALLY_CUDA_TRY(cudaMemcpy(d.data() + p_max, &v_max, sizeof(int32_t), cudaMemcpyHostToDevice));
-  const auto value = [&](int64_t e) { return e == p_min ? int64_t{v_min} : e == p_max ? int64_t{v_max} : e < half ? a : b; };
+  const auto value = [&](int64_t e) {
+    return e == p_min ? int64_t{v_min} : e == p_max ? int64_t{v_max} : e < half ? a : b;
+  };
   const auto range_sum = [&](int64_t lo, int64_t hi) {  // sum of elements [lo, hi), analytically
     const int64_t na = std::max<int64_t>(0, std::min(hi, half) - lo), nb = (hi - lo) - na;
     int64_t s = na * a + nb * b;
@@ -107,7 +113,8 @@ TEST_CASE("cuda: an input of more than 2^31 elements", "[reduce][large]") {
 
   // The generic reducers' int64 indices past 2^31. Without the last element the maximum is b, tied
   // from element 2^31 on: the first index, exactly 2^31, must win across the blocks.
-  const auto amax = reduce_to_host<ArgMax<int32_t>, int32_t>(Backend::cuda, View<const int32_t>::flat(d.data(), N - 1), ws);
+  const auto amax =
+      reduce_to_host<ArgMax<int32_t>, int32_t>(Backend::cuda, View<const int32_t>::flat(d.data(), N - 1), ws);
   CHECK((amax.index == half && amax.value == b));
   const auto amax_all = reduce_to_host<ArgMax<int32_t>, int32_t>(Backend::cuda, flat, ws);
   CHECK((amax_all.index == p_max && amax_all.value == v_max));
@@ -117,7 +124,8 @@ TEST_CASE("cuda: an input of more than 2^31 elements", "[reduce][large]") {
   CHECK((mm.min == v_min && mm.max == v_max));
   const auto mv = reduce_to_host<MeanVar, int32_t>(Backend::cuda, flat, ws);
   CHECK(mv.count == static_cast<double>(N));
-  CHECK(std::abs(mv.mean - static_cast<double>(range_sum(0, N)) / static_cast<double>(N)) <= 1e-9 * static_cast<double>(b));
+  CHECK(std::abs(mv.mean - static_cast<double>(range_sum(0, N)) / static_cast<double>(N)) <=
+        1e-9 * static_cast<double>(b));
   // Per row (a block per output): row 1 runs across 2^31.
   DeviceBuffer<ValueIndex<int32_t>> d_arg(2);
   reduce<ArgMax<int32_t>, int32_t>(Backend::cuda, rows, Level::vector, d_arg.span(), ws);
@@ -171,8 +179,10 @@ TEST_CASE("cuda: a reduction reads what the kernel before it wrote (programmatic
     const auto x4 = View<const std::int32_t>::contiguous(d_x.data(), 1, 4, n / 4);
     for (int k = 0; k < K; ++k) {
       // A: flat (full sum into y[4k]) or block-per-chunk (4 row sums into y[4k..4k+4)).
-      if (k % 2 == 0) reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x, Levels::all(), d_y.span().subspan(4 * k, 1), ws, s);
-      else reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x4, Level::vector, d_y.span().subspan(4 * k, 4), ws, s);
+      if (k % 2 == 0)
+        reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x, Levels::all(), d_y.span().subspan(4 * k, 1), ws, s);
+      else
+        reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, x4, Level::vector, d_y.span().subspan(4 * k, 4), ws, s);
       // B: the full sum of y[0, 4k + 4) (flat), then its columns (gang over (k+1) x 4: outer).
       const auto y = View<const std::int64_t>::contiguous(d_y.data(), k + 1, 1, 4);
       reduce<Sum, std::int64_t>(Backend::cuda, y, Levels::all(), d_full.span().subspan(k, 1), ws, s);
@@ -182,7 +192,8 @@ TEST_CASE("cuda: a reduction reads what the kernel before it wrote (programmatic
     std::int64_t expect_full = 0, expect_col[4] = {0, 0, 0, 0};
     for (int k = 0; k < K; ++k) {
       if (k % 2 == 0) expect_full += n, expect_col[0] += n;
-      else for (auto& c : expect_col) c += n / 4, expect_full += n / 4;
+      else
+        for (auto& c : expect_col) c += n / 4, expect_full += n / 4;
       INFO("pair " << k);
       CHECK(full[static_cast<std::size_t>(k)] == expect_full);
       for (int c = 0; c < 4; ++c) CHECK(cols[static_cast<std::size_t>(4 * k + c)] == expect_col[c]);
@@ -200,7 +211,9 @@ TEST_CASE("cuda: the workspace stops growing once sized", "[reduce][workspace]")
   const auto in = View<const float>::contiguous(d_x.data(), e.ng, e.nw, e.nv);
   const auto run_all = [&] {
     for (Levels lv : Levels::all_sets())
-      reduce<Sum, float, double>(Backend::cuda, in, lv, std::span<double>(d_out.data(), static_cast<std::size_t>(output_shape(e, lv).size())), ws);
+      reduce<Sum, float, double>(Backend::cuda, in, lv,
+                                 std::span<double>(d_out.data(), static_cast<std::size_t>(output_shape(e, lv).size())),
+                                 ws);
   };
   run_all();  // warm-up: the workspace grows to what these need
   const int grown = ws.allocations();
@@ -261,7 +274,8 @@ TEST_CASE("cuda: the exact sum of more than 2^31 floats", "[reduce][exact][large
   TALLY_CUDA_TRY(cudaMemcpy(d.data() + half + 3, &one, sizeof(float), cudaMemcpyHostToDevice));
   TALLY_CUDA_TRY(cudaMemcpy(d.data() + N - 1, &nbig, sizeof(float), cudaMemcpyHostToDevice));
   // Exact: 2^31 a + 2 b + 1 (each term exact in double), rounded by the independent reference.
-  const std::vector<double> terms = {std::ldexp(double(0x810101), 31 - 148), 2.0 * std::ldexp(double(0x820202), -146), 1.0};
+  const std::vector<double> terms = {std::ldexp(double(0x810101), 31 - 148), 2.0 * std::ldexp(double(0x820202), -146),
+                                     1.0};
   Workspace ws(Backend::cuda);
   const auto in = View<const float>::flat(d.data(), N);
   const float f = reduce_to_host<ExactSum, float, float>(Backend::cuda, in, ws);
@@ -270,7 +284,8 @@ TEST_CASE("cuda: the exact sum of more than 2^31 floats", "[reduce][exact][large
   CHECK(bits_of(g) == bits_of(exact_reference<double>(terms)));
 }
 
-TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the exact sum correctly rounded", "[reduce][exact]") {
+TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the exact sum correctly rounded",
+          "[reduce][exact]") {
   // The flat kernel's small grids (less than a wave: each thread one batch of kUnroll 16-byte
   // vectors, the plain loop) around their edges, with ragged ends: wide values, cancellation and
   // specials, against the independent reference.
@@ -289,9 +304,11 @@ TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the 
       for (int k = 0; k < strays; ++k) v[g() % n] = static_cast<T>(std::ldexp(u(g), k % 2 == 0 ? -60 : 80));
       return v;
     };
-    for (std::size_t n : {blk + 1, 3 * blk - 5, 16 * blk, 16 * blk + 7, 17 * blk, 31 * blk + 3, 32 * blk, 32 * blk + 1}) {
+    for (std::size_t n :
+         {blk + 1, 3 * blk - 5, 16 * blk, 16 * blk + 7, 17 * blk, 31 * blk + 3, 32 * blk, 32 * blk + 1}) {
       check_full<TestBackend, T, Out>(ws, wide_values<T>(n, ++salt), "values across the exponent range");
-      check_full<TestBackend, T, Out>(ws, spread<T>({big, T(1), -big, T(-0.25)}, n, ++salt), "(big, 1, -big, -0.25) among zeros");
+      check_full<TestBackend, T, Out>(ws, spread<T>({big, T(1), -big, T(-0.25)}, n, ++salt),
+                                      "(big, 1, -big, -0.25) among zeros");
       check_full<TestBackend, T, Out>(ws, binned(n, 0), "uniform in (-1, 1)");
       check_full<TestBackend, T, Out>(ws, binned(n, 5), "uniform in (-1, 1) and five strays");
     }
@@ -302,7 +319,8 @@ TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the 
   });
 }
 
-TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) and equals the CPU backend", "[reduce][exact][determinism]") {
+TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) and equals the CPU backend",
+          "[reduce][exact][determinism]") {
   Workspace ws(Backend::cuda);
   Workspace cpu_ws(Backend::cpu);
   // The grids are sized from the workspace's tuning: pretend devices of 1, 7 and 1000 SMs. The
@@ -310,20 +328,26 @@ TEST_CASE("cuda: the exact sum is bitwise the same for any grid size (tuning) an
   auto& tune = const_cast<Tuning&>(ws.tuning());
   const Tuning real = tune;
   std::uint64_t salt = 9500;
-  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 22) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8}, Extents{1023, 33, 2},
-                           Extents{64, 3, 5000}}) {
+  for (const Extents& e : {Extents{1, 1, (int64_t{1} << 22) + 3}, Extents{3, 1025, 1023}, Extents{2, 16411, 8},
+                           Extents{1023, 33, 2}, Extents{64, 3, 5000}}) {
     const auto x = wide_values<double>(static_cast<std::size_t>(e.size()), ++salt);
     std::vector<float> xf(x.begin(), x.end());
     auto d = TestBackend::upload(x);
     auto df = TestBackend::upload(xf);
     for (Levels lv : Levels::all_sets()) {
-      const auto want = run<TestBackend, double, double>(cpu_ws, Backend::cpu, View<const double>::contiguous(x.data(), e.ng, e.nw, e.nv), lv);
-      const auto want_f = run<TestBackend, float, float>(cpu_ws, Backend::cpu, View<const float>::contiguous(xf.data(), e.ng, e.nw, e.nv), lv);
+      const auto want = run<TestBackend, double, double>(
+          cpu_ws, Backend::cpu, View<const double>::contiguous(x.data(), e.ng, e.nw, e.nv), lv);
+      const auto want_f = run<TestBackend, float, float>(
+          cpu_ws, Backend::cpu, View<const float>::contiguous(xf.data(), e.ng, e.nw, e.nv), lv);
       for (int sms : {1, 7, real.sm_count, 1000}) {
         tune.sm_count = sms;
         INFO("exact sum over " << lv.to_string() << " of " << shape_name(e, false) << " sized for " << sms << " SMs");
-        CHECK(bitwise_equal(want, run<TestBackend, double, double>(ws, Backend::cuda, View<const double>::contiguous(d.data(), e.ng, e.nw, e.nv), lv)));
-        CHECK(bitwise_equal(want_f, run<TestBackend, float, float>(ws, Backend::cuda, View<const float>::contiguous(df.data(), e.ng, e.nw, e.nv), lv)));
+        CHECK(bitwise_equal(
+            want, run<TestBackend, double, double>(ws, Backend::cuda,
+                                                   View<const double>::contiguous(d.data(), e.ng, e.nw, e.nv), lv)));
+        CHECK(bitwise_equal(
+            want_f, run<TestBackend, float, float>(ws, Backend::cuda,
+                                                   View<const float>::contiguous(df.data(), e.ng, e.nw, e.nv), lv)));
       }
       tune = real;
     }
@@ -353,7 +377,8 @@ Acc lane_group_order(const T* row, int64_t L, int V) {
   return x[0];
 }
 
-TEST_CASE("cuda: short rows (up to 4 vectors, a thread each) are summed in the lane-group order", "[reduce][determinism]") {
+TEST_CASE("cuda: short rows (up to 4 vectors, a thread each) are summed in the lane-group order",
+          "[reduce][determinism]") {
   // Rows of up to 4 vectors are reduced one a thread (inner_thread_kernel), computing what a group
   // of lanes and its shuffle tree compute for longer rows; checked against that order written out.
   Workspace ws(Backend::cuda);
@@ -372,8 +397,9 @@ TEST_CASE("cuda: short rows (up to 4 vectors, a thread each) are summed in the l
       const Acc want = lane_group_order<Acc>(x.data() + r * L, L, V);
       differ += std::memcmp(&want, &got[static_cast<std::size_t>(r)], sizeof(Acc)) != 0;
     }
-    INFO("rows of " << L << " " << (sizeof(T) == 4 ? "float" : "double") << " into " << (sizeof(Acc) == 4 ? "float" : "double")
-                    << ", vectors of " << V << " (seed " << tally::test::seed() << ", salt " << salt << "): " << differ << " rows differ");
+    INFO("rows of " << L << " " << (sizeof(T) == 4 ? "float" : "double") << " into "
+                    << (sizeof(Acc) == 4 ? "float" : "double") << ", vectors of " << V << " (seed "
+                    << tally::test::seed() << ", salt " << salt << "): " << differ << " rows differ");
     CHECK(differ == 0);
   };
   for (int64_t L : {1, 2, 3, 4, 6, 8, 12, 16, 32}) {

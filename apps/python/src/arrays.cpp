@@ -32,7 +32,9 @@ std::string shape_str(const std::int64_t* s, int n) {
 std::string device_str(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }
 
 namespace {
-[[noreturn]] void layout_error(const std::string& m) { throw LayoutError("x: " + m + "; pass copy=True to reduce a contiguous copy"); }
+[[noreturn]] void layout_error(const std::string& m) {
+  throw LayoutError("x: " + m + "; pass copy=True to reduce a contiguous copy");
+}
 }  // namespace
 
 Mapped map_layout(const Desc& x, std::uint64_t mask) {
@@ -71,21 +73,22 @@ Mapped map_layout(const Desc& x, std::uint64_t mask) {
     any_reduced |= axes[i].reduced;
     if (g > 0 && groups[g - 1].reduced == axes[i].reduced && groups[g - 1].stride == axes[i].extent * axes[i].stride)
       groups[g - 1] = {groups[g - 1].extent * axes[i].extent, axes[i].stride, axes[i].reduced, axes[i].index};
-    else
-      groups[g++] = axes[i];
+    else groups[g++] = axes[i];
   }
   // A virtual vector axis of extent 1: the innermost group is strided, or nothing is reduced.
   if (g == 0 || groups[g - 1].stride != 1 || !any_reduced) groups[g++] = {1, 1, true, -1};
   if (g > 3)
     layout_error("the axes of shape " + shape_str(x.shape, x.ndim) + " with strides " + shape_str(x.strides, x.ndim) +
-                 " make " + std::to_string(g) + " groups after merging contiguous axes (at most 3: gang, worker, vector)");
+                 " make " + std::to_string(g) +
+                 " groups after merging contiguous axes (at most 3: gang, worker, vector)");
   Axis three[3] = {{1, 0, false, -1}, {1, 0, false, -1}, {1, 0, false, -1}};
   std::copy(groups, groups + g, three + (3 - g));
   m.ext = {three[0].extent, three[1].extent, three[2].extent};
   m.stride_w = three[1].extent == 1 ? m.ext.nv : three[1].stride;
   m.stride_g = three[0].extent == 1 ? m.ext.nw * m.stride_w : three[0].stride;
   if ((m.ext.nw > 1 && m.stride_w < m.ext.nv) || (m.ext.ng > 1 && m.stride_g < (m.ext.nw - 1) * m.stride_w + m.ext.nv))
-    layout_error("strides " + shape_str(x.strides, x.ndim) + " overlap or are not ordered (a broadcast or interleaved view)");
+    layout_error("strides " + shape_str(x.strides, x.ndim) +
+                 " overlap or are not ordered (a broadcast or interleaved view)");
   unsigned bits = 0;
   if (three[0].reduced) bits |= static_cast<unsigned>(tr::Level::gang);
   if (three[1].reduced) bits |= static_cast<unsigned>(tr::Level::worker);
@@ -96,7 +99,8 @@ Mapped map_layout(const Desc& x, std::uint64_t mask) {
 
 void check_dtype(int dtype, const char* arg) {
   if (dtype < 0 || dtype > 3)
-    throw nb::type_error((std::string(arg) + ": unsupported dtype (tally reduces int32, int64, float32, float64)").c_str());
+    throw nb::type_error(
+        (std::string(arg) + ": unsupported dtype (tally reduces int32, int64, float32, float64)").c_str());
 }
 
 int kept_shape(const Desc& x, std::uint64_t mask, std::int64_t* want) {
@@ -125,7 +129,8 @@ void check_input(const Desc& x, std::uint64_t mask, std::uintptr_t stream) {
   if (x.device >= 0 && stream > 2) {  // 0, 1, 2: the legacy and per-thread default streams
     int sdev = -1;
     if (cudaStreamGetDevice(reinterpret_cast<cudaStream_t>(stream), &sdev) == cudaSuccess && sdev != x.device)
-      throw nb::value_error(("stream: belongs to cuda:" + std::to_string(sdev) + ", x is on " + device_str(x.device)).c_str());
+      throw nb::value_error(
+          ("stream: belongs to cuda:" + std::to_string(sdev) + ", x is on " + device_str(x.device)).c_str());
   }
 #else
   (void)stream;
@@ -193,8 +198,8 @@ int dtype_code(const nb::dlpack::dtype& d) {
   return -1;
 }
 
-Desc from_raw(std::uintptr_t ptr, int dtype, int device, const nb::tuple& shape, const nb::tuple& strides, bool strides_in_bytes,
-              const char* arg) {
+Desc from_raw(std::uintptr_t ptr, int dtype, int device, const nb::tuple& shape, const nb::tuple& strides,
+              bool strides_in_bytes, const char* arg) {
   Desc d;
   d.data = reinterpret_cast<void*>(ptr);
   d.dtype = dtype;
@@ -202,13 +207,16 @@ Desc from_raw(std::uintptr_t ptr, int dtype, int device, const nb::tuple& shape,
   d.device = device;
   d.ndim = static_cast<int>(shape.size());
   if (d.ndim > max_ndim) throw nb::value_error((std::string(arg) + ": more than 64 dimensions").c_str());
-  if (strides.size() != shape.size()) throw nb::value_error((std::string(arg) + ": strides and shape differ in length").c_str());
+  if (strides.size() != shape.size())
+    throw nb::value_error((std::string(arg) + ": strides and shape differ in length").c_str());
   const std::int64_t isz = dtype_sizes[dtype];
   for (int i = 0; i < d.ndim; ++i) {
     d.shape[i] = nb::cast<std::int64_t>(shape[static_cast<std::size_t>(i)]);
     std::int64_t s = nb::cast<std::int64_t>(strides[static_cast<std::size_t>(i)]);
     if (strides_in_bytes) {
-      if (s % isz != 0) throw LayoutError(std::string(arg) + ": a stride of " + std::to_string(s) + " bytes is not a whole number of elements");
+      if (s % isz != 0)
+        throw LayoutError(std::string(arg) + ": a stride of " + std::to_string(s) +
+                          " bytes is not a whole number of elements");
       s /= isz;
     }
     d.strides[i] = s;

@@ -112,11 +112,14 @@ Desc from_ndarray(const Array& a, const char* arg) {
   check_dtype(d.dtype, arg);
   if (a.device_type() == nanobind::device::cuda::value) d.device = a.device_id();
   else if (a.device_type() == nanobind::device::cpu::value) d.device = -1;
-  else throw nanobind::value_error((std::string(arg) + ": neither host memory nor a CUDA device (DLPack device type " +
-                                    std::to_string(a.device_type()) + ")").c_str());
+  else
+    throw nanobind::value_error((std::string(arg) + ": neither host memory nor a CUDA device (DLPack device type " +
+                                 std::to_string(a.device_type()) + ")")
+                                    .c_str());
   d.ndim = static_cast<int>(a.ndim());
   for (int i = 0; i < d.ndim; ++i)
-    d.shape[i] = static_cast<std::int64_t>(a.shape(static_cast<std::size_t>(i))), d.strides[i] = a.stride(static_cast<std::size_t>(i));
+    d.shape[i] = static_cast<std::int64_t>(a.shape(static_cast<std::size_t>(i))),
+    d.strides[i] = a.stride(static_cast<std::size_t>(i));
   return d;
 }
 

@@ -18,8 +18,8 @@ constexpr int kThreads = 256;
 
 /// a[i], b[i] = f(s[i]) (a or b null: not written).
 template <class V, class A, class B, class F>
-__global__ void __launch_bounds__(kThreads) split_kernel(const V* __restrict__ s, std::int64_t n, A* __restrict__ a,
-                                                         B* __restrict__ b, F f) {
+__global__ void __launch_bounds__(kThreads)
+    split_kernel(const V* __restrict__ s, std::int64_t n, A* __restrict__ a, B* __restrict__ b, F f) {
   const std::int64_t stride = std::int64_t{gridDim.x} * kThreads;
   for (std::int64_t i = std::int64_t{blockIdx.x} * kThreads + threadIdx.x; i < n; i += stride) {
     const V v = s[i];
@@ -68,15 +68,16 @@ void store_fields(const tr::MinMaxPair<T>* s, std::int64_t n, T* lo, T* hi, std:
 }
 
 template <class Out>
-void store_fields(const tr::Moments* s, std::int64_t n, Out* var, Out* mean, std::int64_t divisor, std::uintptr_t stream) {
+void store_fields(const tr::Moments* s, std::int64_t n, Out* var, Out* mean, std::int64_t divisor,
+                  std::uintptr_t stream) {
   // m2 / NaN is NaN: one division either way, correctly rounded in float64 (no fast-math division
   // here), then one rounding to Out: the bits of the NumPy path's m2 / d and cast.
   const double d = divisor > 0 ? static_cast<double>(divisor) : std::numeric_limits<double>::quiet_NaN();
   split(s, n, var, mean, MomentFields<Out>{d}, stream);
 }
 
-#define TALLY_STORE_FIELDS(T)                                                                                         \
-  template void store_fields<T>(const tr::ValueIndex<T>*, std::int64_t, T*, std::int64_t*, std::uintptr_t);           \
+#define TALLY_STORE_FIELDS(T)                                                                               \
+  template void store_fields<T>(const tr::ValueIndex<T>*, std::int64_t, T*, std::int64_t*, std::uintptr_t); \
   template void store_fields<T>(const tr::MinMaxPair<T>*, std::int64_t, T*, T*, std::uintptr_t);
 TALLY_STORE_FIELDS(std::int32_t)
 TALLY_STORE_FIELDS(std::int64_t)

@@ -27,6 +27,7 @@ void store_fields(const tr::MinMaxPair<T>* s, std::int64_t n, T* lo, T* hi, std:
 /// Moments::variance's rule); mean[i] = Out(s[i].mean). Every struct counts `divisor + correction`
 /// > 0 elements here, so the mean is defined.
 template <class Out>
-void store_fields(const tr::Moments* s, std::int64_t n, Out* var, Out* mean, std::int64_t divisor, std::uintptr_t stream);
+void store_fields(const tr::Moments* s, std::int64_t n, Out* var, Out* mean, std::int64_t divisor,
+                  std::uintptr_t stream);
 
 }  // namespace tally::python

@@ -11,15 +11,17 @@
 namespace tally::python {
 
 enum Op : int { sum, prod, max, min, band, bor, bxor, land, lor, exact_sum, mean, n_ops };
-inline constexpr const char* op_names[] = {"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "exact_sum", "mean"};
+inline constexpr const char* op_names[] = {"sum",  "prod", "max", "min",       "band", "bor",
+                                           "bxor", "land", "lor", "exact_sum", "mean"};
 
 /// f.template operator()<Op, T, Acc>() for the operator code and the dtype codes of x and the
 /// accumulator, where the library compiles that triple; TypeError naming out/acc_dtype otherwise.
 template <class F>
 void with_op_types(int op, int x_dtype, int acc_dtype, F&& f) {
   const auto bad = [&]() {
-    throw nanobind::type_error(("out/acc_dtype: " + std::string(dtype_names[acc_dtype]) + " is not an accumulator of op='" +
-                                op_names[op] + "' for x of dtype " + dtype_names[x_dtype] +
+    throw nanobind::type_error(("out/acc_dtype: " + std::string(dtype_names[acc_dtype]) +
+                                " is not an accumulator of op='" + op_names[op] + "' for x of dtype " +
+                                dtype_names[x_dtype] +
                                 " (same type; int32 -> int64, float32 -> float64; bit and logical ops need integers)")
                                    .c_str());
   };
@@ -60,7 +62,8 @@ void with_op_types(int op, int x_dtype, int acc_dtype, F&& f) {
 /// tally.reduce's checks of out against x, the operator and the axis set, and x's view to launch on
 /// (xx, m); nothing is launched. False: nothing to write (an empty kept axis). `stream` is checked
 /// to be x's device's unless it is 0 (reduce_binding.cpp).
-bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx, Mapped& m);
+bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
+                    Mapped& m);
 /// Launches operator `op` on a prepared view into out (C-contiguous, of the accumulator dtype).
 void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op);
 

@@ -21,7 +21,8 @@ template <class Op, class T, class Acc>
 void launch(const Desc& x, const Mapped& m, Desc& out, std::uintptr_t stream) {
   const auto in = tr::View<const T>::strided(static_cast<const T*>(x.data), m.ext, m.stride_w, m.stride_g);
   const std::span<Acc> o(static_cast<Acc*>(out.data), static_cast<std::size_t>(out.size()));
-  on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<Op, T, Acc>(b, in, m.levels, o, ws, s); });
+  on_device(x, stream,
+            [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<Op, T, Acc>(b, in, m.levels, o, ws, s); });
 }
 
 /// Checks out against x and the axis set (before anything is launched), maps x and reduces.
@@ -33,7 +34,8 @@ void run(const Desc& x, Desc& out, int op, std::uint64_t mask, std::uintptr_t st
 
 }  // namespace
 
-bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx, Mapped& m) {
+bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, std::uintptr_t stream, Desc& xx,
+                    Mapped& m) {
   check_input(x, mask, stream);
   check_dtype(out.dtype, "out");
   if (op < 0 || op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
@@ -50,7 +52,8 @@ bool prepare_reduce(const Desc& x, const Desc& out, int op, std::uint64_t mask, 
 }
 
 void dispatch_op(const Desc& xx, const Mapped& m, Desc& out, std::uintptr_t stream, int op) {
-  with_op_types(op, xx.dtype, out.dtype, [&]<class Op, class T, class Acc>() { launch<Op, T, Acc>(xx, m, out, stream); });
+  with_op_types(op, xx.dtype, out.dtype,
+                [&]<class Op, class T, class Acc>() { launch<Op, T, Acc>(xx, m, out, stream); });
 }
 
 void bind_reduce(nb::module_& m) {
@@ -65,9 +68,9 @@ void bind_reduce(nb::module_& m) {
       "Reduces x (any DLPack/buffer-protocol array) into out (C-contiguous) over the axes in the bit mask.");
   m.def(
       "reduce_raw",
-      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides, std::uintptr_t out_ptr,
-         int out_dtype, int out_device, nb::tuple out_shape, nb::tuple out_strides, bool strides_in_bytes, int op,
-         std::uint64_t mask, std::uintptr_t stream) {
+      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides,
+         std::uintptr_t out_ptr, int out_dtype, int out_device, nb::tuple out_shape, nb::tuple out_strides,
+         bool strides_in_bytes, int op, std::uint64_t mask, std::uintptr_t stream) {
         const Desc dx = from_raw(x_ptr, x_dtype, x_device, x_shape, x_strides, strides_in_bytes, "x");
         Desc dout = from_raw(out_ptr, out_dtype, out_device, out_shape, out_strides, strides_in_bytes, "out");
         run(dx, dout, op, mask, stream);
@@ -88,7 +91,8 @@ void bind_reduce(nb::module_& m) {
         out.data = reinterpret_cast<void*>(out_ptr), out.dtype = out_dtype, out.device = device;
         out.ndim = 1, out.shape[0] = out_size, out.strides[0] = 1;
         Mapped m;
-        m.ext = {ng, nw, nv}, m.stride_w = stride_w, m.stride_g = stride_g, m.levels = tr::Levels::from_bits(level_bits);
+        m.ext = {ng, nw, nv}, m.stride_w = stride_w, m.stride_g = stride_g,
+        m.levels = tr::Levels::from_bits(level_bits);
         // `repeats` back-to-back calls in one C++ loop: the benchmark's per-call cost of the C++ API.
         for (int r = 0; r < repeats; ++r) dispatch_op(x, m, out, stream, op);
       },

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <span>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,7 +28,8 @@ void launch(const Desc& x, const Mapped& m, void* out, std::int64_t out_size, st
   using V = typename R::value_type;
   const auto in = tr::View<const T>::strided(static_cast<const T*>(x.data), m.ext, m.stride_w, m.stride_g);
   const std::span<V> o(static_cast<V*>(out), static_cast<std::size_t>(out_size));
-  on_device(x, stream, [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<R, T>(b, in, m.levels, o, ws, s); });
+  on_device(x, stream,
+            [&](tr::Backend b, tr::Workspace& ws, stream_t s) { tr::reduce<R, T>(b, in, m.levels, o, ws, s); });
 }
 
 /// The library numbers an arg-reduction's elements row-major in its view's order of the reduced axes
@@ -39,9 +40,11 @@ void check_arg_order(const Desc& x, const Mapped& m, int reducer) {
   if (reducer != argmax && reducer != argmin) return;
   for (int i = 1; i < m.n_order; ++i)
     if (m.order[i] < m.order[i - 1])
-      throw ArgOrderError(std::string("x: ") + reducer_names[reducer] + " over axes that lie in memory in another order than x's (strides " +
-                        shape_str(x.strides, x.ndim) + "): the first index on ties would be memory's, not x's; "
-                        "pass copy=True to reduce a contiguous copy");
+      throw ArgOrderError(std::string("x: ") + reducer_names[reducer] +
+                          " over axes that lie in memory in another order than x's (strides " +
+                          shape_str(x.strides, x.ndim) +
+                          "): the first index on ties would be memory's, not x's; "
+                          "pass copy=True to reduce a contiguous copy");
 }
 
 /// Checks, then launches into out (the buffer of value_type structs).
@@ -70,8 +73,8 @@ nb::object host_array(const Desc& out, int rank, std::int64_t n, F&& fill) {
 nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int64_t correction, int want) {
   nb::ndarray<nb::ro> xa;
   if (!nb::try_cast(x, xa)) return nb::none();  // e.g. a byte order nanobind does not import
-  if (reducer < 0 || reducer >= n_reducers || correction < 0 || want < 1 || want > 3 || xa.device_type() != nb::device::cpu::value ||
-      xa.ndim() >= max_ndim)
+  if (reducer < 0 || reducer >= n_reducers || correction < 0 || want < 1 || want > 3 ||
+      xa.device_type() != nb::device::cpu::value || xa.ndim() >= max_ndim)
     return nb::none();
   Desc dx;
   dx.data = const_cast<void*>(xa.data());  // only read
@@ -79,7 +82,8 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
   dx.ndim = static_cast<int>(xa.ndim());
   if (dx.dtype < 0 || (mask >> dx.ndim) != 0) return nb::none();
   for (int a = 0; a < dx.ndim; ++a)
-    dx.shape[a] = static_cast<std::int64_t>(xa.shape(static_cast<std::size_t>(a))), dx.strides[a] = xa.stride(static_cast<std::size_t>(a));
+    dx.shape[a] = static_cast<std::int64_t>(xa.shape(static_cast<std::size_t>(a))),
+    dx.strides[a] = xa.stride(static_cast<std::size_t>(a));
   if (dx.size() == 0) return nb::none();
   Desc out, xx;  // out: the value_type structs (*kept, words), as int64 words
   Mapped m;
@@ -98,21 +102,43 @@ nb::object reducer_host(nb::handle x, int reducer, std::uint64_t mask, std::int6
     using V = typename R::value_type;
     const V* v = reinterpret_cast<const V*>(words.data());
     if constexpr (std::is_same_v<V, tr::ValueIndex<T>>) {
-      return pick([&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].value; }); },
-                  [&] { return host_array<std::int64_t>(out, rank, n_out, [&](std::int64_t* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].index; }); });
+      return pick(
+          [&] {
+            return host_array<T>(out, rank, n_out, [&](T* d) {
+              for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].value;
+            });
+          },
+          [&] {
+            return host_array<std::int64_t>(out, rank, n_out, [&](std::int64_t* d) {
+              for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].index;
+            });
+          });
     } else if constexpr (std::is_same_v<V, tr::MinMaxPair<T>>) {
-      return pick([&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].min; }); },
-                  [&] { return host_array<T>(out, rank, n_out, [&](T* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].max; }); });
+      return pick(
+          [&] {
+            return host_array<T>(out, rank, n_out, [&](T* d) {
+              for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].min;
+            });
+          },
+          [&] {
+            return host_array<T>(out, rank, n_out, [&](T* d) {
+              for (std::int64_t i = 0; i < n_out; ++i) d[i] = v[i].max;
+            });
+          });
     } else {
       // Every result has n > 0 elements: the mean is defined; the variance is NaN where its divisor is <= 0.
       using Out = std::conditional_t<std::is_same_v<T, float>, float, double>;
       const std::int64_t dv = n - correction;
       const auto var = [&](Out* d) {
         for (std::int64_t i = 0; i < n_out; ++i)
-          d[i] = static_cast<Out>(dv > 0 ? v[i].m2 / static_cast<double>(dv) : std::numeric_limits<double>::quiet_NaN());
+          d[i] =
+              static_cast<Out>(dv > 0 ? v[i].m2 / static_cast<double>(dv) : std::numeric_limits<double>::quiet_NaN());
       };
-      const auto mean = [&](Out* d) { for (std::int64_t i = 0; i < n_out; ++i) d[i] = static_cast<Out>(v[i].mean); };
-      return pick([&] { return host_array<Out>(out, rank, n_out, var); }, [&] { return host_array<Out>(out, rank, n_out, mean); });
+      const auto mean = [&](Out* d) {
+        for (std::int64_t i = 0; i < n_out; ++i) d[i] = static_cast<Out>(v[i].mean);
+      };
+      return pick([&] { return host_array<Out>(out, rank, n_out, var); },
+                  [&] { return host_array<Out>(out, rank, n_out, mean); });
     }
   });
 }
@@ -124,8 +150,10 @@ nb::tuple fields_of(int reducer, int dtype) {
   };
   return with_reducer(reducer, dtype, [&]<class R, class T>() -> nb::tuple {
     using V = typename R::value_type;
-    constexpr int code = std::is_same_v<T, std::int32_t> ? i32 : std::is_same_v<T, std::int64_t> ? i64
-                         : std::is_same_v<T, float> ? f32 : f64;
+    constexpr int code = std::is_same_v<T, std::int32_t>   ? i32
+                         : std::is_same_v<T, std::int64_t> ? i64
+                         : std::is_same_v<T, float>        ? f32
+                                                           : f64;
     if constexpr (std::is_same_v<V, tr::ValueIndex<T>>)
       return nb::make_tuple(field("value", code, offsetof(V, value)), field("index", i64, offsetof(V, index)));
     else if constexpr (std::is_same_v<V, tr::MinMaxPair<T>>)
@@ -183,12 +211,12 @@ void bind_reducers(nb::module_& m) {
       "(*kept, words)).");
   m.def(
       "reducer_raw",
-      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides, std::uintptr_t out_ptr,
-         int out_dtype, int out_device, nb::tuple out_shape, nb::tuple out_strides, bool strides_in_bytes, int reducer,
-         std::uint64_t mask, std::uintptr_t stream) {
+      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides,
+         std::uintptr_t out_ptr, int out_dtype, int out_device, nb::tuple out_shape, nb::tuple out_strides,
+         bool strides_in_bytes, int reducer, std::uint64_t mask, std::uintptr_t stream) {
         run(from_raw(x_ptr, x_dtype, x_device, x_shape, x_strides, strides_in_bytes, "x"),
-                   from_raw(out_ptr, out_dtype, out_device, out_shape, out_strides, strides_in_bytes, "out"), reducer,
-                   mask, stream);
+            from_raw(out_ptr, out_dtype, out_device, out_shape, out_strides, strides_in_bytes, "out"), reducer, mask,
+            stream);
       },
       "Like reducer_nd, for arrays described by pointer, dtype code, device (-1: host), shape and strides.");
   m.def("reducer_host", &reducer_host, nb::arg("x"), nb::arg("reducer"), nb::arg("mask"), nb::arg("correction") = 0,

@@ -28,7 +28,8 @@ void check_span(const Desc& d, const char* arg) {
 
 void check_same_device(const Desc& x, const Desc& d, const char* arg) {
   if (d.device != x.device)
-    throw nb::value_error((std::string(arg) + ": on " + device_str(d.device) + ", x on " + device_str(x.device)).c_str());
+    throw nb::value_error(
+        (std::string(arg) + ": on " + device_str(d.device) + ", x on " + device_str(x.device)).c_str());
 }
 
 /// The library's argument errors (std::invalid_argument, "tally::reduce: offsets: ...") as ValueError
@@ -75,7 +76,8 @@ void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, in
   check_span(x, "x");
   if (op >= n_ops) throw nb::value_error(("op: unknown operator code " + std::to_string(op)).c_str());
   if (op == exact_sum) throw nb::value_error("op: 'exact_sum' has no segmented form (tally.reduce it per segment)");
-  if (op == mean) throw nb::value_error("op: 'mean' has no segmented form (a segmented 'sum' over the segment lengths)");
+  if (op == mean)
+    throw nb::value_error("op: 'mean' has no segmented form (a segmented 'sum' over the segment lengths)");
   std::int64_t n_out = 0;
   if (op >= 0) {
     check_span(out, "out");
@@ -88,14 +90,16 @@ void segment_run(const Desc& x, const Desc* offsets, const Desc& out, int op, in
   }
   if (offsets != nullptr) {
     if (offsets->dtype != i32 && offsets->dtype != i64)
-      throw nb::type_error(("offsets: must be int32 or int64, got " + std::string(dtype_names[offsets->dtype])).c_str());
+      throw nb::type_error(
+          ("offsets: must be int32 or int64, got " + std::string(dtype_names[offsets->dtype])).c_str());
     check_span(*offsets, "offsets");
     check_same_device(x, *offsets, "offsets");
   }
   const auto check = trusted ? tr::SegmentCheck::trusted : tr::SegmentCheck::full;
   if (op >= 0)
     with_op_types(op, x.dtype, out.dtype, [&]<class Op, class T, class Acc>() {
-      if constexpr (!std::is_same_v<Op, tr::ExactSum> && !std::is_same_v<Op, tr::Mean>) segment_launch<Op, T, Acc>(x, offsets, out.data, n_out, segment_size, stream, check);
+      if constexpr (!std::is_same_v<Op, tr::ExactSum> && !std::is_same_v<Op, tr::Mean>)
+        segment_launch<Op, T, Acc>(x, offsets, out.data, n_out, segment_size, stream, check);
     });
   else
     with_reducer(reducer, x.dtype, [&]<class R, class T>() {
@@ -148,16 +152,16 @@ void bind_segments(nb::module_& m) {
         const Desc doff = from_ndarray(nb::cast<nb::ndarray<nb::ro>>(offsets), "offsets");
         segment_run(dx, &doff, dout, op, reducer, segment_size, stream, trusted);
       },
-      nb::arg("x"), nb::arg("offsets").none(), nb::arg("out"), nb::arg("op"), nb::arg("reducer"), nb::arg("segment_size"),
-      nb::arg("stream") = 0, nb::arg("trusted") = false,
+      nb::arg("x"), nb::arg("offsets").none(), nb::arg("out"), nb::arg("op"), nb::arg("reducer"),
+      nb::arg("segment_size"), nb::arg("stream") = 0, nb::arg("trusted") = false,
       "Segmented reduction of the 1-D x into out: CSR offsets (out.size + 1 entries), or with offsets=None "
       "segments of segment_size elements. op < 0: the reducer code, out its struct buffer.");
   m.def(
       "segment_raw",
-      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides, std::uintptr_t off_ptr,
-         int off_dtype, int off_device, nb::tuple off_shape, nb::tuple off_strides, std::uintptr_t out_ptr, int out_dtype,
-         int out_device, nb::tuple out_shape, nb::tuple out_strides, bool strides_in_bytes, int op, int reducer,
-         std::int64_t segment_size, std::uintptr_t stream, bool trusted) {
+      [](std::uintptr_t x_ptr, int x_dtype, int x_device, nb::tuple x_shape, nb::tuple x_strides,
+         std::uintptr_t off_ptr, int off_dtype, int off_device, nb::tuple off_shape, nb::tuple off_strides,
+         std::uintptr_t out_ptr, int out_dtype, int out_device, nb::tuple out_shape, nb::tuple out_strides,
+         bool strides_in_bytes, int op, int reducer, std::int64_t segment_size, std::uintptr_t stream, bool trusted) {
         const Desc dx = from_raw(x_ptr, x_dtype, x_device, x_shape, x_strides, strides_in_bytes, "x");
         const Desc dout = from_raw(out_ptr, out_dtype, out_device, out_shape, out_strides, strides_in_bytes, "out");
         if (off_dtype < 0) return segment_run(dx, nullptr, dout, op, reducer, segment_size, stream, trusted);

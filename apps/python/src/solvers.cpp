@@ -124,7 +124,8 @@ bool python_stop_requested() {
 
 template <class T>
 nb::dict heat2d_report(const heat2d::Problem& p, heat2d::StopRule rule, heat2d::RunOptions ro, std::int64_t max_iter,
-                       const std::optional<std::string>& out, const std::string& call, const std::optional<DeviceInfo>& dev) {
+                       const std::optional<std::string>& out, const std::string& call,
+                       const std::optional<DeviceInfo>& dev) {
   using namespace heat2d;
   Report<T> rep;
   ranks::RankStats total_s;
@@ -183,7 +184,8 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
                       int sweeps_per_pass, const std::optional<std::string>& out, const std::string& call) {
   using namespace heat2d;
   // As heat2d's main(): everything is checked before anything is computed.
-  if (mode != "steady" && mode != "transient") throw InputError("--mode: '" + mode + "' is not one of steady, transient");
+  if (mode != "steady" && mode != "transient")
+    throw InputError("--mode: '" + mode + "' is not one of steady, transient");
   if (cuda_kernel != "async" && cuda_kernel != "registers" && cuda_kernel != "persistent")
     throw InputError("--cuda-kernel: '" + cuda_kernel + "' is not one of async, registers, persistent");
   check_precision(precision);
@@ -222,8 +224,9 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
 
 // ---- mcpi ---------------------------------------------------------------------------------------------
 nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const std::string& api,
-                       const std::string& offset, std::uint64_t seed, const std::string& batch, const std::string& backend,
-                       int device, const std::optional<std::string>& out, const std::string& call) {
+                       const std::string& offset, std::uint64_t seed, const std::string& batch,
+                       const std::string& backend, int device, const std::optional<std::string>& out,
+                       const std::string& call) {
   using namespace mcpi;
   Params p;  // as mcpi's main()
   p.n = parse_count(n, "--n");
@@ -292,9 +295,11 @@ nb::dict measured(const matmul::detail::Measured& m) {
 template <class T>
 std::vector<T> host_matrix(const nb::ndarray<>& a, const char* opt, std::int64_t rows, std::int64_t cols) {
   if (a.ndim() != 2 || static_cast<std::int64_t>(a.shape(0)) != rows || static_cast<std::int64_t>(a.shape(1)) != cols)
-    throw InputError(std::string(opt) + ": expected a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix");
+    throw InputError(std::string(opt) + ": expected a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " matrix");
   if (a.dtype() != nb::dtype<T>() || a.device_type() != nb::device::cpu::value)
-    throw InputError(std::string(opt) + ": expected host " + (sizeof(T) == 4 ? "float32" : "float64") + " data (--precision)");
+    throw InputError(std::string(opt) + ": expected host " + (sizeof(T) == 4 ? "float32" : "float64") +
+                     " data (--precision)");
   if (a.stride(0) != cols || a.stride(1) != 1) throw InputError(std::string(opt) + ": expected a C-contiguous matrix");
   const T* p = static_cast<const T*>(a.data());
   return std::vector<T>(p, p + rows * cols);
@@ -337,16 +342,17 @@ nb::dict matmul_case(reduce::Backend b, int device, matmul::Shape s, const std::
   d["passed"] = cs.passed();
   d["timings"] = timings_dict(cs.timings);
   d["copy_bandwidth_gbs"] = cs.bandwidth_gbs ? nb::cast(*cs.bandwidth_gbs) : nb::none();
-  d["c"] = return_c ? to_numpy(std::move(c), {static_cast<std::size_t>(s.m), static_cast<std::size_t>(s.n)}) : nb::none();
+  d["c"] =
+      return_c ? to_numpy(std::move(c), {static_cast<std::size_t>(s.m), static_cast<std::size_t>(s.n)}) : nb::none();
   d["out"] = out ? nb::cast(*out) : nb::none();
   return d;
 }
 
 nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& precision,
-                    const std::vector<std::string>& level_names, const std::string& backend, int device, std::uint64_t seed,
-                    int warmup, int repeats, std::int64_t split_k, bool eigen, std::optional<nb::ndarray<>> a,
-                    std::optional<nb::ndarray<>> b, bool return_c, bool write_c, bool exact, const std::optional<std::string>& out,
-                    const std::string& call) {
+                    const std::vector<std::string>& level_names, const std::string& backend, int device,
+                    std::uint64_t seed, int warmup, int repeats, std::int64_t split_k, bool eigen,
+                    std::optional<nb::ndarray<>> a, std::optional<nb::ndarray<>> b, bool return_c, bool write_c,
+                    bool exact, const std::optional<std::string>& out, const std::string& call) {
   using namespace matmul;
   check_precision(precision);
   for (auto [opt, v] : {std::pair{"--m", m}, std::pair{"--n", n}, std::pair{"--k", k}})
@@ -387,10 +393,10 @@ void bind_solvers(nb::module_& m) {
   using nb::arg;
   m.def("heat2d_solve", &heat2d_solve, arg("nx"), arg("ny").none(), arg("mode"), arg("tol"), arg("max_iter"),
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
-        arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"), arg("validate"),
-        arg("sweeps_per_pass"), arg("out").none(), arg("call"));
-  m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"), arg("batch"),
-        arg("backend"), arg("device"), arg("out").none(), arg("call"));
+        arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"),
+        arg("validate"), arg("sweeps_per_pass"), arg("out").none(), arg("call"));
+  m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"),
+        arg("batch"), arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
         arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
         arg("b").none(), arg("return_c"), arg("write_c"), arg("exact"), arg("out").none(), arg("call"));

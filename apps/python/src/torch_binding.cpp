@@ -35,8 +35,8 @@ struct Torch {
   PyObject* raw_stream = nullptr;  // torch._C._cuda_getCurrentRawStream(device) -> handle; null: no fast path
   PyObject* empty = nullptr;       // (shape, code, like) -> a new contiguous tensor on like's device
   PyObject* block = nullptr;       // (code, like) -> (the 0-d views of a new 1-D block, its data pointer)
-  PyObject *s_dtype = nullptr, *s_is_cuda = nullptr, *s_get_device = nullptr, *s_data_ptr = nullptr,
-           *s_shape = nullptr, *s_stride = nullptr;
+  PyObject *s_dtype = nullptr, *s_is_cuda = nullptr, *s_get_device = nullptr, *s_data_ptr = nullptr, *s_shape = nullptr,
+           *s_stride = nullptr;
   // 0-d results of full reductions, by (device, dtype, stream): each a view of one element of a block
   // allocated on that stream with PyTorch's caching allocator (so its reuse, once the last view is
   // gone, is ordered after our kernels on that stream), handed out once. A torch.empty per call costs
@@ -53,8 +53,8 @@ struct Torch {
   // Reductions that keep axes, and var_mean's full ones: the library writes the structs into a
   // scratch buffer of this (device, stream), written and read on that stream only (in order), and
   // store_fields (fields.cu) writes each returned field, finished, into a new contiguous tensor.
-  PyObject* torch_empty = nullptr;                                        // torch.empty
-  std::map<std::pair<int, int>, PyObject*> empty_kwargs;                  // (device, code) -> {dtype, device}
+  PyObject* torch_empty = nullptr;                        // torch.empty
+  std::map<std::pair<int, int>, PyObject*> empty_kwargs;  // (device, code) -> {dtype, device}
   struct Scratch {
     PyObject* tensor = nullptr;  // int64 words
     std::int64_t words = 0;
@@ -163,7 +163,8 @@ bool axis_mask(PyObject* axis, int ndim, std::uint64_t& mask) {
 /// The next element of a free list (its object, handed over, and its data pointer), refilled from
 /// make() -> (the elements' objects, the block's pointer), element i at pointer + i * stride.
 template <class Make>
-nb::object take(std::vector<std::pair<PyObject*, std::uintptr_t>>& list, std::uintptr_t stride, Make&& make, void*& data) {
+nb::object take(std::vector<std::pair<PyObject*, std::uintptr_t>>& list, std::uintptr_t stride, Make&& make,
+                void*& data) {
   if (list.empty()) {
     nb::object r = make();
     if (!r.is_valid()) throw nb::python_error();
@@ -180,8 +181,9 @@ nb::object take(std::vector<std::pair<PyObject*, std::uintptr_t>>& list, std::ui
 
 /// A fresh 0-d tensor of dtype `code` on (device, stream) and its data pointer.
 nb::object take_scalar(Torch& T, int device, int code, std::uintptr_t stream, PyObject* like, void*& data) {
-  return take(T.free[{device, code, stream}], static_cast<std::uintptr_t>(dtype_sizes[code]),
-              [&] { return nb::steal(PyObject_CallFunction(T.block, "iO", code, like)); }, data);
+  return take(
+      T.free[{device, code, stream}], static_cast<std::uintptr_t>(dtype_sizes[code]),
+      [&] { return nb::steal(PyObject_CallFunction(T.block, "iO", code, like)); }, data);
 }
 
 /// PyTorch's current stream of `device`; false where it cannot be had (the general path then runs).
@@ -202,7 +204,8 @@ nb::object reduce_torch(nb::handle x, nb::handle op, nb::handle axis, nb::handle
   std::uint64_t mask = 0;
   if (opc < 0 || !axis_mask(axis.ptr(), dx.ndim, mask)) return nb::none();
   if (!out.is_none()) {
-    if (!describe(T, out.ptr(), dout) || dout.device != dx.device || ((tables.acc_allowed[opc][dx.dtype] >> dout.dtype) & 1u) == 0)
+    if (!describe(T, out.ptr(), dout) || dout.device != dx.device ||
+        ((tables.acc_allowed[opc][dx.dtype] >> dout.dtype) & 1u) == 0)
       return nb::none();
   } else {
     dout.dtype = tables.acc_default[opc][dx.dtype];
@@ -272,7 +275,8 @@ constexpr std::int64_t scratch_max_words = std::int64_t{1} << 17;
 /// Device memory for `words` int64 words of structs, used on (device, stream) only: its scratch,
 /// grown as needed, or above scratch_max_words a new tensor that `hold` keeps until the launches
 /// are queued (PyTorch's allocator, whose block it is on this stream, reuses it after them).
-void* structs_buffer(Torch& T, int device, std::uintptr_t stream, std::int64_t words, PyObject* like, nb::object& hold) {
+void* structs_buffer(Torch& T, int device, std::uintptr_t stream, std::int64_t words, PyObject* like,
+                     nb::object& hold) {
   void* data = nullptr;
   if (words > scratch_max_words) {  // never kept: grown scratch would hold it for good
     nb::object shape = nb::steal(Py_BuildValue("(L)", static_cast<long long>(words)));
@@ -300,7 +304,8 @@ void* structs_buffer(Torch& T, int device, std::uintptr_t stream, std::int64_t w
 /// take the call (another type, dtype or device, an empty x or kept axis, a layout or an arg-order
 /// the view refuses, a bad argument, a build without CUDA): nothing has been allocated or launched then.
 nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_t correction, int want) {
-  if (torch_state == nullptr || torch_state->raw_stream == nullptr || torch_state->struct_block == nullptr) return nb::none();
+  if (torch_state == nullptr || torch_state->raw_stream == nullptr || torch_state->struct_block == nullptr)
+    return nb::none();
   if (reducer < 0 || reducer >= n_reducers || correction < 0 || want < 1 || want > 3) return nb::none();
   Torch& T = *torch_state;
   Desc dx;
@@ -317,22 +322,25 @@ nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_
   const std::int64_t n_out = out.size() / out.shape[rank];
   const std::int64_t n = dx.size() / n_out;  // elements per result (> 0)
   if (full && reducer != meanvar) {
-    nb::object fields = take(T.structs[{dx.device, reducer, dx.dtype, stream}], static_cast<std::uintptr_t>(out.shape[0] * 8),
-                             [&] { return nb::steal(PyObject_CallFunction(T.struct_block, "iiO", reducer, dx.dtype, x.ptr())); },
-                             out.data);
+    nb::object fields = take(
+        T.structs[{dx.device, reducer, dx.dtype, stream}], static_cast<std::uintptr_t>(out.shape[0] * 8),
+        [&] { return nb::steal(PyObject_CallFunction(T.struct_block, "iiO", reducer, dx.dtype, x.ptr())); }, out.data);
     dispatch_reducer(xx, m, out, stream, reducer);
     return picked(fields[0], fields[1], want);
   }
   // The results, made before anything is launched: var_mean's full ones a pair of 0-d views from a
   // shared block ([0] the variance, [1] the mean), the others new tensors of the kept shape.
   const int code = dx.dtype == f32 ? f32 : f64;  // meanvar's results
-  const int codes[2] = {reducer == meanvar ? code : dx.dtype, reducer == meanvar ? code : reducer == minmax ? dx.dtype : i64};
+  const int codes[2] = {reducer == meanvar ? code : dx.dtype, reducer == meanvar  ? code
+                                                              : reducer == minmax ? dx.dtype
+                                                                                  : i64};
   void* dst[2] = {nullptr, nullptr};
   nb::object res[2];
   if (full) {
     void* pair = nullptr;
-    nb::object p = take(T.pairs[{dx.device, code, stream}], static_cast<std::uintptr_t>(2 * dtype_sizes[code]),
-                        [&] { return nb::steal(PyObject_CallFunction(T.pair_block, "iO", code, x.ptr())); }, pair);
+    nb::object p = take(
+        T.pairs[{dx.device, code, stream}], static_cast<std::uintptr_t>(2 * dtype_sizes[code]),
+        [&] { return nb::steal(PyObject_CallFunction(T.pair_block, "iO", code, x.ptr())); }, pair);
     for (int k = 0; k < 2; ++k) {
       res[k] = p[k];
       if ((want >> k) & 1) dst[k] = static_cast<char*>(pair) + k * dtype_sizes[code];
@@ -357,12 +365,15 @@ nb::object reducer_torch(nb::handle x, int reducer, nb::handle axis, std::int64_
     else if (code == f32)
       store_fields<float>(s, n_out, static_cast<float*>(dst[0]), static_cast<float*>(dst[1]), n - correction, stream);
     else
-      store_fields<double>(s, n_out, static_cast<double*>(dst[0]), static_cast<double*>(dst[1]), n - correction, stream);
+      store_fields<double>(s, n_out, static_cast<double*>(dst[0]), static_cast<double*>(dst[1]), n - correction,
+                           stream);
   });
   return picked(res[0], res[1], want);
 }
 #else
-nb::object reducer_torch(nb::handle, int, nb::handle, std::int64_t, int) { return nb::none(); }  // the general path says why
+nb::object reducer_torch(nb::handle, int, nb::handle, std::int64_t, int) {
+  return nb::none();
+}  // the general path says why
 #endif
 
 }  // namespace
@@ -398,7 +409,8 @@ void bind_torch(nb::module_& m) {
       },
       "The PyTorch pieces of the fast path: torch.Tensor, its dtypes by code, the raw current-stream getter "
       "(None: no fast path), empty(shape, code, like) and block(code, like) -> (0-d views, data pointer).");
-  m.def("reduce_torch", &reduce_torch, nb::arg("x").none(), nb::arg("op").none(), nb::arg("axis").none(), nb::arg("out").none(),
+  m.def("reduce_torch", &reduce_torch, nb::arg("x").none(), nb::arg("op").none(), nb::arg("axis").none(),
+        nb::arg("out").none(),
         "tally.reduce(x, op, axis, out) for a torch.Tensor on a CUDA device, or None where the general path must "
         "take the call (it then reports any error).");
   m.def(

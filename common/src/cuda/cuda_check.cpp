@@ -17,10 +17,8 @@ bool is_sticky(cudaError_t e) {
     case cudaErrorInvalidPc:
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
-    case cudaErrorLaunchTimeout:
-      return true;
-    default:
-      return false;
+    case cudaErrorLaunchTimeout: return true;
+    default: return false;
   }
 }
 }  // namespace

@@ -47,8 +47,8 @@ void check_mpi([[maybe_unused]] int rc, [[maybe_unused]] const char* call, [[may
 
 int mpi_count(std::size_t n, const char* what) {
   if (n > static_cast<std::size_t>(INT_MAX))
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(n) + " elements, more than one MPI call carries (" +
-                                std::to_string(INT_MAX) + ")");
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(n) +
+                                " elements, more than one MPI call carries (" + std::to_string(INT_MAX) + ")");
   return static_cast<int>(n);
 }
 
@@ -169,7 +169,8 @@ void Comm::idle_barrier() const {
 
 template <class T>
 void Comm::broadcast([[maybe_unused]] std::span<T> data, int root) const {
-  if (root < 0 || root >= size()) throw std::invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank");
+  if (root < 0 || root >= size())
+    throw std::invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank");
 #ifdef TALLY_HAS_MPI
   if (impl_ && impl_->size > 1)
     TALLY_MPI_CHECK(MPI_Bcast(data.data(), mpi_count(data.size_bytes(), "broadcast"), MPI_BYTE, root, impl_->world));
@@ -178,7 +179,8 @@ void Comm::broadcast([[maybe_unused]] std::span<T> data, int root) const {
 
 template <class T>
 std::vector<T> Comm::gather(std::span<const T> mine, int root) const {
-  if (root < 0 || root >= size()) throw std::invalid_argument("gather: root " + std::to_string(root) + " is not a rank");
+  if (root < 0 || root >= size())
+    throw std::invalid_argument("gather: root " + std::to_string(root) + " is not a rank");
   if (size() == 1) return std::vector<T>(mine.begin(), mine.end());
   std::vector<T> all;
 #ifdef TALLY_HAS_MPI
@@ -211,11 +213,12 @@ std::vector<T> Comm::allgather(T value) const {
 }
 
 #define TALLY_RANK_HOST_TYPES(X) \
-  X(char) X(signed char) X(unsigned char) X(int) X(unsigned) X(long) X(unsigned long) X(long long) \
-  X(unsigned long long) X(float) X(double)
-#define X(T)                                                                        \
-  template void Comm::broadcast<T>(std::span<T>, int) const;                        \
-  template std::vector<T> Comm::gather<T>(std::span<const T>, int) const;           \
+  X(char)                        \
+  X(signed char)                 \
+  X(unsigned char) X(int) X(unsigned) X(long) X(unsigned long) X(long long) X(unsigned long long) X(float) X(double)
+#define X(T)                                                              \
+  template void Comm::broadcast<T>(std::span<T>, int) const;              \
+  template std::vector<T> Comm::gather<T>(std::span<const T>, int) const; \
   template std::vector<T> Comm::allgather<T>(T) const;
 TALLY_RANK_HOST_TYPES(X)
 #undef X

@@ -45,7 +45,8 @@ namespace {
 
 void check_nccl(ncclResult_t rc, const char* call, const char* file, int line, ncclComm_t comm = nullptr) {
   if (rc == ncclSuccess) return;
-  std::string msg = std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + ncclGetErrorString(rc);
+  std::string msg =
+      std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + ncclGetErrorString(rc);
   if (const char* last = ncclGetLastError(comm); last && *last) msg += std::string(" (") + last + ")";
   throw Error(msg);
 }
@@ -85,8 +86,12 @@ void nccl_allgather(void* comm, const void* send, void* recv, std::size_t count,
   TALLY_NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(t), static_cast<ncclComm_t>(comm), stream));
 }
 
-void nccl_allreduce(void* comm, const void* send, void* recv, std::size_t count, DType t, NativeOp op, stream_t stream) {
-  const ncclRedOp_t o = op == NativeOp::sum ? ncclSum : op == NativeOp::prod ? ncclProd : op == NativeOp::max ? ncclMax : ncclMin;
+void nccl_allreduce(void* comm, const void* send, void* recv, std::size_t count, DType t, NativeOp op,
+                    stream_t stream) {
+  const ncclRedOp_t o = op == NativeOp::sum    ? ncclSum
+                        : op == NativeOp::prod ? ncclProd
+                        : op == NativeOp::max  ? ncclMax
+                                               : ncclMin;
   TALLY_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_type(t), o, static_cast<ncclComm_t>(comm), stream));
 }
 

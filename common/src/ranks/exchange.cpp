@@ -64,11 +64,11 @@ Comm::Exchange Comm::start_exchange(std::span<const T> to_prev, std::span<T> fro
                                     [[maybe_unused]] stream_t stream) const {
   const int prev = rank() - 1, next = rank() + 1 < size() ? rank() + 1 : -1;
   if (prev >= 0 && to_prev.size() != from_prev.size())
-    throw std::invalid_argument("start_exchange: to_prev and from_prev differ in size (" + std::to_string(to_prev.size()) +
-                                " and " + std::to_string(from_prev.size()) + ")");
+    throw std::invalid_argument("start_exchange: to_prev and from_prev differ in size (" +
+                                std::to_string(to_prev.size()) + " and " + std::to_string(from_prev.size()) + ")");
   if (next >= 0 && to_next.size() != from_next.size())
-    throw std::invalid_argument("start_exchange: to_next and from_next differ in size (" + std::to_string(to_next.size()) +
-                                " and " + std::to_string(from_next.size()) + ")");
+    throw std::invalid_argument("start_exchange: to_next and from_next differ in size (" +
+                                std::to_string(to_next.size()) + " and " + std::to_string(from_next.size()) + ")");
   Exchange ex;
   if (size() == 1) return ex;  // no neighbours
 #ifdef TALLY_HAS_MPI
@@ -104,7 +104,10 @@ Comm::Exchange Comm::start_exchange(std::span<const T> to_prev, std::span<T> fro
             bn = rank_detail::mpi_count(nn * sizeof(T), "start_exchange");
   // Tag 0 travels toward higher ranks, tag 1 toward lower: a two-rank job's two messages never mix.
   e.requests.reserve(4);
-  auto post = [&](auto&& call) { e.requests.emplace_back(); TALLY_MPI_CHECK(call(&e.requests.back())); };
+  auto post = [&](auto&& call) {
+    e.requests.emplace_back();
+    TALLY_MPI_CHECK(call(&e.requests.back()));
+  };
   if (prev >= 0) {
     post([&](MPI_Request* r) { return MPI_Irecv(rp, bp, MPI_BYTE, prev, 0, c.world, r); });
     post([&](MPI_Request* r) { return MPI_Isend(sp, bp, MPI_BYTE, prev, 1, c.world, r); });
@@ -117,9 +120,9 @@ Comm::Exchange Comm::start_exchange(std::span<const T> to_prev, std::span<T> fro
   return ex;
 }
 
-#define TALLY_RANK_EXCHANGE(T)                                                                                 \
-  template Comm::Exchange Comm::start_exchange<T>(std::span<const T>, std::span<T>, std::span<const T>,        \
-                                                  std::span<T>, Memory, stream_t) const;
+#define TALLY_RANK_EXCHANGE(T)                                                                                        \
+  template Comm::Exchange Comm::start_exchange<T>(std::span<const T>, std::span<T>, std::span<const T>, std::span<T>, \
+                                                  Memory, stream_t) const;
 TALLY_RANK_EXCHANGE(float)
 TALLY_RANK_EXCHANGE(double)
 TALLY_RANK_EXCHANGE(std::int32_t)

@@ -58,8 +58,7 @@ std::vector<char> nccl_unique_id();
 void* nccl_init(int nranks, const std::vector<char>& id, int rank);
 void nccl_destroy(void* comm) noexcept;
 void nccl_allgather(void* comm, const void* send, void* recv, std::size_t count, DType t, stream_t stream);
-void nccl_allreduce(void* comm, const void* send, void* recv, std::size_t count, DType t, NativeOp op,
-                    stream_t stream);
+void nccl_allreduce(void* comm, const void* send, void* recv, std::size_t count, DType t, NativeOp op, stream_t stream);
 /// One ncclGroupStart ... ncclGroupEnd of sends/receives to neighbours (peer < 0: none).
 void nccl_exchange(void* comm, const void* to_prev, void* from_prev, int prev, std::size_t n_prev, const void* to_next,
                    void* from_next, int next, std::size_t n_next, DType t, stream_t stream);

@@ -72,7 +72,8 @@ RankSession::RankSession([[maybe_unused]] int& argc, [[maybe_unused]] char**& ar
   const int rc = MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed (error " + std::to_string(rc) + ")");
   finalize_ = true;
-  if (provided < MPI_THREAD_FUNNELED) throw Error("MPI_Init_thread: the MPI library does not provide MPI_THREAD_FUNNELED");
+  if (provided < MPI_THREAD_FUNNELED)
+    throw Error("MPI_Init_thread: the MPI library does not provide MPI_THREAD_FUNNELED");
   world_ = Comm(world_impl());
 #endif
 }
@@ -109,7 +110,8 @@ int run_ranks(const std::string& name, int argc, char** argv, const std::functio
     return body(world);
   } catch (const AgreedError& e) {
     // Every rank has the same error: each exits with its code, one prints it.
-    if (world.is_root()) std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), e.input_error() ? "error" : "failed", e.what());
+    if (world.is_root())
+      std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), e.input_error() ? "error" : "failed", e.what());
     return e.input_error() ? exit_bad_input : exit_failure;
   } catch (...) {
     const ExceptionReport r = classify(std::current_exception());

@@ -33,17 +33,21 @@ constexpr int kLadderBlock = 256;
 
 enum class Rung { interleaved_divergent, interleaved, sequential, first_add, warp_shuffle, coarsened };
 
-__host__ __device__ constexpr int elems_per_thread(Rung r) { return (r == Rung::first_add || r == Rung::warp_shuffle) ? 2 : 1; }
+__host__ __device__ constexpr int elems_per_thread(Rung r) {
+  return (r == Rung::first_add || r == Rung::warp_shuffle) ? 2 : 1;
+}
 
 template <class Op, class In, class Acc, Rung R>
-__global__ void __launch_bounds__(kLadderBlock) ladder_kernel(const In* __restrict__ in, std::int64_t n, Acc* __restrict__ out) {
+__global__ void __launch_bounds__(kLadderBlock)
+    ladder_kernel(const In* __restrict__ in, std::int64_t n, Acc* __restrict__ out) {
   __shared__ Acc smem[kLadderBlock];
   const unsigned t = threadIdx.x;
   constexpr unsigned B = kLadderBlock;
   const auto id = [](auto x) { return static_cast<Acc>(x); };
   Acc v = Op::template identity<Acc>();
   if constexpr (R == Rung::coarsened) {
-    for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) v = Op::template combine<Acc>(v, id(in[i]));
+    for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride())
+      v = Op::template combine<Acc>(v, id(in[i]));
   } else if constexpr (elems_per_thread(R) == 2) {
     const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * 2 * B + t;
     if (i < n) v = id(in[i]);
@@ -143,7 +147,8 @@ void reduce_cuda_ladder(Strategy s, const detail::Problem& prob, Acc* d_out, Wor
     return;
   }
   const detail::Plan p = detail::make_plan(prob);
-  const bool contiguous = p.empty || (p.kind == detail::Plan::Kind::inner && p.n_out == 1 && p.rows == 1 && p.k_s1 == 0 && p.k_s2 == 0);
+  const bool contiguous =
+      p.empty || (p.kind == detail::Plan::Kind::inner && p.n_out == 1 && p.rows == 1 && p.k_s1 == 0 && p.k_s2 == 0);
   if (!contiguous)
     throw std::invalid_argument("tally::reduce: strategy " + to_string(s) +
                                 ": needs a contiguous input (a strided view only with Strategy::production)");
@@ -163,8 +168,9 @@ void reduce_cuda_ladder(Strategy s, const detail::Problem& prob, Acc* d_out, Wor
           TALLY_CUDA_TRY(cudaMemsetAsync(d_out, 0, sizeof(Acc), stream));
           if (n > 0) {
             const Tuning& tune = ws.tuning();
-            const std::int64_t grid = std::clamp<std::int64_t>((n + kLadderBlock - 1) / kLadderBlock, 1,
-                                                               std::int64_t{std::max(tune.sm_count, 1)} * std::max(tune.blocks_per_sm, 1));
+            const std::int64_t grid =
+                std::clamp<std::int64_t>((n + kLadderBlock - 1) / kLadderBlock, 1,
+                                         std::int64_t{std::max(tune.sm_count, 1)} * std::max(tune.blocks_per_sm, 1));
             atomic_sum_kernel<T, Acc><<<static_cast<unsigned>(grid), kLadderBlock, 0, stream>>>(in, n, d_out);
             TALLY_CHECK_LAUNCH();
           }
@@ -172,7 +178,9 @@ void reduce_cuda_ladder(Strategy s, const detail::Problem& prob, Acc* d_out, Wor
         } else {
           throw std::invalid_argument("tally::reduce: strategy atomic: only for sum (one atomicAdd per element)");
         }
-      case Strategy::interleaved_divergent: run_rung<Op, T, Acc, Rung::interleaved_divergent>(in, n, d_out, ws, stream); return;
+      case Strategy::interleaved_divergent:
+        run_rung<Op, T, Acc, Rung::interleaved_divergent>(in, n, d_out, ws, stream);
+        return;
       case Strategy::interleaved: run_rung<Op, T, Acc, Rung::interleaved>(in, n, d_out, ws, stream); return;
       case Strategy::sequential: run_rung<Op, T, Acc, Rung::sequential>(in, n, d_out, ws, stream); return;
       case Strategy::first_add: run_rung<Op, T, Acc, Rung::first_add>(in, n, d_out, ws, stream); return;

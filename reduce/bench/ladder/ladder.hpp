@@ -28,9 +28,9 @@ enum class Strategy {
 };
 
 inline constexpr std::array<Strategy, 9> all_strategies = {
-    Strategy::atomic,      Strategy::interleaved_divergent, Strategy::interleaved,
-    Strategy::sequential,  Strategy::first_add,             Strategy::warp_shuffle,
-    Strategy::coarsened,   Strategy::production,            Strategy::cub};
+    Strategy::atomic,    Strategy::interleaved_divergent, Strategy::interleaved, Strategy::sequential,
+    Strategy::first_add, Strategy::warp_shuffle,          Strategy::coarsened,   Strategy::production,
+    Strategy::cub};
 
 [[nodiscard]] std::string to_string(Strategy s);
 /// Throws std::invalid_argument listing the valid names.
@@ -52,8 +52,10 @@ template <class Op, class T, class Acc = T>
 void reduce_with(Strategy strategy, View<const T> in, std::span<Acc> out, Workspace& ws, stream_t stream = nullptr) {
   static_assert(!std::is_same_v<Op, ExactSum>, "reduce_with: the ladder has no exact sum (use reduce())");
   static_assert(!std::is_same_v<Op, Mean>, "reduce_with: the ladder has no mean (use reduce())");
-  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
-  const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
+  static_assert(is_supported<Op, T, Acc>,
+                "this (operator, input type, accumulator) is not compiled into tally::reduce");
+  const detail::Problem p{in.data,     in.ext,        in.stride_w,
+                          in.stride_g, Levels::all(), static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());
   detail::check_workspace(ws, Backend::cuda);
   reduce_cuda_ladder<Op, T, Acc>(strategy, p, out.data(), ws, stream);

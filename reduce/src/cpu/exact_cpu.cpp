@@ -8,8 +8,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -36,17 +36,17 @@ using exact::Bins;
 using exact::bin_m_bits;
 using exact::result_of;
 
-constexpr std::int64_t grain = std::int64_t{1} << 14;        // elements: least work worth a task of its own
+constexpr std::int64_t grain = std::int64_t{1} << 14;         // elements: least work worth a task of its own
 constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
 constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // elements: below this, no thread team
-constexpr int lanes = 16;                // filters per task (hi and lo: 4 AVX2 or 2 AVX-512 registers each)
+constexpr int lanes = 16;  // filters per task (hi and lo: 4 AVX2 or 2 AVX-512 registers each)
 #if defined(__AVX512F__)
 constexpr int vw = 8;  // doubles per vector register
 #else
 constexpr int vw = 4;  // AVX2 (the baseline build splits each into SSE2 pairs)
 #endif
-constexpr std::int64_t short_seg = 64;   // segments up to this long: one scalar filter, no accumulator
-constexpr int col_block = 64;            // outer family: columns per task (each with a filter and an accumulator)
+constexpr std::int64_t short_seg = 64;  // segments up to this long: one scalar filter, no accumulator
+constexpr int col_block = 64;           // outer family: columns per task (each with a filter and an accumulator)
 constexpr std::int64_t renorm_every = std::int64_t{1} << 30;  // flushes between normalisations (limit 2^31)
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -147,7 +147,7 @@ template <class T>
 struct BinTraits;
 template <>
 struct BinTraits<float> {
-  static constexpr int top = 125;        // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
+  static constexpr int top = 125;          // binned while max |x| < 2^top: y <= 2^(top+2) = 2^127
   static constexpr int W = bin_bytes / 4;  // lanes
   static constexpr int chunk = 128 * W;    // elements (at most 8 KB, in L1): 128 per lane, |lane sum| <= 2^29
 };
@@ -185,7 +185,6 @@ struct Binned {
   bool nonzero = false;  // took a chunk with a non-zero value: the sum is not a sum of -0s
   T rem[B::chunk];       // a chunk's non-zero remainders r2, for the filters
 
-
   /// n values (a multiple of W, at most B::chunk): binned exactly, or through filters(x, n).
   template <class Filters>
   void chunk(const T* __restrict x, int n, Sink<T>& sink, Filters&& filters) {
@@ -206,9 +205,10 @@ struct Binned {
     S mb = 0, zs = smax;
     for (int l = 0; l < W; ++l) mb = std::max(mb, m[l]), zs = std::min(zs, z[l]);
     const U zb = static_cast<U>(zs) - static_cast<U>(smax);  // the least non-zero |x| bits
-    if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift)) return filters(x, n);  // zeros (signs), huge, Inf, NaN
+    if (mb == 0 || mb >= (static_cast<S>(B::top + bias) << shift))
+      return filters(x, n);                                               // zeros (signs), huge, Inf, NaN
     const int E = std::max(static_cast<int>(mb >> shift), 1) - bias + 1;  // max |x| < 2^E
-    const int x1 = E + 1, x2 = std::max(E + 2 - p, emin);  // exponents of M1 and M2
+    const int x1 = E + 1, x2 = std::max(E + 2 - p, emin);                 // exponents of M1 and M2
     const U b1 = bin_m_bits<T>(x1), b2 = bin_m_bits<T>(x2);
     const T m1 = Bins<T>::from_bits(b1), m2 = Bins<T>::from_bits(b2);
     const VT vm1 = VT{} + m1, vm2 = VT{} + m2;
@@ -449,7 +449,8 @@ struct ColumnTask {
   Accumulator<T> acc[col_block];
   Sink<T> sink[col_block];
   int w;
-  ColumnTask(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, int w_, std::int64_t q0, std::int64_t q1) : w(w_) {
+  ColumnTask(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, int w_, std::int64_t q0, std::int64_t q1)
+      : w(w_) {
     std::fill(hi, hi + w, -0.0), std::fill(lo, lo + w, 0.0);
     for (int c = 0; c < w; ++c) sink[c] = Sink<T>{&acc[c]};
     const T* slab = in + b * p.sb + c0;
@@ -486,7 +487,8 @@ void exact_outer(const Plan& p, const T* in, Out* out) {
   const std::int64_t units = p.nb * ncb;
   const bool team = p.nb * p.nc * p.rows >= serial_below;
   std::int64_t nrb = 1;
-  if (units < target_tasks && p.rows * cw > 2 * grain) nrb = std::min(ceil_div(p.rows * cw, grain), ceil_div(target_tasks, units));
+  if (units < target_tasks && p.rows * cw > 2 * grain)
+    nrb = std::min(ceil_div(p.rows * cw, grain), ceil_div(target_tasks, units));
   const std::int64_t rb_rows = ceil_div(p.rows, nrb);
   nrb = ceil_div(p.rows, rb_rows);
   if (nrb == 1) {
@@ -529,8 +531,7 @@ void exact_cpu_isa(const Problem& prob, Out* out) {
   if (p.empty) {
     if constexpr (std::is_same_v<Out, Accumulator<T>>) std::for_each(out, out + p.n_out, [](Out& a) { a.clear(); });
     else std::fill(out, out + p.n_out, Out(0));
-  }
-  else if (p.kind == Plan::Kind::inner) exact_inner<T, Out>(p, in, out);
+  } else if (p.kind == Plan::Kind::inner) exact_inner<T, Out>(p, in, out);
   else exact_outer<T, Out>(p, in, out);
 }
 

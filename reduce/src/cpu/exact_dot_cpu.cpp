@@ -17,7 +17,7 @@ namespace {
 constexpr std::int64_t chunk = std::int64_t{1} << 15;         // elements per scheduling unit
 constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // no thread team below this
 constexpr std::int64_t renorm_every = std::int64_t{1} << 28;  // flushes between normalisations (limit 2^31)
-constexpr int ways = 4;                                        // filters per thread
+constexpr int ways = 4;                                       // filters per thread
 
 template <class P>
 struct Sink {

@@ -30,8 +30,8 @@ namespace tally::reduce::detail::TALLY_CPU_ISA {
 namespace {
 
 constexpr std::int64_t grain = std::int64_t{1} << 14;         // elements: least work worth a task of its own
-constexpr std::int64_t target_tasks = 256;                     // a long reduction is split into about this many tasks
-constexpr std::int64_t serial_below = std::int64_t{1} << 16;   // elements: below this, no thread team
+constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
+constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // elements: below this, no thread team
 constexpr int lanes = 16;  // interleaved accumulators: 4 SSE registers of floats hide the add latency (32: no faster)
 constexpr std::int64_t col_block = 2048;  // outer family: columns per task (8-16 KB of partials; 512 measured slower)
 
@@ -43,12 +43,14 @@ struct LaneAcc {
   LaneAcc() { v.fill(Op::template identity<Acc>()); }
   // Folds lanes l, l + period, l + 2 period, ... (in that order) into column l of `acc`.
   void combine_into(Acc* acc, int period) const {
-    for (int l = 0; l < lanes; ++l) acc[l % period] = Op::template combine<Acc>(acc[l % period], v[static_cast<unsigned>(l)]);
+    for (int l = 0; l < lanes; ++l)
+      acc[l % period] = Op::template combine<Acc>(acc[l % period], v[static_cast<unsigned>(l)]);
   }
 };
 
 template <class Op, class Acc>
-inline constexpr bool is_fp_maxmin = std::is_floating_point_v<Acc> && (std::is_same_v<Op, Max> || std::is_same_v<Op, Min>);
+inline constexpr bool is_fp_maxmin = std::is_floating_point_v<Acc> &&
+                                     (std::is_same_v<Op, Max> || std::is_same_v<Op, Min>);
 
 // Folds x[0..n) into the lanes: element i goes to lane i mod lanes. Vectorised across the lanes.
 template <class Op, class T, class Acc>
@@ -89,7 +91,8 @@ inline void fold_lanes(const T* __restrict x, std::int64_t n, LaneAcc<Op, Acc>& 
       for (int l = 0; l < lanes; ++l) part[l] = Op::template combine<Acc>(part[l], static_cast<Acc>(x[i + l]));
     }
   }
-  for (std::int64_t i = body; i < n; ++i) part[i - body] = Op::template combine<Acc>(part[i - body], static_cast<Acc>(x[i]));
+  for (std::int64_t i = body; i < n; ++i)
+    part[i - body] = Op::template combine<Acc>(part[i - body], static_cast<Acc>(x[i]));
 }
 
 // Iterates the reduced rows q = a * r_ext2 + b without a division per row.
@@ -185,7 +188,8 @@ void reduce_row_wise_split(const Plan& p, const T* in, Acc* out, std::int64_t no
 #pragma omp parallel for schedule(static) if (team)
   for (std::int64_t o = 0; o < p.n_out; ++o) {
     Acc r = partial[static_cast<std::size_t>(o)];
-    for (std::int64_t rc = 1; rc < nrc; ++rc) r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>(rc * p.n_out + o)]);
+    for (std::int64_t rc = 1; rc < nrc; ++rc)
+      r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>(rc * p.n_out + o)]);
     out[o] = r;
   }
 }
@@ -221,11 +225,14 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
   const bool team = p.n_out * per >= serial_below;
   if (p.n_out >= target_tasks || per <= 2 * grain) {
     // Enough outputs to go round: blocks of whole outputs, at least `grain` elements each.
-    const std::int64_t ob = row_wise(p) ? row_wise_block : std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
+    const std::int64_t ob =
+        row_wise(p) ? row_wise_block : std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
     const std::int64_t nblocks = ceil_div(p.n_out, ob);
-    if (row_wise(p) && team && nblocks < target_tasks / 4) return reduce_row_wise_split<Op, T, Acc>(p, in, out, nblocks, team);
+    if (row_wise(p) && team && nblocks < target_tasks / 4)
+      return reduce_row_wise_split<Op, T, Acc>(p, in, out, nblocks, team);
 #pragma omp parallel for schedule(static) if (team)
-    for (std::int64_t t = 0; t < nblocks; ++t) inner_outputs<Op, T, Acc>(p, in, t * ob, std::min(p.n_out, (t + 1) * ob), out);
+    for (std::int64_t t = 0; t < nblocks; ++t)
+      inner_outputs<Op, T, Acc>(p, in, t * ob, std::min(p.n_out, (t + 1) * ob), out);
     return;
   }
   // Few long outputs: each is cut into `split` fixed chunks; partials combined in chunk order.
@@ -244,7 +251,8 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
   }
   for (std::int64_t o = 0; o < p.n_out; ++o) {
     Acc r = Op::template identity<Acc>();
-    for (std::int64_t c = 0; c < nchunks; ++c) r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>(o * nchunks + c)]);
+    for (std::int64_t c = 0; c < nchunks; ++c)
+      r = Op::template combine<Acc>(r, partial[static_cast<std::size_t>(o * nchunks + c)]);
     out[o] = r;
   }
 }

@@ -9,8 +9,8 @@
 //   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
 //     residuals in a superaccumulator of its own (local memory, only touched when needed).
 #include "instantiate.hpp"
-#include "tally/common/cuda_check.cuh"
 #include "kernels.cuh"
+#include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/exact_total.cuh"
 
@@ -77,7 +77,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     }
     Out r;
     const bool split = S > 1;  // otherwise there are no partials and no tickets
-    if (device::exact_gang_sum(t, split ? partials + o * S : nullptr, split ? tickets + o : nullptr, r, s, S, c) && threadIdx.x == 0)
+    if (device::exact_gang_sum(t, split ? partials + o * S : nullptr, split ? tickets + o : nullptr, r, s, S, c) &&
+        threadIdx.x == 0)
       out[o] = r;
     __syncthreads();  // s is cleared for the next item
   }
@@ -106,9 +107,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 
 /// out[o] = acc[o] rounded once (the rank level's last step, after the ranks added their accumulators).
 template <class T, class Out>
-__global__ void __launch_bounds__(kBlock) exact_round_kernel(const ExactAcc<T>* __restrict__ acc, Out* __restrict__ out, std::int64_t n) {
+__global__ void __launch_bounds__(kBlock)
+    exact_round_kernel(const ExactAcc<T>* __restrict__ acc, Out* __restrict__ out, std::int64_t n) {
   enter_after_predecessor();
-  for (std::int64_t o = device::global_thread_id(); o < n; o += device::grid_stride()) out[o] = acc[o].template round<Out>();
+  for (std::int64_t o = device::global_thread_id(); o < n; o += device::grid_stride())
+    out[o] = acc[o].template round<Out>();
 }
 
 template <class T, class Out>
@@ -120,7 +123,8 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
     if constexpr (std::is_same_v<Out, ExactAcc<T>>)  // cleared accumulators
       TALLY_CUDA_TRY(cudaMemsetAsync(d_out, 0, static_cast<std::size_t>(p.n_out) * sizeof(Out), stream));
     else
-      launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune, stream, d_out, p.n_out);
+      launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune,
+             stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
@@ -143,7 +147,8 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
     if (!aligned_to(in, sizeof(T) * V))
       launch(exact_flat_kernel<T, Out, 1, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     else if (grid < wave && small_ok)
-      launch(exact_flat_kernel<T, Out, V, small_ok>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, V, small_ok>, grid, kBlock, tune, stream, in, p.n, d_out, total,
+             ws.ticket_array());
     else
       launch(exact_flat_kernel<T, Out, V, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
     return;
@@ -179,16 +184,18 @@ void exact_cuda(const Problem& prob, Out* d_out, Workspace& ws, stream_t stream)
 template <class T, class Out>
 void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64_t n, Workspace& ws, stream_t stream) {
   if (n > 0)
-    cuda::launch(cuda::exact_round_kernel<T, Out>, std::clamp<std::int64_t>(cuda::ceil_div(n, cuda::kBlock), 1, 4096), cuda::kBlock,
-                 ws.tuning(), stream, d_acc, d_out, n);
+    cuda::launch(cuda::exact_round_kernel<T, Out>, std::clamp<std::int64_t>(cuda::ceil_div(n, cuda::kBlock), 1, 4096),
+                 cuda::kBlock, ws.tuning(), stream, d_acc, d_out, n);
 }
 
-#define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out)                                    \
+#define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out)                                \
   template void exact_cuda<T, Out>(const Problem&, Out*, Workspace&, stream_t); \
   template void exact_round_cuda<T, Out>(const exact::Accumulator<T>*, Out*, std::int64_t, Workspace&, stream_t);
 TALLY_REDUCE_FOR_EACH_EXACT(TALLY_INSTANTIATE_EXACT_CUDA)
 // The unrounded accumulators, for the rank level's cross-rank step (ranks.hpp).
-template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&, stream_t);
-template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&, stream_t);
+template void exact_cuda<float, exact::Accumulator<float>>(const Problem&, exact::Accumulator<float>*, Workspace&,
+                                                           stream_t);
+template void exact_cuda<double, exact::Accumulator<double>>(const Problem&, exact::Accumulator<double>*, Workspace&,
+                                                             stream_t);
 
 }  // namespace tally::reduce::detail

@@ -3,8 +3,8 @@
 // the blocks: the exact sum of the exact products, rounded once, the CPU backend's bits whatever
 // the grid.
 #include "instantiate.hpp"
-#include "tally/common/cuda_check.cuh"
 #include "kernels.cuh"
+#include "tally/common/cuda_check.cuh"
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/dot.hpp"
 
@@ -19,7 +19,8 @@ inline constexpr std::int64_t kDotMaxPerBlock = std::int64_t{1} << 28;
 template <class T, class Out>
 __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     exact_dot_kernel(const T* __restrict__ a, const T* __restrict__ b, std::int64_t n, Out* __restrict__ out,
-                     exact::Accumulator<exact::products_of<T>>* __restrict__ partials, unsigned int* __restrict__ ticket) {
+                     exact::Accumulator<exact::products_of<T>>* __restrict__ partials,
+                     unsigned int* __restrict__ ticket) {
   using P = exact::products_of<T>;
   enter_after_predecessor();
   __shared__ device::ExactStorage<P> s;

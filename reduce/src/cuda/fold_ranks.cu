@@ -20,7 +20,8 @@ __global__ void fold_ranks_kernel(const T* __restrict__ gathered, T* __restrict_
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     T acc = gathered[i];
-    for (int r = 1; r < nranks; ++r) acc = Op::template combine<T>(acc, gathered[static_cast<std::size_t>(r) * count + i]);
+    for (int r = 1; r < nranks; ++r)
+      acc = Op::template combine<T>(acc, gathered[static_cast<std::size_t>(r) * count + i]);
     out[i] = acc;
   }
 }
@@ -32,7 +33,7 @@ void fold_ranks_device(const void* gathered, void* out, std::size_t count, int n
   constexpr int block = 256;
   const std::size_t blocks = std::min<std::size_t>((count + block - 1) / block, 65535);
   fold_ranks_kernel<Op, T><<<static_cast<unsigned>(blocks), block, 0, stream>>>(static_cast<const T*>(gathered),
-                                                                                 static_cast<T*>(out), count, nranks);
+                                                                                static_cast<T*>(out), count, nranks);
   TALLY_CHECK_LAUNCH();
 }
 

@@ -20,14 +20,14 @@ namespace tally::reduce::detail::cuda {
 /// straddles two warps). Loops over outputs step from warp_first, the same in every lane of a warp,
 /// so that the shuffles of group_reduce_n see every lane.
 struct LaneGroup {
-  int lane;                  ///< within the group
-  std::int64_t ngroups;      ///< in the grid
-  std::int64_t warp_first;   ///< index of the first group of this thread's warp
-  std::int64_t rel;          ///< this group's index - warp_first
+  int lane;                 ///< within the group
+  std::int64_t ngroups;     ///< in the grid
+  std::int64_t warp_first;  ///< index of the first group of this thread's warp
+  std::int64_t rel;         ///< this group's index - warp_first
   __device__ explicit LaneGroup(int G)
-      : lane(static_cast<int>(threadIdx.x) & (G - 1)),
-        ngroups(static_cast<std::int64_t>(gridDim.x) * kBlock / G),
-        warp_first((static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G - (static_cast<int>(threadIdx.x) % device::warp_size) / G),
+      : lane(static_cast<int>(threadIdx.x) & (G - 1)), ngroups(static_cast<std::int64_t>(gridDim.x) * kBlock / G),
+        warp_first((static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G -
+                   (static_cast<int>(threadIdx.x) % device::warp_size) / G),
         rel((static_cast<int>(threadIdx.x) % device::warp_size) / G) {}
 };
 
@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       if (o < p.n_out) {
         const T* base = in + out_offset(p, o);
         for (std::int64_t q = 0; q < p.rows; ++q)
-          acc[u] = fold_row<Op, Acc, V, true>(acc[u], base + row_offset(p, q), std::int64_t{lane} * V, p.n, std::int64_t{G} * V);
+          acc[u] = fold_row<Op, Acc, V, true>(acc[u], base + row_offset(p, q), std::int64_t{lane} * V, p.n,
+                                              std::int64_t{G} * V);
       }
     }
 #pragma unroll
@@ -138,7 +139,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       Acc x[G];
 #pragma unroll
       for (int i = 0; i < G; ++i)
-        x[i] = std::int64_t{i} * V < p.n ? device::fold<Op, Acc>(Op::template identity<Acc>(), v[u][i]) : Op::template identity<Acc>();
+        x[i] = std::int64_t{i} * V < p.n ? device::fold<Op, Acc>(Op::template identity<Acc>(), v[u][i])
+                                         : Op::template identity<Acc>();
 #pragma unroll
       for (int w = G / 2; w > 0; w /= 2)
 #pragma unroll

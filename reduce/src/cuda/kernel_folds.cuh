@@ -15,13 +15,12 @@
 
 namespace tally::reduce::detail::cuda {
 
-
-inline constexpr int kBlock = 256;       ///< threads per block of every production kernel
-inline constexpr int kMinBlocksSm = 4;   ///< residency the register budget is held to (launch bounds)
-inline constexpr int kUnroll = 4;        ///< independent 16-byte loads in flight per thread
-inline constexpr int kRowBatch = 8;     ///< inner_row_kernel: vectors per lane loaded as one batch
+inline constexpr int kBlock = 256;        ///< threads per block of every production kernel
+inline constexpr int kMinBlocksSm = 4;    ///< residency the register budget is held to (launch bounds)
+inline constexpr int kUnroll = 4;         ///< independent 16-byte loads in flight per thread
+inline constexpr int kRowBatch = 8;       ///< inner_row_kernel: vectors per lane loaded as one batch
 inline constexpr int kThreadRowVecs = 4;  ///< inner_thread_kernel: rows of at most this many vectors
-inline constexpr int kFlatBlocksSm = 3;  ///< flat_kernel's wave (H100, 2^22-2^28: 1-2% faster than 2 or 4)
+inline constexpr int kFlatBlocksSm = 3;   ///< flat_kernel's wave (H100, 2^22-2^28: 1-2% faster than 2 or 4)
 
 // roff/koff without a 64-bit division when the rows (outputs) are a single strided axis.
 __device__ __forceinline__ std::int64_t row_offset(const Plan& p, std::int64_t q) {
@@ -40,8 +39,8 @@ __device__ __forceinline__ Acc load_partial(const Acc* p) {
 /// acc folded with p[(begin + k*step) * stride] for begin + k*step < end, in that order, eight
 /// loads issued before the first is used (the loads are volatile: unrolling alone keeps them apart).
 template <class Op, class Acc>
-__device__ __forceinline__ Acc fold_partials(Acc acc, const Acc* p, std::int64_t begin, std::int64_t end, std::int64_t step,
-                                             std::int64_t stride) {
+__device__ __forceinline__ Acc fold_partials(Acc acc, const Acc* p, std::int64_t begin, std::int64_t end,
+                                             std::int64_t step, std::int64_t stride) {
   constexpr int B = 8;
   std::int64_t k = begin;
   for (; k + (B - 1) * step < end; k += B * step) {
@@ -58,7 +57,8 @@ __device__ __forceinline__ Acc fold_partials(Acc acc, const Acc* p, std::int64_t
 /// The last block of a split segment: combines partials[0..S) in a fixed order (strided per
 /// thread, then the block tree). Every thread calls; the result is valid in thread 0.
 template <class Op, class Acc>
-__device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_t S, device::BlockReduceStorage<Acc>& tmp) {
+__device__ __forceinline__ Acc combine_partials(const Acc* partials, std::int64_t S,
+                                                device::BlockReduceStorage<Acc>& tmp) {
   const Acc acc = fold_partials<Op>(Op::template identity<Acc>(), partials, threadIdx.x, S, blockDim.x, 1);
   return device::block_reduce<Op>(acc, tmp);
 }

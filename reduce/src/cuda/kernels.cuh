@@ -30,15 +30,15 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tally/reduce/detail/launch.cuh"
+#include "inner_lanes.cuh"
+#include "kernel_folds.cuh"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
+#include "tally/reduce/detail/launch.cuh"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
 #include "tally/reduce/device/vector.cuh"
 #include "tally/reduce/device/worker.cuh"
-#include "inner_lanes.cuh"
-#include "kernel_folds.cuh"
 
 namespace tally::reduce::detail::cuda {
 
@@ -52,7 +52,8 @@ __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, 
     const auto v = device::load_vec<V>(in + i);
     device::Vec<Acc, V> w;
 #pragma unroll
-    for (int k = 0; k < V; ++k) w.v[k] = op_finish<Op>(Op::template combine<Acc>(Op::template identity<Acc>(), static_cast<Acc>(v.v[k])), 1);
+    for (int k = 0; k < V; ++k)
+      w.v[k] = op_finish<Op>(Op::template combine<Acc>(Op::template identity<Acc>(), static_cast<Acc>(v.v[k])), 1);
     *reinterpret_cast<device::Vec<Acc, V>*>(out + i) = w;  // the caller checked the alignment
   }
 }
@@ -71,7 +72,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   enter_after_predecessor();
   __shared__ device::GangStorage<Acc> tmp;
   const std::uint32_t step = gridDim.x * std::uint32_t{kBlock} * V;
-  const Acc acc = fold_row<Op, Acc, V>(Op::template identity<Acc>(), in, (blockIdx.x * kBlock + threadIdx.x) * V, n, step);
+  const Acc acc =
+      fold_row<Op, Acc, V>(Op::template identity<Acc>(), in, (blockIdx.x * kBlock + threadIdx.x) * V, n, step);
   Acc r;
   if (device::gang_reduce<Op>(acc, partials, ticket, r, tmp) && threadIdx.x == 0) *out = op_finish<Op>(r, n);
 }
@@ -120,7 +122,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
           device::Vec<T, V> v[UQ];
 #pragma unroll
           for (int u = 0; u < UQ; ++u)
-            if (q + std::int64_t{u} * Y < q1) v[u] = device::load_vec<V>(base + row_offset(p, q + std::int64_t{u} * Y) + std::int64_t{x} * V);
+            if (q + std::int64_t{u} * Y < q1)
+              v[u] = device::load_vec<V>(base + row_offset(p, q + std::int64_t{u} * Y) + std::int64_t{x} * V);
 #pragma unroll
           for (int u = 0; u < UQ; ++u)
             if (q + std::int64_t{u} * Y < q1) acc = device::fold<Op, Acc>(acc, v[u]);
@@ -145,10 +148,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 // ---------------------------------------------------------------------------------------------
 struct OuterArgs {
   Plan p;
-  int X = 32;               ///< threads along the columns (power of two); Y = kBlock / X along the rows
-  std::int64_t tiles = 1;   ///< column tiles of X * V columns per b
-  std::int64_t S = 1;       ///< row splits per tile
-  std::int64_t chunk = 0;   ///< rows per split
+  int X = 32;              ///< threads along the columns (power of two); Y = kBlock / X along the rows
+  std::int64_t tiles = 1;  ///< column tiles of X * V columns per b
+  std::int64_t S = 1;      ///< row splits per tile
+  std::int64_t chunk = 0;  ///< rows per split
 };
 
 template <class Op, class T, class Acc, int V>
@@ -198,7 +201,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     if (X < device::warp_size) {
       for (int off = device::warp_size / 2; off >= X; off /= 2) {
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc[k] = Op::template combine<Acc>(acc[k], __shfl_xor_sync(0xffffffffu, acc[k], off));
+        for (int k = 0; k < V; ++k)
+          acc[k] = Op::template combine<Acc>(acc[k], __shfl_xor_sync(0xffffffffu, acc[k], off));
       }
       R = kBlock / device::warp_size;
       if (lane < X) {
@@ -250,7 +254,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 template <class Op, class Acc>
 __global__ void fill_kernel(Acc* __restrict__ out, std::int64_t n) {
   enter_after_predecessor();
-  for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = op_finish<Op>(Op::template identity<Acc>(), 0);
+  for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride())
+    out[i] = op_finish<Op>(Op::template identity<Acc>(), 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +267,9 @@ inline int pow2_at_least(std::int64_t v, int cap) {
   return g;
 }
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-inline bool aligned_to(const void* ptr, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; }
+inline bool aligned_to(const void* ptr, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0;
+}
 
 /// Blocks that fill the device once (every block resident).
 inline std::int64_t fill_blocks(const Tuning& t) {
@@ -290,7 +297,8 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   const int G = pow2_at_least(ceil_div(p.n, V), device::warp_size);
   // Enough independent outputs to keep the lanes busy with G lanes each, or segments so short
   // that a block per output would idle: lane groups.
-  if (p.n_out * G >= target * kBlock || per <= std::int64_t{G} * V * 8 || (per < kMinChunk && p.n_out * G >= kBlock * 4)) {
+  if (p.n_out * G >= target * kBlock || per <= std::int64_t{G} * V * 8 ||
+      (per < kMinChunk && p.n_out * G >= kBlock * 4)) {
     const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, kBlock * 2), 1, target * 16);
     const std::int64_t lane_vecs = ceil_div(p.n, std::int64_t{G} * V);  // vectors per lane and row
     if (p.rows == 1 && G <= kThreadRowVecs) {
@@ -300,8 +308,7 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
       else launch(inner_thread_kernel<Op, T, Acc, V, kThreadRowVecs>, tgrid, kBlock, tune, stream, p, in, d_out);
     } else if (p.rows == 1 && lane_vecs > 1 && lane_vecs <= kRowBatch && p.n % (std::int64_t{G} * V * kUnroll) != 0)
       launch(inner_row_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
-    else
-      launch(inner_group_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
+    else launch(inner_group_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
     return;
   }
   // A block per (output, chunk). With fewer outputs than resident blocks, split each output into at
@@ -357,7 +364,8 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   unsigned int* tickets = nullptr;
   if (a.S > 1) {
     const std::int64_t tw = std::int64_t{a.X} * V;
-    ws.reserve(static_cast<std::size_t>(base_items * a.S * tw) * sizeof(Acc), static_cast<std::size_t>(base_items), stream);
+    ws.reserve(static_cast<std::size_t>(base_items * a.S * tw) * sizeof(Acc), static_cast<std::size_t>(base_items),
+               stream);
     partials = static_cast<Acc*>(ws.scratch());
     tickets = ws.ticket_array();
   }
@@ -381,7 +389,8 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   const Plan p = make_plan(prob);
   if (p.n_out == 0) return;
   if (p.empty) {
-    launch(fill_kernel<Op, Acc>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, ws.tuning(), stream, d_out, p.n_out);
+    launch(fill_kernel<Op, Acc>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, ws.tuning(),
+           stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
@@ -389,11 +398,11 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   constexpr int V2 = V / 2 > 1 ? V / 2 : 1;  // 8-byte loads of 4-byte types (rows of 2, 6, ...)
   if (p.kind == Plan::Kind::inner && p.rows * p.n == 1 && p.k_ext2 >= p.n_out && p.k_s2 == 1) {
     // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
-    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
+    const std::int64_t grid =
+        std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
     if (aligned_to(in, sizeof(T) * V) && aligned_to(d_out, sizeof(Acc) * V) && p.n_out % V == 0)
       launch(copy_kernel<Op, T, Acc, V>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
-    else
-      launch(copy_kernel<Op, T, Acc, 1>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
+    else launch(copy_kernel<Op, T, Acc, 1>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
     return;
   }
   if (p.kind == Plan::Kind::inner) {

@@ -19,7 +19,8 @@ Acc copy_scalar_to_host(const Acc* d_value, stream_t stream) {
   return v;
 }
 
-#define TALLY_INSTANTIATE_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
+#define TALLY_INSTANTIATE_CUDA(Op, T, Acc) \
+  template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, std::int32_t, std::int32_t)
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, std::int32_t, std::int64_t)
 template std::int32_t copy_scalar_to_host<std::int32_t>(const std::int32_t*, stream_t);

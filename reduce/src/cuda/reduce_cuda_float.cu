@@ -9,7 +9,8 @@ void reduce_cuda(const Problem& prob, Acc* d_out, Workspace& ws, stream_t stream
   cuda::reduce_cuda_impl<Op, T, Acc>(prob, d_out, ws, stream);
 }
 
-#define TALLY_INSTANTIATE_CUDA(Op, T, Acc) template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
+#define TALLY_INSTANTIATE_CUDA(Op, T, Acc) \
+  template void reduce_cuda<Op, T, Acc>(const Problem&, Acc*, Workspace&, stream_t);
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, float, float)
 TALLY_REDUCE_ARITH_OPS(TALLY_INSTANTIATE_CUDA, float, double)
 TALLY_INSTANTIATE_CUDA(::tally::reduce::Mean, float, float)

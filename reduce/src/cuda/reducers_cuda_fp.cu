@@ -18,8 +18,9 @@ typename R::value_type reducer_cuda_to_host(View<const T> in, Workspace& ws, str
   return r;
 }
 
-#define TALLY_INSTANTIATE_REDUCER_CUDA(R, T)                                                                    \
-  template void reducer_cuda<R, T>(View<const T>, Levels, typename R::value_type*, std::int64_t, Workspace&, stream_t); \
+#define TALLY_INSTANTIATE_REDUCER_CUDA(R, T)                                                                 \
+  template void reducer_cuda<R, T>(View<const T>, Levels, typename R::value_type*, std::int64_t, Workspace&, \
+                                   stream_t);                                                                \
   template typename R::value_type reducer_cuda_to_host<R, T>(View<const T>, Workspace&, stream_t);
 TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, float)
 TALLY_REDUCERS_FOR_TYPE(TALLY_INSTANTIATE_REDUCER_CUDA, double)

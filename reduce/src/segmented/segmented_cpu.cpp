@@ -12,8 +12,8 @@
 
 namespace tally::reduce::detail {
 
-void validate_segment_sizes(std::int64_t n, const void* in, std::int64_t n_offsets, const void* offsets, std::int64_t n_out,
-                            const void* out) {
+void validate_segment_sizes(std::int64_t n, const void* in, std::int64_t n_offsets, const void* offsets,
+                            std::int64_t n_out, const void* out) {
   const auto fail = [](const std::string& m) { throw std::invalid_argument("tally::reduce: " + m); };
   if (n > 0 && in == nullptr) fail("in: null pointer with " + std::to_string(n) + " elements");
   if (n_offsets != n_out + 1 && !(n_out == 0 && n_offsets == 0))
@@ -47,9 +47,11 @@ template void check_offsets_cpu<std::int64_t>(const std::int64_t*, std::int64_t,
 template void throw_bad_offsets<std::int32_t>(std::int64_t, std::int32_t, std::int32_t, std::int64_t, std::int64_t);
 template void throw_bad_offsets<std::int64_t>(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
 
-#define TALLY_INSTANTIATE_SEG_CPU(Op, T, Acc)                                                                        \
-  template void segmented_cpu<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, Acc*); \
-  template void segmented_cpu<Op, T, Acc, std::int64_t>(const T*, std::int64_t, const std::int64_t*, std::int64_t, Acc*);
+#define TALLY_INSTANTIATE_SEG_CPU(Op, T, Acc)                                                                      \
+  template void segmented_cpu<Op, T, Acc, std::int32_t>(const T*, std::int64_t, const std::int32_t*, std::int64_t, \
+                                                        Acc*);                                                     \
+  template void segmented_cpu<Op, T, Acc, std::int64_t>(const T*, std::int64_t, const std::int64_t*, std::int64_t, \
+                                                        Acc*);
 TALLY_REDUCE_FOR_EACH(TALLY_INSTANTIATE_SEG_CPU)
 #define TALLY_INSTANTIATE_SEG_CPU_R(R, T) TALLY_INSTANTIATE_SEG_CPU(R, T, R::value_type)
 TALLY_REDUCERS_FOR_EACH(TALLY_INSTANTIATE_SEG_CPU_R)

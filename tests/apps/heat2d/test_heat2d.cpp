@@ -79,7 +79,8 @@ double steady_discrete_error(std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i < n; ++i) {
       const double x = static_cast<double>(i) * h, y = static_cast<double>(j) * h;
-      e = std::max(e, std::abs(std::sin(pi * x) * (std::sinh(mu * y) / std::sinh(mu) - std::sinh(pi * y) / std::sinh(pi))));
+      e = std::max(
+          e, std::abs(std::sin(pi * x) * (std::sinh(mu * y) / std::sinh(mu) - std::sinh(pi * y) / std::sinh(pi))));
     }
   return e;
 }
@@ -119,7 +120,8 @@ TEST_CASE("transient analytic error shrinks as h^2 at fixed r", "[heat2d][analyt
     REQUIRE(rep.analytic.has_value());
     const double pi = std::numbers::pi, g = 1.0 - 8.0 * p.r() * std::pow(std::sin(pi * p.h() / 2), 2);
     const auto steps = static_cast<double>(rep.result.iterations);
-    const double exact = std::abs(std::pow(g, steps) - std::exp(-2 * pi * pi * p.alpha * rep.sim_time));  // x = y = 1/2 a node
+    const double exact =
+        std::abs(std::pow(g, steps) - std::exp(-2 * pi * pi * p.alpha * rep.sim_time));  // x = y = 1/2 a node
     const double run = (steps + 1) * 20 * u64 + 1e-12;
     INFO("n " << n << ": error " << rep.analytic->max << ", the scheme's " << exact << " +- " << run);
     CHECK(std::abs(rep.analytic->max - exact) <= run);
@@ -143,7 +145,8 @@ TEMPLATE_TEST_CASE("transient sine mode decays by the discrete factor", "[heat2d
   std::vector<T> u;
   run_sweeps<T>(p, u0, fixed_sweeps(n, 50), u);
   const double pi = std::numbers::pi, h = p.h();
-  const double g = 1.0 - 4.0 * p.r() * (std::pow(std::sin(pi * h / 2), 2) + std::pow(std::sin(pi * h / (2 * p.ly())), 2));
+  const double g =
+      1.0 - 4.0 * p.r() * (std::pow(std::sin(pi * h / 2), 2) + std::pow(std::sin(pi * h / (2 * p.ly())), 2));
   std::vector<T> expect(u0.size());
   for (std::size_t k = 0; k < u0.size(); ++k) expect[k] = static_cast<T>(std::pow(g, n) * static_cast<double>(u0[k]));
   // Rounding of each step (and of r and the mode in T): a few eps per step, not amplified.
@@ -269,7 +272,8 @@ TEMPLATE_TEST_CASE("a stop request ends at a checked sweep, and the run continue
     const std::int64_t ce = 1 + static_cast<std::int64_t>(g() % 9), total = 300;
     stop_polls = 0;
     stop_after_polls = 2 + static_cast<int>(g() % 10);
-    INFO(p.nx << "x" << p.ny << " " << to_string(m) << ", check every " << ce << ", stop at poll " << stop_after_polls + 1);
+    INFO(p.nx << "x" << p.ny << " " << to_string(m) << ", check every " << ce << ", stop at poll "
+              << stop_after_polls + 1);
     StopRule rule = fixed_sweeps(total, ce);
     rule.stop_requested = stop_after_some_polls;
     std::vector<T> partial;

@@ -20,7 +20,8 @@ namespace {
 const Backend backend = std::string(HEAT2D_BLOCKED_BACKEND) == "cuda" ? Backend::cuda : Backend::cpu;
 
 template <class T>
-SolveResult solve_on(Backend b, int t, const Problem& p, const std::vector<T>& u0, const StopRule& rule, std::vector<T>& out) {
+SolveResult solve_on(Backend b, int t, const Problem& p, const std::vector<T>& u0, const StopRule& rule,
+                     std::vector<T>& out) {
   SolverOptions so;
   so.sweeps_per_pass = t;
   return solve_from(b, p, u0, rule, out, so);

@@ -108,9 +108,10 @@ TEST_CASE("heat2d writes the documented HDF5 layout and one JSON line", "[heat2d
   fs::create_directories(dir);
   const std::string out = (dir / "run.h5").string();
   std::string text;
-  const int rc = run_command(exe() + " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --validate --xdmf --json --out " +
-                                 out + " 2>/dev/null",
-                             &text);
+  const int rc =
+      run_command(exe() + " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --validate --xdmf --json --out " +
+                      out + " 2>/dev/null",
+                  &text);
   REQUIRE(rc == 0);
   // Exactly one line, a JSON object.
   REQUIRE(!text.empty());
@@ -159,14 +160,16 @@ TEST_CASE("heat2d writes the documented HDF5 layout and one JSON line", "[heat2d
         tally::heat2d::resolve_sweeps_per_pass(0, 4, tally::reduce::Backend::cpu));  // auto
   // Four sweeps a pass: the same file's field and residual history, bit for bit.
   const std::string out4 = (dir / "run4.h5").string();
-  REQUIRE(run_command(exe() + " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --sweeps-per-pass 4 --quiet --out " +
+  REQUIRE(run_command(exe() +
+                      " --backend cpu --nx 33 --ny 29 --tol 1e-8 --check-every 4 --sweeps-per-pass 4 --quiet --out " +
                       out4 + " 2>/dev/null") == 0);
   {
     auto f4 = tally::h5::File::open(out4);
     CHECK(f4.read_attr<std::int64_t>("sweeps_per_pass") == 4);
     CHECK(f4.read_attr<std::int64_t>("iterations") == iterations);
     const auto field4 = f4.read<double>("field");
-    CHECK((field4.size() == field.size() && std::memcmp(field4.data(), field.data(), field.size() * sizeof(double)) == 0));
+    CHECK((field4.size() == field.size() &&
+           std::memcmp(field4.data(), field.data(), field.size() * sizeof(double)) == 0));
     CHECK(f4.read<std::int64_t>("residual/iteration") == f.read<std::int64_t>("residual/iteration"));
     CHECK(heat2d_test::same_bits(f4.read<double>("residual/value"), f.read<double>("residual/value")));
   }
@@ -200,9 +203,10 @@ TEST_CASE("heat2d transient run to t-end states the simulated time", "[heat2d][c
   fs::create_directories(dir);
   const std::string out = (dir / "tr.h5").string();
   std::string text;
-  const int rc = run_command(exe() + " --backend cpu --mode transient --nx 21 --bc-top 0 --init sin --t-end 0.01 --out " +
-                                 out + " 2>/dev/null",
-                             &text);
+  const int rc =
+      run_command(exe() + " --backend cpu --mode transient --nx 21 --bc-top 0 --init sin --t-end 0.01 --out " + out +
+                      " 2>/dev/null",
+                  &text);
   REQUIRE(rc == 0);
   CHECK(text.find("reached t = 0.01") != std::string::npos);
   auto f = tally::h5::File::open(out);

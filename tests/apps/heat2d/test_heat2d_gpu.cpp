@@ -27,9 +27,10 @@ void compare_results(const Problem& p, const std::vector<T>& u0, const StopRule&
                      const std::vector<T>& uc, const SolveResult& rg, const std::vector<T>& ug, const char* kernel) {
   const double tol = rounding_tolerance<T>(rc.iterations, max_abs<T>(u0));
   const double diff = max_abs_diff<T>(uc, ug);
-  INFO("kernel " << kernel << ": " << p.nx << "x" << p.ny << " " << to_string(p.mode) << " r=" << p.r() << " check-every " << rule.check_every
-            << ": cpu " << rc.iterations << " sweeps (" << to_string(rc.status) << "), cuda " << rg.iterations << " ("
-            << to_string(rg.status) << "), max diff " << diff << " (tol " << tol << ")");
+  INFO("kernel " << kernel << ": " << p.nx << "x" << p.ny << " " << to_string(p.mode) << " r=" << p.r()
+                 << " check-every " << rule.check_every << ": cpu " << rc.iterations << " sweeps ("
+                 << to_string(rc.status) << "), cuda " << rg.iterations << " (" << to_string(rg.status)
+                 << "), max diff " << diff << " (tol " << tol << ")");
   CHECK(rg.status == rc.status);
   CHECK(rg.iterations == rc.iterations);
   CHECK(diff <= tol);
@@ -60,7 +61,8 @@ TEMPLATE_TEST_CASE("cuda matches the cpu backend on random fields (fixed sweeps)
   auto g = tally::test::rng(11);
   // Odd widths (padding, partial vectors), narrow and tall grids, and a wide one whose warps'
   // strips are long (the async kernel's shared-memory ring wraps many times).
-  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{3, 3}, {5, 70}, {37, 29}, {130, 67}, {257, 250}, {4100, 1500}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{3, 3},    {5, 70},    {37, 29},
+                                                                     {130, 67}, {257, 250}, {4100, 1500}};
   int trial = 0;
   for (auto [nx, ny] : shapes) {
     for (Mode m : {Mode::steady, Mode::transient}) {
@@ -91,8 +93,9 @@ TEMPLATE_TEST_CASE("cuda stops at the same sweep as the cpu (device-side stop fl
   }
 }
 
-TEMPLATE_TEST_CASE("persistent kernel: a stop on the device at any sweep of a launch, on grids of many blocks both ways",
-                   "[heat2d][gpu][persistent]", float, double) {
+TEMPLATE_TEST_CASE(
+    "persistent kernel: a stop on the device at any sweep of a launch, on grids of many blocks both ways",
+    "[heat2d][gpu][persistent]", float, double) {
   // The persistent kernel runs 32 sweeps a launch with no barrier between them, and a stop at k lets
   // sweep k + 1 run on the other buffer. The tolerance is set to the cpu's residual at a chosen
   // check, so the run must stop exactly there: at the first sweeps of a launch, its last, in the
@@ -117,8 +120,9 @@ TEMPLATE_TEST_CASE("persistent kernel: a stop on the device at any sweep of a la
       probe.last = 99;
       std::vector<T> scratch;
       const SolveResult hist = run_on<T>(Backend::cpu, p, u0, probe, scratch);
-      for (std::int64_t want : {std::int64_t{1 + static_cast<std::int64_t>(g() % 2)}, std::int64_t{31}, std::int64_t{32},
-                                std::int64_t{33}, std::int64_t{64}, std::int64_t{65 + static_cast<std::int64_t>(g() % 30)}}) {
+      for (std::int64_t want :
+           {std::int64_t{1 + static_cast<std::int64_t>(g() % 2)}, std::int64_t{31}, std::int64_t{32}, std::int64_t{33},
+            std::int64_t{64}, std::int64_t{65 + static_cast<std::int64_t>(g() % 30)}}) {
         // The check at or after `want` whose residual is below every earlier one: the stop.
         std::size_t c = 0;
         while (c < hist.check_iteration.size() && hist.check_iteration[c] < want) ++c;
@@ -132,8 +136,8 @@ TEMPLATE_TEST_CASE("persistent kernel: a stop on the device at any sweep of a la
         std::vector<T> uc, ug;
         const SolveResult rc = run_on<T>(Backend::cpu, p, u0, rule, uc);
         const SolveResult rg = run_on<T>(Backend::cuda, p, u0, rule, ug, "persistent");
-        INFO(nx << "x" << ny << " " << to_string(p.mode) << " check every " << ce << ", stop wanted at " << hist.check_iteration[c]
-                << ": cpu " << rc.iterations << ", cuda " << rg.iterations);
+        INFO(nx << "x" << ny << " " << to_string(p.mode) << " check every " << ce << ", stop wanted at "
+                << hist.check_iteration[c] << ": cpu " << rc.iterations << ", cuda " << rg.iterations);
         REQUIRE(rc.iterations == hist.check_iteration[c]);
         REQUIRE(rc.status == Status::converged);
         CHECK(rg.status == Status::converged);

@@ -120,7 +120,7 @@ TEST_CASE("heat2d split over the ranks gives one rank's fields and residuals bit
       const Problem p = grid(nx, ny, mode);
       const auto ud = random_field<double>(p, ++salt);
       for (std::int64_t ce : {std::int64_t{1}, std::int64_t{3}}) {
-        compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 40, ce));  // 40 sweeps, never converged
+        compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 40, ce));    // 40 sweeps, never converged
         compare_split<double>(p, ud, make_stop_rule(p, 1e-3, 100000, ce));  // converges
       }
       const std::vector<float> uf(ud.begin(), ud.end());
@@ -129,7 +129,8 @@ TEST_CASE("heat2d split over the ranks gives one rank's fields and residuals bit
   }
 }
 
-TEST_CASE("heat2d split over the ranks with t sweeps a pass (halos t rows deep) gives one rank's bits", "[heat2d][ranks][blocked]") {
+TEST_CASE("heat2d split over the ranks with t sweeps a pass (halos t rows deep) gives one rank's bits",
+          "[heat2d][ranks][blocked]") {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{37, 29}, {64, 40}, {130, 14}};
   std::uint64_t salt = 200;
   for (const auto& [nx, ny] : shapes) {
@@ -139,7 +140,7 @@ TEST_CASE("heat2d split over the ranks with t sweeps a pass (halos t rows deep) 
       const int deepest = deepest_pass(p, world().size());
       for (int t : {0, 2, 3, 4}) {  // 0: auto
         if (t > deepest) continue;
-        compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 41, 12), t);  // a last pass of 5 sweeps
+        compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 41, 12), t);    // a last pass of 5 sweeps
         compare_split<double>(p, ud, make_stop_rule(p, 1e-3, 100000, 12), t);  // converges
       }
       const std::vector<float> uf(ud.begin(), ud.end());

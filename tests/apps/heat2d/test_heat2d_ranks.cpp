@@ -1,8 +1,9 @@
 // heat2d across ranks: the real executable under the MPI launcher with 1, 2 and 3 ranks writes the
 // same /field and /residual, bit for bit, as the same run in one plain process (row counts that the
-// rank counts do not divide included), the field with parallel HDF5 where the build has it; bad input on several ranks exits 2 on every rank, rank 0
-// alone saying why, and writes nothing; a rank killed mid-run ends the job, which writes nothing. Built twice: HEAT2D_RANKS_BACKEND "cpu" (with the bad-input
-// cases) and "cuda" (a GPU test: on one GPU the ranks share it and the halos go host-staged).
+// rank counts do not divide included), the field with parallel HDF5 where the build has it; bad input on several ranks
+// exits 2 on every rank, rank 0 alone saying why, and writes nothing; a rank killed mid-run ends the job, which writes
+// nothing. Built twice: HEAT2D_RANKS_BACKEND "cpu" (with the bad-input cases) and "cuda" (a GPU test: on one GPU the
+// ranks share it and the halos go host-staged).
 #include <unistd.h>
 
 #include <cstring>
@@ -50,7 +51,7 @@ struct Output {
   std::string status;
   std::int64_t ranks = 0, ny = 0;
   std::size_t phases = 0;
-  std::string writer;  // /ranks@writer
+  std::string writer;            // /ranks@writer
   std::vector<double> analytic;  // /errors@analytic_max, analytic_l2 (when the problem has them)
   std::vector<std::int64_t> row_begin, row_end;
 };
@@ -85,23 +86,22 @@ Output run(const std::string& launcher, const std::string& args, const fs::path&
   return o;
 }
 
-
-
 }  // namespace
 
 TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and residuals bit for bit",
           "[heat2d][ranks]") {
   auto g = tally::test::rng(15);
-  const std::string bc = " --bc-left " + random_value(g) + " --bc-right " + random_value(g) + " --bc-bottom " + random_value(g);
+  const std::string bc =
+      " --bc-left " + random_value(g) + " --bc-right " + random_value(g) + " --bc-bottom " + random_value(g);
   // 29 rows: 27 interior rows (2 ranks do not divide them); 64: 62 (3 ranks do not).
   std::vector<std::string> cases = {
-      "--nx 37 --ny 29 --tol 1e-7" + bc,                                              // steady, converges
+      "--nx 37 --ny 29 --tol 1e-7" + bc,                                                   // steady, converges
       "--nx 37 --ny 29 --tol 1e-12 --max-iter 60 --check-every 7 --precision float" + bc,  // max-iter, float
-      "--nx 64 --ny 64 --tol 1e-6 --check-every 3" + bc,                              // steady, converges
+      "--nx 64 --ny 64 --tol 1e-6 --check-every 3" + bc,                                   // steady, converges
       "--nx 64 --mode transient --init sin --bc-top 0 --t-end 0.01 --check-every 5 --precision float",  // t-end
-      "--nx 64 --ny 31 --mode transient --init " + random_value(g) + " --tol 1e-5" + bc,                 // to steady
+      "--nx 64 --ny 31 --mode transient --init " + random_value(g) + " --tol 1e-5" + bc,                // to steady
       "--nx 40 --ny 6 --tol 1e-9" + bc,  // 4 interior rows: blocks of 1 and 2 rows (nothing between the boundary rows)
-      "--nx 33 --ny 47 --tol 1e-6",  // the steady analytic case (sin on top): its errors bit for bit too
+      "--nx 33 --ny 47 --tol 1e-6",      // the steady analytic case (sin on top): its errors bit for bit too
       "--nx 130 --ny 97 --max-iter 40 --check-every 9 --init " + random_value(g) + bc,  // > 64 KiB: chunked, compressed
   };
   if (backend == "cuda") cases.push_back("--nx 64 --ny 29 --tol 1e-7 --check-every 2 --cuda-kernel async" + bc);
@@ -115,7 +115,8 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
     REQUIRE(ref.ranks == 1);
     REQUIRE(!ref.residual.empty());
     REQUIRE(!ref.field.empty());
-    if (c.find("--bc-top 0") != std::string::npos || c.find("--bc-") == std::string::npos) REQUIRE(ref.analytic.size() == 2);
+    if (c.find("--bc-top 0") != std::string::npos || c.find("--bc-") == std::string::npos)
+      REQUIRE(ref.analytic.size() == 2);
     for (int n : {1, 2, 3}) {
       const fs::path out = dir / ("n" + std::to_string(n) + ".h5");
       const Output o = run(launch(n), args, out);
@@ -129,8 +130,9 @@ TEST_CASE("heat2d on 1, 2 and 3 ranks writes the single-process run's field and 
       CHECK(same_bits(o.analytic, ref.analytic));  // rows' parts added in row order: one rank's bits
       CHECK(o.field == ref.field);
       // Several ranks write the field with parallel HDF5 where the build has it, else rank 0 alone.
-      CHECK(o.writer == (n == 1 ? tally::writer_one_rank : tally::h5::parallel_built() ? tally::writer_parallel_hdf5
-                                                                                       : tally::writer_gathered));
+      CHECK(o.writer == (n == 1                        ? tally::writer_one_rank
+                         : tally::h5::parallel_built() ? tally::writer_parallel_hdf5
+                                                       : tally::writer_gathered));
       // The row blocks cover the interior rows 1..ny-2 in order, each rank at least one.
       REQUIRE(o.row_begin.size() == static_cast<std::size_t>(n));
       REQUIRE(o.row_end.size() == static_cast<std::size_t>(n));
@@ -155,7 +157,8 @@ int ranks_exiting(const std::string& cmd_args, int ranks, int code, std::string&
   const std::string each = "sh -c '" + std::string(HEAT2D_EXE) + " --quiet " + cmd_args + "; echo rank-exit=$?'";
   (void)run_command(launch(ranks) + each + " 2>&1", &text);
   int n = 0;
-  for (std::size_t at = 0; (at = text.find("rank-exit=" + std::to_string(code) + "\n", at)) != std::string::npos; ++at) ++n;
+  for (std::size_t at = 0; (at = text.find("rank-exit=" + std::to_string(code) + "\n", at)) != std::string::npos; ++at)
+    ++n;
   return n;
 }
 
@@ -206,7 +209,8 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
   CHECK(fs::is_empty(dir));
 
   // A pass deeper than the smallest block (18 interior rows on 3 ranks: 6 each) has no halo to read.
-  CHECK(ranks_exiting("--backend cpu --nx 16 --ny 20 --check-every 14 --sweeps-per-pass 7 --out " + out, 3, 2, text) == 3);
+  CHECK(ranks_exiting("--backend cpu --nx 16 --ny 20 --check-every 14 --sweeps-per-pass 7 --out " + out, 3, 2, text) ==
+        3);
   CHECK(count(text, "smallest block has 6 rows") == 1);
   CHECK(fs::is_empty(dir));
 
@@ -216,8 +220,9 @@ TEST_CASE("heat2d on several ranks refuses bad input on every rank and writes no
 
   // A rank that dies mid-run (killed after a second of a long run): the job ends, no rank hangs
   // (timeout's 124), the exit is non-zero and nothing is left: the file is created after the gather.
-  const std::string victim = "sh -c '" + std::string(HEAT2D_EXE) + " --quiet --backend cpu --nx 200 --tol 1e-15 --out " +
-                             out + " & p=$!; if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 1 ]; then sleep 1; kill -9 $p; fi; wait $p'";
+  const std::string victim =
+      "sh -c '" + std::string(HEAT2D_EXE) + " --quiet --backend cpu --nx 200 --tol 1e-15 --out " + out +
+      " & p=$!; if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 1 ]; then sleep 1; kill -9 $p; fi; wait $p'";
   rc = run_command(launch(2) + victim + " 2>&1", &text);
   INFO(text);
   CHECK(rc != 0);

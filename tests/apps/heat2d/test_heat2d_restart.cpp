@@ -48,9 +48,9 @@ struct Output {
 
 Output run(const std::string& launcher, const std::string& args, const fs::path& out) {
   Output o;
-  o.rc = run_command(limit + launcher + HEAT2D_EXE + " --quiet --backend " + backend + " " + args + " --out " +
-                         out.string() + " 2>&1",
-                     &o.text);
+  o.rc = run_command(
+      limit + launcher + HEAT2D_EXE + " --quiet --backend " + backend + " " + args + " --out " + out.string() + " 2>&1",
+      &o.text);
   if (o.rc != 0 || !fs::exists(out)) return o;
   auto f = tally::h5::File::open(out.string());
   auto bytes = [&](auto v) {
@@ -67,8 +67,6 @@ Output run(const std::string& launcher, const std::string& args, const fs::path&
   return o;
 }
 
-
-
 void check_same(const Output& a, const Output& b) {
   CHECK(a.status == b.status);
   CHECK(a.iterations == b.iterations);
@@ -83,9 +81,10 @@ void check_same(const Output& a, const Output& b) {
 TEST_CASE("heat2d: N sweeps equal N/2 sweeps and a --restart to N, bit for bit", "[heat2d][restart]") {
   auto g = tally::test::rng(41);
   const std::string grid = "--nx " + std::to_string(30 + g() % 30) + " --ny " + std::to_string(25 + g() % 30);
-  const std::string bc = " --bc-left " + random_value(g) + " --bc-right " + random_value(g) + " --bc-bottom " + random_value(g);
+  const std::string bc =
+      " --bc-left " + random_value(g) + " --bc-right " + random_value(g) + " --bc-bottom " + random_value(g);
   struct Case {
-    std::string args;       // the problem
+    std::string args;        // the problem
     std::string full, half;  // the stop of the whole run and of its first half
     bool ranks = true;       // also continued on 2 and 3 ranks (a few cases: each launch costs)
   };
@@ -117,8 +116,9 @@ TEST_CASE("heat2d: N sweeps equal N/2 sweeps and a --restart to N, bit for bit",
     if (backend == "cpu" && c.ranks)
       for (int n : {2, 3}) {  // the one-process file continued on several ranks
         INFO(n << " ranks");
-        const Output on_ranks = run(std::string(TALLY_TEST_MPIEXEC) + " " + std::to_string(n) + " ",
-                                    c.args + " " + c.full + " --restart " + (dir / "half.h5").string(), dir / "ranks.h5");
+        const Output on_ranks =
+            run(std::string(TALLY_TEST_MPIEXEC) + " " + std::to_string(n) + " ",
+                c.args + " " + c.full + " --restart " + (dir / "half.h5").string(), dir / "ranks.h5");
         INFO(on_ranks.text);
         REQUIRE(on_ranks.rc == 0);
         check_same(on_ranks, whole);
@@ -126,18 +126,20 @@ TEST_CASE("heat2d: N sweeps equal N/2 sweeps and a --restart to N, bit for bit",
 #endif
     // A chain of two restarts gives the same again (the middle one ending off the check schedule).
     if (half.iterations + 13 >= whole.iterations) continue;
-    const Output third = run("", c.args + " --max-iter " + std::to_string(half.iterations + 13) + " --restart " +
-                                     (dir / "half.h5").string(),
-                             dir / "third.h5");
+    const Output third = run(
+        "", c.args + " --max-iter " + std::to_string(half.iterations + 13) + " --restart " + (dir / "half.h5").string(),
+        dir / "third.h5");
     REQUIRE(third.rc == 0);
-    const Output chained = run("", c.args + " " + c.full + " --restart " + (dir / "third.h5").string(), dir / "chained.h5");
+    const Output chained =
+        run("", c.args + " " + c.full + " --restart " + (dir / "third.h5").string(), dir / "chained.h5");
     REQUIRE(chained.rc == 0);
     check_same(chained, whole);
   }
   fs::remove_all(dir.parent_path());
 }
 
-TEST_CASE("heat2d --restart refuses what does not continue the run: exit 2, nothing written", "[heat2d][restart][cli]") {
+TEST_CASE("heat2d --restart refuses what does not continue the run: exit 2, nothing written",
+          "[heat2d][restart][cli]") {
   if (backend != "cpu") return;  // the checks come before any backend work
   const fs::path dir = scratch("bad");
   const fs::path in = dir / "in";
@@ -152,8 +154,8 @@ TEST_CASE("heat2d --restart refuses what does not continue the run: exit 2, noth
     f.commit();
   }
   std::ofstream(in / "text.h5") << "not an HDF5 file\n";
-  REQUIRE(run_command(std::string(HEAT2D_EXE) + " --quiet --backend cpu --bench --bench-sizes 8 --out " + (in / "bench.h5").string() +
-                      " >/dev/null 2>&1") == 0);
+  REQUIRE(run_command(std::string(HEAT2D_EXE) + " --quiet --backend cpu --bench --bench-sizes 8 --out " +
+                      (in / "bench.h5").string() + " >/dev/null 2>&1") == 0);
   const std::string half = (in / "half.h5").string();
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--restart " + (in / "missing.h5").string() + " " + problem, "no such file"},
@@ -180,7 +182,8 @@ TEST_CASE("heat2d --restart refuses what does not continue the run: exit 2, noth
   }
   // A transient file with another dt (another --t-end fit) is another problem.
   REQUIRE(run("", "--nx 33 --mode transient --init sin --t-end 0.01 --max-iter 10", in / "tr.h5").rc == 0);
-  const Output o = run("", "--nx 33 --mode transient --init sin --t-end 0.0101 --restart " + (in / "tr.h5").string(), out / "x.h5");
+  const Output o =
+      run("", "--nx 33 --mode transient --init sin --t-end 0.0101 --restart " + (in / "tr.h5").string(), out / "x.h5");
   INFO(o.text);
   CHECK(o.rc == 2);
   CHECK(o.text.find("--dt") != std::string::npos);

@@ -24,8 +24,10 @@ std::pair<std::vector<T>, std::vector<T>> exact_matmul_inputs(tally::matmul::Sha
   for (auto& x : b) x = val();
   // Column k + 1 of A = -column k, row k + 1 of B = row k: the big products cancel exactly.
   for (std::int64_t k = 0; k + 1 < s.k; k += 5) {
-    for (std::int64_t i = 0; i < s.m; ++i) a[static_cast<std::size_t>(i * s.k + k + 1)] = -a[static_cast<std::size_t>(i * s.k + k)];
-    for (std::int64_t j = 0; j < s.n; ++j) b[static_cast<std::size_t>((k + 1) * s.n + j)] = b[static_cast<std::size_t>(k * s.n + j)];
+    for (std::int64_t i = 0; i < s.m; ++i)
+      a[static_cast<std::size_t>(i * s.k + k + 1)] = -a[static_cast<std::size_t>(i * s.k + k)];
+    for (std::int64_t j = 0; j < s.n; ++j)
+      b[static_cast<std::size_t>((k + 1) * s.n + j)] = b[static_cast<std::size_t>(k * s.n + j)];
   }
   return {a, b};
 }
@@ -37,7 +39,8 @@ std::vector<T> exact_matmul_oracle(const std::vector<T>& a, const std::vector<T>
   for (std::int64_t i = 0; i < s.m; ++i)
     for (std::int64_t j = 0; j < s.n; ++j) {
       ExactDotReference r;
-      for (std::int64_t k = 0; k < s.k; ++k) r.add_product(a[static_cast<std::size_t>(i * s.k + k)], b[static_cast<std::size_t>(k * s.n + j)]);
+      for (std::int64_t k = 0; k < s.k; ++k)
+        r.add_product(a[static_cast<std::size_t>(i * s.k + k)], b[static_cast<std::size_t>(k * s.n + j)]);
       c[static_cast<std::size_t>(i * s.n + j)] = r.round<T>();
     }
   return c;

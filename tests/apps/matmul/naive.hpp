@@ -23,7 +23,8 @@ struct NaiveProduct {
 
 template <class T>
 NaiveProduct naive_product(std::span<const T> a, std::span<const T> b, std::int64_t m, std::int64_t n, std::int64_t k) {
-  NaiveProduct p{std::vector<long double>(static_cast<std::size_t>(m * n)), std::vector<long double>(static_cast<std::size_t>(m * n))};
+  NaiveProduct p{std::vector<long double>(static_cast<std::size_t>(m * n)),
+                 std::vector<long double>(static_cast<std::size_t>(m * n))};
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       long double s = 0, s_abs = 0;
@@ -45,7 +46,8 @@ double max_scaled_error(std::span<const T> c, const NaiveProduct& ref) {
   for (std::size_t i = 0; i < c.size(); ++i) {
     const long double d = std::fabs(static_cast<long double>(c[i]) - ref.c[i]);
     if (!(d == d)) return std::numeric_limits<double>::infinity();
-    const double e = ref.abs[i] > 0 ? static_cast<double>(d / ref.abs[i]) : (d > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    const double e =
+        ref.abs[i] > 0 ? static_cast<double>(d / ref.abs[i]) : (d > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     if (e > worst) worst = e;
   }
   return worst;
@@ -96,7 +98,11 @@ inline std::vector<ExpectedCase> read_expected(const std::string& path) {
     const auto key = std::make_tuple(f[0], std::stoll(f[1]), std::stoll(f[2]), std::stoll(f[3]), std::stoull(f[4]));
     auto& c = cases[key];
     if (c.c.empty()) {
-      c = {f[0], std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key),
+      c = {f[0],
+           std::get<1>(key),
+           std::get<2>(key),
+           std::get<3>(key),
+           std::get<4>(key),
            std::vector<double>(static_cast<std::size_t>(std::get<1>(key) * std::get<2>(key)), std::nan(""))};
       order.push_back(key);
     }

@@ -36,8 +36,8 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
   std::vector<double> a, b;
   write_inputs(dir.file("in.h5"), 37, 211, 211, 19, a, b);
   const std::string out = dir.file("out.h5");
-  const auto r = run_matmul("--backend cpu --precision double --a " + dir.file("in.h5") + ":/A --b " + dir.file("in.h5") +
-                            ":/B --write-c --quiet --repeats 1 --out " + out);
+  const auto r = run_matmul("--backend cpu --precision double --a " + dir.file("in.h5") + ":/A --b " +
+                            dir.file("in.h5") + ":/B --write-c --quiet --repeats 1 --out " + out);
   INFO(r.output);
   REQUIRE(r.rc == 0);
   const auto f = tally::h5::File::open(out);
@@ -55,7 +55,8 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
     CHECK(g.read_attr<int>("passed") == 1);
     CHECK(g.read_attr<double>("rel_error") <= g.read_attr<double>("tolerance"));
     CHECK(g.read_attr<double>("gflops") > 0);
-    CHECK(g.read_attr<double>("rel_diff_eigen") <= 2 * g.read_attr<double>("tolerance"));  // both within tolerance of the reference
+    CHECK(g.read_attr<double>("rel_diff_eigen") <=
+          2 * g.read_attr<double>("tolerance"));  // both within tolerance of the reference
   }
   CHECK(f.has("eigen"));
   CHECK(f.has("timings"));
@@ -79,7 +80,7 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
     CHECK(r.rc == 2);
     CHECK_FALSE(dir.any_starting_with("never.h5"));
   };
-  rejects("--a " + in + ":/A --b " + in + ":/B");  // inner dimensions 5 vs 6
+  rejects("--a " + in + ":/A --b " + in + ":/B");   // inner dimensions 5 vs 6
   rejects("--a " + in + ":/missing");               // no such dataset
   rejects("--a " + dir.file("absent.h5") + ":/A");  // no such file
   rejects("--a " + in);                             // no dataset named
@@ -89,7 +90,7 @@ TEST_CASE("matmul rejects bad input with exit code 2 and writes nothing", "[matm
   rejects("--level gang,tiled-tc");                 // the tensor-core level: CUDA only
   rejects("--m 0");                                 // empty matrix
   rejects("--repeats 0");
-  rejects("--timing interleaved");                  // rounds or sequential
+  rejects("--timing interleaved");                                 // rounds or sequential
   if (tally::cuda_device_count() == 0) rejects("--backend cuda");  // no GPU here
 }
 
@@ -119,8 +120,10 @@ TEST_CASE("matmul numeric options name the option, the allowed values and the va
 TEST_CASE("a subset of levels given as a list runs only those levels", "[matmul][app]") {
   const tally::test::ScratchDir dir("matmul-subset");
   const std::string out = dir.file("one.h5");
-  REQUIRE(run_matmul("--backend cpu --precision float --m 33 --n 17 --k 129 --level gang,tiled --quiet --no-eigen --timing sequential "
-                     "--repeats 3 --out " + out)
+  REQUIRE(run_matmul("--backend cpu --precision float --m 33 --n 17 --k 129 --level gang,tiled --quiet --no-eigen "
+                     "--timing sequential "
+                     "--repeats 3 --out " +
+                     out)
               .rc == 0);
   const auto f = tally::h5::File::open(out);
   CHECK(f.read_attr_string("levels") == "gang,tiled");

@@ -64,7 +64,8 @@ TEST_CASE("the app's reference and error measure agree with the independent orac
   CHECK(relative_error<double>(c, ref) == std::numeric_limits<double>::infinity());
 }
 
-TEST_CASE("the check takes NaN and infinities as values: the reference's are a pass, any other a failure", "[matmul][check][nan]") {
+TEST_CASE("the check takes NaN and infinities as values: the reference's are a pass, any other a failure",
+          "[matmul][check][nan]") {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   // A row of A with NaN, one with +Inf against B's mixed signs, one where +Inf and -Inf meet (C(2, 0))
   // or add up (C(2, 1)): the reference has NaN and infinities as a long-double triple loop has them.
@@ -78,8 +79,8 @@ TEST_CASE("the check takes NaN and infinities as values: the reference's are a p
     else CHECK(ref.c[e] == static_cast<double>(oracle.c[e]));
   }
   REQUIRE(std::isinf(ref.c[2]));
-  REQUIRE(ref.c[2] > 0);  // inf * 1 + 1 * 2 + 1 * 0.5
-  REQUIRE(ref.c[3] < 0);  // inf * -1 + ...
+  REQUIRE(ref.c[2] > 0);          // inf * 1 + 1 * 2 + 1 * 0.5
+  REQUIRE(ref.c[3] < 0);          // inf * -1 + ...
   REQUIRE(std::isnan(ref.c[4]));  // inf * 1 - inf * 2
   const std::vector<double> right(ref.c.begin(), ref.c.end());
   const Comparison ok = compare<double>(right, ref);
@@ -159,7 +160,8 @@ TEST_CASE("every CPU level reproduces the exact products of data/matmul_expected
     // The reference is the exact product to double-double accuracy: it rounds to the table's value
     // within one ulp of double.
     const Reference ref = reference_cpu<T>(a, b, s);
-    for (std::size_t i = 0; i < ref.c.size(); ++i) CHECK(std::fabs(ref.c[i] - ec.c[i]) <= 2.3e-16 * std::fabs(ec.c[i]) + 1e-300);
+    for (std::size_t i = 0; i < ref.c.size(); ++i)
+      CHECK(std::fabs(ref.c[i] - ec.c[i]) <= 2.3e-16 * std::fabs(ec.c[i]) + 1e-300);
     for (Level l : all_levels) {
       std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
       cpu_multiply<T>(l, a, b, c, s);

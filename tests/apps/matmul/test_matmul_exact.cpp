@@ -48,10 +48,12 @@ TEST_CASE("matmul --exact on the CPU: every level and thread count gives the cor
   }
 }
 
-TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and asking for tiled-tc is bad input", "[matmul][exact][errors]") {
+TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and asking for tiled-tc is bad input",
+          "[matmul][exact][errors]") {
   using detail::resolve_levels;
   using tally::reduce::Backend;
-  const std::vector<Level> exact_levels(all_levels.begin(), all_levels.end()), every(cuda_levels.begin(), cuda_levels.end());
+  const std::vector<Level> exact_levels(all_levels.begin(), all_levels.end()),
+      every(cuda_levels.begin(), cuda_levels.end());
   CHECK(resolve_levels({"all"}, Backend::cuda, true) == exact_levels);  // the tensor-core products are rounded
   CHECK(resolve_levels({"all"}, Backend::cuda, false) == every);
   CHECK(resolve_levels({"all"}, Backend::cpu, true) == exact_levels);
@@ -72,7 +74,8 @@ TEST_CASE("matmul --exact leaves tiled-tc out: 'all' is the exact levels, and as
   CHECK(c == std::vector<float>(6, -7.0f));
 }
 
-TEST_CASE("matmul --exact through the executable: bitwise checks pass, --bench and bad input exit 2", "[matmul][exact]") {
+TEST_CASE("matmul --exact through the executable: bitwise checks pass, --bench and bad input exit 2",
+          "[matmul][exact]") {
   const tally::test::ScratchDir dir("matmul-exact");
   const std::string out = dir.file("exact.h5");
   for (const char* p : {"float", "double"}) {

@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "catch.hpp"
-#include "tally/common/error.hpp"
 #include "exact.hpp"
 #include "exact_inputs.hpp"
+#include "tally/common/error.hpp"
 
 using namespace tally::matmul;
 
@@ -23,7 +23,7 @@ void check_gpu_exact(Shape s, std::uint64_t salt, bool oracle) {
   engine->set_exact(true);
   for (Level l : all_levels)
     for (int rerun = 0; rerun < 2; ++rerun) {  // the tiled level's accumulators are cleared for the next run
-      engine->run(l);  // C is NaN-poisoned before the run
+      engine->run(l);                          // C is NaN-poisoned before the run
       INFO("level " << to_string(l) << ", run " << rerun);
       CHECK(tally::test::bit_mismatches(engine->c(), want) == 0);
     }

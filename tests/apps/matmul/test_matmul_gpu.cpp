@@ -30,7 +30,8 @@ void check_shape(Shape s, std::uint64_t salt) {
     engine->run(l);  // C is NaN-poisoned before the run: unwritten elements fail
     const auto c = engine->c();
     const double err = tally::test::max_scaled_error<T>(c, oracle);
-    INFO("level " << to_string(l) << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << ": error " << err << ", tolerance " << tol);
+    INFO("level " << to_string(l) << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << ": error "
+                  << err << ", tolerance " << tol);
     CHECK(err <= tol);
   }
   REQUIRE(engine->run_vendor().has_value());
@@ -47,10 +48,10 @@ void check_shape(Shape s, std::uint64_t salt) {
 }
 
 const Shape shapes[] = {
-    {37, 53, 1001},                    // odd everything
-    {257, 129, 515},                   // just over the 128 tile
-    {128, 256, 64},                    // exact tiles, vector loads throughout
-    {5, 300, 3},                       // K below one slice (tiled-tc: K < 56, the CUDA-core tile)
+    {37, 53, 1001},   // odd everything
+    {257, 129, 515},  // just over the 128 tile
+    {128, 256, 64},   // exact tiles, vector loads throughout
+    {5, 300, 3},      // K below one slice (tiled-tc: K < 56, the CUDA-core tile)
     // tiled-tc (3xTF32 / DMMA, 128 x 128 block tiles): several tile rows and columns with C padded,
     // K ending inside a 32-deep slice, with 16-byte copies (K, N multiples of 4) and element-wise;
     // 9 tile rows: a partial group of the blocks' tile order. Float with K and N multiples of 4 on
@@ -59,20 +60,20 @@ const Shape shapes[] = {
     {200, 136, 2052},
     {129, 257, 3001},
     {1100, 300, 200},
-    {130, 260, 84},                    // float, sm_90: the wgmma kernel's shortest K (3 slices, a tail of 20)
-    {16, 16, (1 << 18) + 3},           // tall-skinny, 16 x 16 tile (float: tensor cores), element-wise copies
-    {16, 16, 1 << 18},                 // the same with 16-byte copies
-    {13, 9, (1 << 16) + 8},            // C padded inside the 16 x 16 tile, K ending inside a slice
-    {10, 14, (1 << 16) + 6},           // double on sm_90 (K, N even): the TMA-fed DMMA 16 x 16 tile, C padded
-    {30, 17, 40000},                   // tall-skinny, 32 x 32 tile
+    {130, 260, 84},           // float, sm_90: the wgmma kernel's shortest K (3 slices, a tail of 20)
+    {16, 16, (1 << 18) + 3},  // tall-skinny, 16 x 16 tile (float: tensor cores), element-wise copies
+    {16, 16, 1 << 18},        // the same with 16-byte copies
+    {13, 9, (1 << 16) + 8},   // C padded inside the 16 x 16 tile, K ending inside a slice
+    {10, 14, (1 << 16) + 6},  // double on sm_90 (K, N even): the TMA-fed DMMA 16 x 16 tile, C padded
+    {30, 17, 40000},          // tall-skinny, 32 x 32 tile
     // Tall-skinny with 32 < max(M, N) <= 64: the gang level's tensor-core path (3xTF32 / DMMA) on sm_80+;
     // in float on sm_90, K and N multiples of 4 ("16-byte copies") take the TMA-fed tile, whose tensor
     // bounds zero-fill C's padding, rows of A beyond M and the K tail.
-    {64, 48, (1 << 16) + 1},           // odd K: element-wise copies, a one-element last split
-    {33, 33, 100003},                  // odd K and N: element-wise copies, C padded from 33 to 64
-    {48, 40, (1 << 17) + 4},           // 16-byte copies, C padded, K ending inside a slice
-    {36, 64, (1 << 16) + 12},          // 16-byte copies, rows of A beyond M, K ending inside a slice
-    {64, 64, 1 << 16},                 // exact tiles, 16-byte copies
+    {64, 48, (1 << 16) + 1},   // odd K: element-wise copies, a one-element last split
+    {33, 33, 100003},          // odd K and N: element-wise copies, C padded from 33 to 64
+    {48, 40, (1 << 17) + 4},   // 16-byte copies, C padded, K ending inside a slice
+    {36, 64, (1 << 16) + 12},  // 16-byte copies, rows of A beyond M, K ending inside a slice
+    {64, 64, 1 << 16},         // exact tiles, 16-byte copies
     // 2 x 2 tiles of 64 x 64 split ~33 ways each on a GPU of 132 SMs: the split-K combine's two levels
     // (groups of 16 splits, the last group of one), four tiles' partials and tickets side by side.
     {100, 70, 40000},
@@ -90,7 +91,8 @@ TEST_CASE("every CUDA level matches a long-double triple loop (double)", "[matmu
   for (const auto& s : shapes) check_shape<double>(s, salt += 2);
 }
 
-TEST_CASE("the device generator matches the host and every level reproduces data/matmul_expected.csv", "[matmul][gpu][expected]") {
+TEST_CASE("the device generator matches the host and every level reproduces data/matmul_expected.csv",
+          "[matmul][gpu][expected]") {
   const auto cases = tally::test::read_expected(TALLY_MATMUL_DATA_DIR "/matmul_expected.csv");
   REQUIRE(cases.size() >= 4);
   auto check = [](const tally::test::ExpectedCase& ec, auto zero) {
@@ -139,7 +141,8 @@ void check_rerun_bits(Shape s, Level level = Level::gang) {
 TEST_CASE("the CUDA gang level gives the same bits on every rerun", "[matmul][gpu][determinism]") {
   // 64 x 64 and 48 x 33 (odd K) take the tensor-core path on sm_80+ (64 x 64 and 16 x 16 double:
   // the TMA-fed tiles on sm_90), 200 x 300 the CUDA-core tiles.
-  for (const Shape s : {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{16, 16, 1 << 20}, Shape{200, 300, 5000}}) {
+  for (const Shape s :
+       {Shape{64, 64, 1 << 20}, Shape{48, 33, (1 << 18) + 1}, Shape{16, 16, 1 << 20}, Shape{200, 300, 5000}}) {
     check_rerun_bits<float>(s);
     check_rerun_bits<double>(s);
   }
@@ -166,9 +169,9 @@ void check_specials(Shape s, bool nan, bool inf, std::uint64_t salt) {
   const T big = std::numeric_limits<T>::infinity();
   if (nan) A(1, 3) = std::numeric_limits<T>::quiet_NaN(), B(s.k - 1, s.n - 1) = std::numeric_limits<T>::quiet_NaN();
   if (inf) {
-    B(7, 2) = big, A(2, 7) = 0;                 // column 2: +-Inf, and 0 x Inf = NaN in row 2
-    B(9, 0) = -big, B(s.k - 2, 0) = big;        // column 0: Inf - Inf or one infinity by the signs of A
-    A(s.m - 1, s.k / 2) = big;                  // row M - 1
+    B(7, 2) = big, A(2, 7) = 0;           // column 2: +-Inf, and 0 x Inf = NaN in row 2
+    B(9, 0) = -big, B(s.k - 2, 0) = big;  // column 0: Inf - Inf or one infinity by the signs of A
+    A(s.m - 1, s.k / 2) = big;            // row M - 1
   }
   const auto oracle = tally::test::naive_product<T>(a, b, s.m, s.n, s.k);
   const auto [n_nan, n_inf] = tally::test::special_counts(oracle);
@@ -184,9 +187,9 @@ void check_specials(Shape s, bool nan, bool inf, std::uint64_t salt) {
   const double tol = tolerance<T>(s.k);
   const auto judge = [&](const std::string& who, const std::vector<T>& c, bool ieee) {
     const Comparison cmp = compare<T>(c, ref);
-    INFO(who << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << (nan ? ", NaN" : "") << (inf ? ", Inf" : "")
-              << ": nan_extra " << cmp.nan_extra << ", nan_missing " << cmp.nan_missing << ", inf_wrong " << cmp.inf_wrong
-              << ", rel. error " << cmp.rel_error);
+    INFO(who << ", " << s.str() << ", " << (sizeof(T) == 4 ? "float" : "double") << (nan ? ", NaN" : "")
+             << (inf ? ", Inf" : "") << ": nan_extra " << cmp.nan_extra << ", nan_missing " << cmp.nan_missing
+             << ", inf_wrong " << cmp.inf_wrong << ", rel. error " << cmp.rel_error);
     CHECK(cmp.ref_nan == n_nan);
     CHECK(cmp.ref_inf == n_inf);
     CHECK(cmp.nan_missing == 0);  // never a NaN lost
@@ -212,7 +215,9 @@ void check_specials(Shape s, bool nan, bool inf, std::uint64_t salt) {
 
 }  // namespace
 
-TEST_CASE("NaN and infinities in A and B: every CUDA level gives IEEE's NaN and infinities where the reference has them", "[matmul][gpu][nan]") {
+TEST_CASE(
+    "NaN and infinities in A and B: every CUDA level gives IEEE's NaN and infinities where the reference has them",
+    "[matmul][gpu][nan]") {
   // 37 x 53 x 1001: the CUDA-core tiles in gang (K < 1024), tiled-tc on the tensor cores; 48 x 40 x
   // 4100 and 16 x 16 x 2048: the gang level's tensor-core Gram tiles (TMA-fed on sm_90: K, N multiples
   // of 4); 200 x 136 x 2052: tiled-tc's wgmma kernel on sm_90.

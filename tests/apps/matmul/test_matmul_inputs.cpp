@@ -69,7 +69,8 @@ std::string write_typed_inputs(const tally::test::ScratchDir& dir) {
 
 }  // namespace
 
-TEST_CASE("matmul refuses datasets it cannot multiply as stored, naming the type and what it reads", "[matmul][app][errors]") {
+TEST_CASE("matmul refuses datasets it cannot multiply as stored, naming the type and what it reads",
+          "[matmul][app][errors]") {
   const tally::test::ScratchDir dir("matmul-types");
   const std::string in = write_typed_inputs(dir), out = dir.file("never.h5");
   struct Bad {
@@ -101,7 +102,8 @@ TEST_CASE("matmul reads integers its precision holds exactly and multiplies them
   for (const std::string a : {"I32 --precision double", "I16 --precision float", "U8 --precision float"}) {
     INFO("--a " << a);
     const std::string out = dir.file("ints.h5");
-    const auto r = run_matmul("--a " + in + ":/" + a + " --b " + in + ":/B --backend cpu --write-c --quiet --repeats 1 --out " + out);
+    const auto r = run_matmul("--a " + in + ":/" + a + " --b " + in +
+                              ":/B --backend cpu --write-c --quiet --repeats 1 --out " + out);
     INFO(r.output);
     REQUIRE(r.rc == 0);
     const auto f = tally::h5::File::open(out), file = tally::h5::File::open(in);
@@ -124,9 +126,9 @@ void special_inputs(std::vector<T>& a, std::vector<T>& b, std::int64_t m, std::i
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   auto A = [&](std::int64_t i, std::int64_t q) -> T& { return a[static_cast<std::size_t>(i * k + q)]; };
   auto B = [&](std::int64_t q, std::int64_t j) -> T& { return b[static_cast<std::size_t>(q * n + j)]; };
-  A(1, 3) = nan;                  // row 1 of C: NaN
-  B(7, 2) = inf;                  // column 2: +-Inf by the sign of A(i, 7)
-  A(2, 7) = 0;                    // ... and 0 x Inf = NaN in row 2
+  A(1, 3) = nan;                   // row 1 of C: NaN
+  B(7, 2) = inf;                   // column 2: +-Inf by the sign of A(i, 7)
+  A(2, 7) = 0;                     // ... and 0 x Inf = NaN in row 2
   B(9, 4) = -inf, B(11, 4) = inf;  // column 4: Inf - Inf where A(i, 9) and A(i, 11) have one sign
   A(3, 9) = 0.5, A(3, 11) = -0.5;  // ... and -Inf in row 3
   A(0, 9) = 0.5, A(0, 11) = 0.5;   // ... and NaN in row 0
@@ -155,7 +157,8 @@ void check_specials_through_the_app(const std::string& precision) {
   REQUIRE(r.rc == 0);
   CHECK(r.output.find("all within tolerance") != std::string::npos);
   CHECK(r.output.find("NaN at the " + std::to_string(nan) + " places the reference has NaN") != std::string::npos);
-  CHECK(r.output.find("Inf of the same sign at the " + std::to_string(inf) + " places it has Inf") != std::string::npos);
+  CHECK(r.output.find("Inf of the same sign at the " + std::to_string(inf) + " places it has Inf") !=
+        std::string::npos);
   const auto f = tally::h5::File::open(out);
   CHECK(f.read_attr_string("status") == "ok");
   CHECK(f.read_attr<std::int64_t>("reference_nan") == nan);
@@ -174,7 +177,8 @@ void check_specials_through_the_app(const std::string& precision) {
 
 }  // namespace
 
-TEST_CASE("NaN and infinities in A and B: C has IEEE's NaN and infinities where the reference has them, and passes", "[matmul][app][nan]") {
+TEST_CASE("NaN and infinities in A and B: C has IEEE's NaN and infinities where the reference has them, and passes",
+          "[matmul][app][nan]") {
   check_specials_through_the_app<double>("double");
   check_specials_through_the_app<float>("float");
 }

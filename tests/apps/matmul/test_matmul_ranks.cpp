@@ -32,11 +32,13 @@ const std::string backend = "cpu";
 #endif
 
 std::string matmul_cmd(const std::string& args, const std::string& out) {
-  return std::string(MATMUL_EXE) + " --backend " + backend + " --quiet --repeats 1 --warmup 0 --write-c " + args + " --out " + out;
+  return std::string(MATMUL_EXE) + " --backend " + backend + " --quiet --repeats 1 --warmup 0 --write-c " + args +
+         " --out " + out;
 }
 
 std::string shape_args(Shape s, const std::string& precision) {
-  return "--m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " + std::to_string(s.k) + " --precision " + precision;
+  return "--m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " + std::to_string(s.k) +
+         " --precision " + precision;
 }
 
 template <class T>
@@ -108,7 +110,8 @@ void check_ranks(Shape s, const std::string& level, const test::ScratchDir& dir)
 
 }  // namespace
 
-TEST_CASE("matmul with K split over 1, 2 and 3 ranks: C within tolerance, one rank exact, bitwise run to run", "[matmul][ranks]") {
+TEST_CASE("matmul with K split over 1, 2 and 3 ranks: C within tolerance, one rank exact, bitwise run to run",
+          "[matmul][ranks]") {
   if (!test::have_mpi) {
     WARN("built without MPI: nothing to launch");
     return;
@@ -139,7 +142,9 @@ TEST_CASE("matmul on 3 ranks reads its slabs of HDF5 inputs", "[matmul][ranks]")
   const auto ref = test::naive_product<double>(a, b, m, n, k);
   const std::string in = dir.file("in.h5");
   for (const std::string level : {"worker", "gang"}) {
-    const auto r = test::run_command(test::on_ranks(3, matmul_cmd("--precision double --level " + level + " --a " + in + ":/A --b " + in + ":/B", dir.file("out.h5"))));
+    const auto r = test::run_command(
+        test::on_ranks(3, matmul_cmd("--precision double --level " + level + " --a " + in + ":/A --b " + in + ":/B",
+                                     dir.file("out.h5"))));
     INFO(r.output);
     REQUIRE(r.rc == 0);
     CHECK(test::max_scaled_error<double>(c_of<double>(dir.file("out.h5")), ref) <= matmul::tolerance<double>(k));
@@ -161,8 +166,9 @@ TEST_CASE("matmul on several ranks: bad input and a failing rank end every rank,
   // More ranks than K: refused (every rank needs a column of A).
   expect_refused(test::on_ranks(3, matmul_cmd("--m 4 --n 4 --k 2", out)), "--k");
   // Different options on different ranks.
-  expect_refused(std::string(TALLY_TEST_MPIEXEC) + " 2 " + matmul_cmd("--k 100", out) + " : -n 1 " + matmul_cmd("--k 101", out),
-                 "differs between ranks");
+  expect_refused(
+      std::string(TALLY_TEST_MPIEXEC) + " 2 " + matmul_cmd("--k 100", out) + " : -n 1 " + matmul_cmd("--k 101", out),
+      "differs between ranks");
   // --backend cuda where no rank has a usable GPU.
   if (tally::cuda_device_count() == 0)
     expect_refused(test::on_ranks(2, std::string(MATMUL_EXE) + " --backend cuda --out " + out), "--backend cuda");
@@ -200,10 +206,11 @@ TEST_CASE("matmul on several ranks: bad input and a failing rank end every rank,
     const std::vector<char> zeros(16, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
-  const auto r = test::run_command(test::on_ranks(3, matmul_cmd("--precision double --level gang --a " + in + ":/A --b " + in + ":/B", out)), 60);
+  const auto r = test::run_command(
+      test::on_ranks(3, matmul_cmd("--precision double --level gang --a " + in + ":/A --b " + in + ":/B", out)), 60);
   INFO(r.output);
   CHECK(r.rc != 0);
-  CHECK(r.rc != 124);  // not a hang ended by the timeout
+  CHECK(r.rc != 124);                                          // not a hang ended by the timeout
   CHECK(r.output.find("matmul: rank ") != std::string::npos);  // the failing rank names itself
   CHECK_FALSE(dir.any_starting_with("out.h5"));
 }

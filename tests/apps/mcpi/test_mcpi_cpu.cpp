@@ -28,7 +28,8 @@ std::int64_t naive_philox_hits(std::uint64_t seed, std::int64_t first, std::int6
 
 std::vector<Generator> cpu_generators(Api api) {
   std::vector<Generator> gs;
-  for (Generator g : {Generator::philox, Generator::xorwow, Generator::mrg32k3a, Generator::sobol, Generator::scrambled_sobol})
+  for (Generator g :
+       {Generator::philox, Generator::xorwow, Generator::mrg32k3a, Generator::sobol, Generator::scrambled_sobol})
     if (cpu_supports(g, api)) gs.push_back(g);
   return gs;
 }
@@ -59,7 +60,8 @@ TEST_CASE("mcpi CPU Philox hits equal the naive per-sample reference with odd of
     CHECK(detail::philox_hits_cpu(seed, offset, n) == naive_philox_hits(seed, offset, n));
   }
   for (std::int64_t n = 1; n <= 5; ++n)  // the half-block edges
-    for (std::int64_t off = 0; off <= 3; ++off) CHECK(detail::philox_hits_cpu(7, off, n) == naive_philox_hits(7, off, n));
+    for (std::int64_t off = 0; off <= 3; ++off)
+      CHECK(detail::philox_hits_cpu(7, off, n) == naive_philox_hits(7, off, n));
 }
 
 TEST_CASE("mcpi CPU split run: part 1 + part 2 == whole for every supported generator and API") {
@@ -122,7 +124,8 @@ TEST_CASE("mcpi own Philox reproduces cuRAND host generator bit for bit without 
     return;
   }
   auto rng = tally::test::rng(4);
-  for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{7}, rng() % (std::uint64_t{1} << 40), rng() >> 1, ~std::uint64_t{0} - 300000}) {
+  for (std::uint64_t first :
+       {std::uint64_t{0}, std::uint64_t{7}, rng() % (std::uint64_t{1} << 40), rng() >> 1, ~std::uint64_t{0} - 300000}) {
     const std::uint64_t seed = rng();
     const std::size_t count = 262147;
     INFO("seed " << seed << " first uniform " << first);
@@ -160,7 +163,8 @@ TEST_CASE("mcpi CPU reproduces data/mcpi_expected.csv") {
     p.seed = e.seed;
     p.offset = e.offset;
     p.n = e.n;
-    INFO(to_string(e.generator) << " " << to_string(e.api) << " seed " << e.seed << " offset " << e.offset << " n " << e.n);
+    INFO(to_string(e.generator) << " " << to_string(e.api) << " seed " << e.seed << " offset " << e.offset << " n "
+                                << e.n);
     CHECK(run_cpu(p).hits == e.hits);
     ++checked;
   }

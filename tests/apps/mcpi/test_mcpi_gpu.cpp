@@ -67,7 +67,8 @@ TEST_CASE("mcpi GPU every fused Philox kernel equals the CPU bit for bit") {
 TEST_CASE("mcpi GPU device API == host API for philox and the Sobol sequences") {
   auto rng = tally::test::rng(12);
   for (Generator g : {Generator::philox, Generator::sobol, Generator::scrambled_sobol}) {
-    const Params d = make(g, Api::device, rng(), static_cast<std::int64_t>(rng() % 1000000) | 1, 50000001, std::int64_t{1} << 24);
+    const Params d =
+        make(g, Api::device, rng(), static_cast<std::int64_t>(rng() % 1000000) | 1, 50000001, std::int64_t{1} << 24);
     Params h = d;
     h.api = Api::host;
     INFO(to_string(g) << " seed " << d.seed << " offset " << d.offset);
@@ -119,13 +120,15 @@ TEST_CASE("mcpi GPU large N in batches has 64-bit counts independent of the batc
   CHECK(a.batch_n.size() == 5);
   CHECK(a.hits == b.hits);
   CHECK(a.hits > std::int64_t{1} << 32);  // beyond 32-bit counts
-  CHECK(std::fabs(4.0 * static_cast<double>(a.hits) / static_cast<double>(n) - pi) <= mcpi_test::pseudo_random_bound(n));
+  CHECK(std::fabs(4.0 * static_cast<double>(a.hits) / static_cast<double>(n) - pi) <=
+        mcpi_test::pseudo_random_bound(n));
 }
 
 TEST_CASE("mcpi GPU reproduces data/mcpi_expected.csv") {
   int checked = 0;
   for (const auto& e : mcpi_test::read_expected(MCPI_EXPECTED_CSV)) {
-    INFO(to_string(e.generator) << " " << to_string(e.api) << " seed " << e.seed << " offset " << e.offset << " n " << e.n);
+    INFO(to_string(e.generator) << " " << to_string(e.api) << " seed " << e.seed << " offset " << e.offset << " n "
+                                << e.n);
     CHECK(run_cuda(make(e.generator, e.api, e.seed, e.offset, e.n, std::int64_t{1} << 32), 0).hits == e.hits);
     ++checked;
   }

@@ -122,6 +122,7 @@ TEST_CASE("mcpi on several ranks refuses bad input with one message, exit 2 and 
   expect_refused(test::on_ranks(2, mcpi_cmd("--generator sobol --n 2^32 --offset 1", out)), "--offset/--n");
   // --backend cuda where no rank has a usable GPU.
   if (tally::cuda_device_count() == 0)
-    expect_refused(test::on_ranks(2, std::string(MCPI_EXE) + " --backend cuda --n 1000 --out " + out), "--backend cuda");
+    expect_refused(test::on_ranks(2, std::string(MCPI_EXE) + " --backend cuda --n 1000 --out " + out),
+                   "--backend cuda");
 }
 #endif

@@ -37,7 +37,7 @@ inline double sobol_bound(std::int64_t offset, std::int64_t n) {
   const auto end = static_cast<std::uint64_t>(offset + n);
   for (auto a = static_cast<std::uint64_t>(offset); a < end;) {
     int m = a ? std::countr_zero(a) : std::bit_width(end);  // the largest aligned block at a ...
-    while (a + (std::uint64_t{1} << m) > end) --m;           // ... inside the range
+    while (a + (std::uint64_t{1} << m) > end) --m;          // ... inside the range
     miss += static_cast<double>((std::uint64_t{1} << ((m + 1) / 2)) + (std::uint64_t{1} << (m / 2)) - 1);
     a += std::uint64_t{1} << m;
   }

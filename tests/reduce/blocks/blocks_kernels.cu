@@ -58,13 +58,16 @@ __global__ void gang_segments_kernel(const T* in, T* partials, unsigned int* tic
   __shared__ bool last;
   const int g = static_cast<int>(blockIdx.x) / count, b = static_cast<int>(blockIdx.x) % count;
   T* seg = partials + static_cast<std::int64_t>(g) * count * width;
-  for (int e = threadIdx.x; e < width; e += blockDim.x) seg[b * width + e] = in[(static_cast<std::int64_t>(g) * count + b) * width + e];
+  for (int e = threadIdx.x; e < width; e += blockDim.x)
+    seg[b * width + e] = in[(static_cast<std::int64_t>(g) * count + b) * width + e];
   if (dev::gang_arrive(tickets + g, static_cast<unsigned int>(count), last))
-    for (int e = threadIdx.x; e < width; e += blockDim.x) out[g * width + e] = dev::gang_combine<Op>(seg, count, width, e);
+    for (int e = threadIdx.x; e < width; e += blockDim.x)
+      out[g * width + e] = dev::gang_combine<Op>(seg, count, width, e);
 }
 
 template <class Op, class T>
-__global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_t<T>* cell, unsigned int* ticket, T* out) {
+__global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_t<T>* cell, unsigned int* ticket,
+                                   T* out) {
   __shared__ dev::GangStorage<T> tmp;
   T local = Op::template identity<T>();
   for (auto i : dev::grid_stride_range(n)) local = Op::template combine<T>(local, in[i]);
@@ -73,8 +76,9 @@ __global__ void gang_select_kernel(const T* in, std::int64_t n, dev::select_key_
 }
 
 template <class T, class Out>
-__global__ void __launch_bounds__(1024) exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::exact::Accumulator<T>* partials, unsigned int* ticket,
-                                  Out* out) {
+__global__ void __launch_bounds__(1024)
+    exact_gang_kernel(const T* in, std::int64_t n, tally::reduce::exact::Accumulator<T>* partials, unsigned int* ticket,
+                      Out* out) {
   __shared__ dev::ExactStorage<T> s;
   dev::ExactThread<T> t(s);
   // Batches of four through the bins (add_batch), the rest one by one (add): both paths, any grid.
@@ -90,9 +94,10 @@ __global__ void __launch_bounds__(1024) exact_gang_kernel(const T* in, std::int6
 }
 
 template <class Out>
-__global__ void __launch_bounds__(1024) exact_dot_kernel(const float* a, const float* b, std::int64_t n,
-                                 tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>* partials, unsigned int* ticket,
-                                 Out* out) {
+__global__ void __launch_bounds__(1024)
+    exact_dot_kernel(const float* a, const float* b, std::int64_t n,
+                     tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>* partials,
+                     unsigned int* ticket, Out* out) {
   __shared__ dev::ExactStorage<tally::reduce::exact::FloatProducts> s;
   dev::ExactThread<tally::reduce::exact::FloatProducts> t(s);
   for (auto i : dev::grid_stride_range(n)) t.add_product(a[i], b[i]);
@@ -118,7 +123,8 @@ __global__ void segments_by_forms_kernel(const T* x, std::int64_t n, const std::
     const std::int64_t chunks = (len + tally::reduce::segment_chunk - 1) / tally::reduce::segment_chunk;
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t c0 = c * tally::reduce::segment_chunk;
-      const Acc v = dev::block_segment_reduce<Op, Acc>(x + b + c0, min(tally::reduce::segment_chunk, len - c0), tmp, c0);
+      const Acc v =
+          dev::block_segment_reduce<Op, Acc>(x + b + c0, min(tally::reduce::segment_chunk, len - c0), tmp, c0);
       if (t == 0) part[c] = v;
     }
     __syncthreads();
@@ -132,8 +138,8 @@ __global__ void segments_by_forms_kernel(const T* x, std::int64_t n, const std::
 }  // namespace
 
 template <class Out>
-void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
-               int threads) {
+void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out,
+               int blocks, int threads) {
   using A = tally::reduce::exact::Accumulator<tally::reduce::exact::FloatProducts>;
   exact_dot_kernel<Out><<<blocks, threads>>>(d_a, d_b, n, static_cast<A*>(d_partials), d_ticket, d_out);
   TALLY_CHECK_LAUNCH();
@@ -142,8 +148,10 @@ template void exact_dot<float>(const float*, const float*, std::int64_t, void*, 
 template void exact_dot<double>(const float*, const float*, std::int64_t, void*, unsigned int*, double*, int, int);
 
 template <class T, class Out>
-void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks, int threads) {
-  exact_gang_kernel<T, Out><<<blocks, threads>>>(d_in, n, static_cast<tally::reduce::exact::Accumulator<T>*>(d_partials), d_ticket, d_out);
+void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
+                    int threads) {
+  exact_gang_kernel<T, Out>
+      <<<blocks, threads>>>(d_in, n, static_cast<tally::reduce::exact::Accumulator<T>*>(d_partials), d_ticket, d_out);
   TALLY_CHECK_LAUNCH();
 }
 template void exact_gang_sum<float, float>(const float*, std::int64_t, void*, unsigned int*, float*, int, int);
@@ -180,13 +188,15 @@ void worker_reduce(const T* d_in, T* d_out, int bx, int by, int blocks) {
 }
 
 template <class Op, class T>
-void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks, int threads) {
+void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks,
+                 int threads) {
   gang_reduce_kernel<Op, T><<<blocks, threads>>>(d_in, n, d_partials, d_ticket, d_out);
   TALLY_CHECK_LAUNCH();
 }
 
 template <class Op, class T>
-void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_out, int nseg, int count, int width, int threads) {
+void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_out, int nseg, int count, int width,
+                   int threads) {
   gang_segments_kernel<Op, T><<<nseg * count, threads>>>(d_in, d_partials, d_tickets, d_out, count, width);
   TALLY_CHECK_LAUNCH();
 }
@@ -205,38 +215,44 @@ bool gang_select_armed(const void* d_cell) {
 }
 
 template <class Op, class T>
-void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks, int threads) {
+void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks,
+                 int threads) {
   gang_select_kernel<Op, T><<<blocks, threads>>>(d_in, n, static_cast<dev::select_key_t<T>*>(d_cell), d_ticket, d_out);
   TALLY_CHECK_LAUNCH();
 }
 
 template <class Op, class T, class Acc>
 void segments_by_forms(const T* d_in, std::int64_t n, const std::int64_t* d_off, std::int64_t n_seg, Acc* d_out) {
-  segments_by_forms_kernel<Op, T, Acc><<<static_cast<unsigned>(n_seg), tally::reduce::segment_block>>>(d_in, n, d_off, d_out);
+  segments_by_forms_kernel<Op, T, Acc>
+      <<<static_cast<unsigned>(n_seg), tally::reduce::segment_block>>>(d_in, n, d_off, d_out);
   TALLY_CHECK_LAUNCH();
 }
-template void segments_by_forms<tally::reduce::Sum, float, float>(const float*, std::int64_t, const std::int64_t*, std::int64_t, float*);
-template void segments_by_forms<tally::reduce::Sum, double, double>(const double*, std::int64_t, const std::int64_t*, std::int64_t, double*);
-template void segments_by_forms<tally::reduce::ArgMax<float>, float, tally::reduce::ValueIndex<float>>(const float*, std::int64_t, const std::int64_t*,
-                                                                                                    std::int64_t, tally::reduce::ValueIndex<float>*);
-template void segments_by_forms<tally::reduce::MeanVar, float, tally::reduce::Moments>(const float*, std::int64_t, const std::int64_t*, std::int64_t,
-                                                                                    tally::reduce::Moments*);
+template void segments_by_forms<tally::reduce::Sum, float, float>(const float*, std::int64_t, const std::int64_t*,
+                                                                  std::int64_t, float*);
+template void segments_by_forms<tally::reduce::Sum, double, double>(const double*, std::int64_t, const std::int64_t*,
+                                                                    std::int64_t, double*);
+template void segments_by_forms<tally::reduce::ArgMax<float>, float, tally::reduce::ValueIndex<float>>(
+    const float*, std::int64_t, const std::int64_t*, std::int64_t, tally::reduce::ValueIndex<float>*);
+template void segments_by_forms<tally::reduce::MeanVar, float, tally::reduce::Moments>(const float*, std::int64_t,
+                                                                                       const std::int64_t*,
+                                                                                       std::int64_t,
+                                                                                       tally::reduce::Moments*);
 
-#define TALLY_BLOCKS_SELECT(Op, T)                   \
-  template void gang_select_arm<Op, T>(void*);       \
+#define TALLY_BLOCKS_SELECT(Op, T)                     \
+  template void gang_select_arm<Op, T>(void*);         \
   template bool gang_select_armed<Op, T>(const void*); \
   template void gang_select<Op, T>(const T*, std::int64_t, void*, unsigned int*, T*, int, int);
 
-#define TALLY_BLOCKS_INSTANTIATE(Op, T)                                                                   \
-  template void block_reduce<Op, T>(const T*, T*, int, int, int);                                        \
-  template void group_reduce<Op, T>(const T*, T*, int, bool, int);                                       \
-  template void worker_reduce<Op, T>(const T*, T*, int, int, int);                                       \
-  template void gang_reduce<Op, T>(const T*, std::int64_t, T*, unsigned int*, T*, int, int);              \
+#define TALLY_BLOCKS_INSTANTIATE(Op, T)                                                      \
+  template void block_reduce<Op, T>(const T*, T*, int, int, int);                            \
+  template void group_reduce<Op, T>(const T*, T*, int, bool, int);                           \
+  template void worker_reduce<Op, T>(const T*, T*, int, int, int);                           \
+  template void gang_reduce<Op, T>(const T*, std::int64_t, T*, unsigned int*, T*, int, int); \
   template void gang_segments<Op, T>(const T*, T*, unsigned int*, T*, int, int, int, int);
-#define TALLY_BLOCKS_OPS(T)                         \
-  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Sum, T)   \
-  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Prod, T)  \
-  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Max, T)   \
+#define TALLY_BLOCKS_OPS(T)                        \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Sum, T)  \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Prod, T) \
+  TALLY_BLOCKS_INSTANTIATE(tally::reduce::Max, T)  \
   TALLY_BLOCKS_INSTANTIATE(tally::reduce::Min, T)  \
   TALLY_BLOCKS_SELECT(tally::reduce::Max, T)       \
   TALLY_BLOCKS_SELECT(tally::reduce::Min, T)

@@ -20,7 +20,8 @@ void worker_reduce(const T* d_in, T* d_out, int bx, int by, int blocks);
 
 /// *d_out = gang_reduce over in[0, n) with a grid-stride loop of `blocks` x `threads`.
 template <class Op, class T>
-void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks, int threads);
+void gang_reduce(const T* d_in, std::int64_t n, T* d_partials, unsigned int* d_ticket, T* d_out, int blocks,
+                 int threads);
 
 /// Segments of `count` blocks: block b of segment g publishes in[(g*count + b)*width + e] for e < width,
 /// gang_arrive() on ticket g, and the last block writes out[g*width + e] = gang_combine(...).
@@ -31,7 +32,8 @@ void gang_segments(const T* d_in, T* d_partials, unsigned int* d_tickets, T* d_o
 /// *d_out = gang_reduce_select (max / min through one atomic cell) over in[0, n). d_cell: 4 or 8 bytes
 /// (the key of T), armed once by gang_select_arm; gang_select_armed tells whether it is re-armed.
 template <class Op, class T>
-void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks, int threads);
+void gang_select(const T* d_in, std::int64_t n, void* d_cell, unsigned int* d_ticket, T* d_out, int blocks,
+                 int threads);
 template <class Op, class T>
 void gang_select_arm(void* d_cell);
 template <class Op, class T>
@@ -41,13 +43,14 @@ bool gang_select_armed(const void* d_cell);
 /// grid-stride loop of `blocks` x `threads`, then exact_gang_sum). d_partials: blocks accumulators
 /// (exact_partials_bytes<T>(blocks) bytes); threads a multiple of 32, at least 96.
 template <class T, class Out>
-void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks, int threads);
+void exact_gang_sum(const T* d_in, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
+                    int threads);
 
 /// *d_out = the exact dot product of a and b (float, n elements) rounded to Out, through
 /// ExactThread<exact::FloatProducts>::add_product and exact_gang_sum; as exact_gang_sum above.
 template <class Out>
-void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out, int blocks,
-               int threads);
+void exact_dot(const float* d_a, const float* d_b, std::int64_t n, void* d_partials, unsigned int* d_ticket, Out* d_out,
+               int blocks, int threads);
 
 /// out[s] for each segment [off[s], off[s + 1]) of in[0, n), s < n_seg, by a fused kernel built from
 /// the segment forms of device/segment.cuh (one block of segment_block threads a segment, each segment

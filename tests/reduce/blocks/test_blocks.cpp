@@ -50,7 +50,8 @@ std::vector<T> make_input(std::size_t n) {
     if constexpr (std::is_same_v<Op, Sum>) return tally::test::random_vector<T>(n, T(-1), T(1), salt);
     // [0.5, 2] for a few dozen factors; closer to 1 for long products, which would overflow otherwise.
     if constexpr (std::is_same_v<Op, Prod>)
-      return n <= 64 ? tally::test::random_vector<T>(n, T(0.5), T(2), salt) : tally::test::random_vector<T>(n, T(0.99), T(1.01), salt);
+      return n <= 64 ? tally::test::random_vector<T>(n, T(0.5), T(2), salt)
+                     : tally::test::random_vector<T>(n, T(0.99), T(1.01), salt);
     return tally::test::random_vector<T>(n, T(-1000), T(1000), salt);
   }
 }
@@ -66,10 +67,12 @@ void check_value(T got, const std::vector<T>& xs, const std::string& what) {
     REQUIRE(got == ref);
   } else {
     double ref = Op::template identity<double>(), abs = 0;
-    for (T x : xs) ref = Op::template combine<double>(ref, static_cast<double>(x)), abs += std::fabs(static_cast<double>(x));
+    for (T x : xs)
+      ref = Op::template combine<double>(ref, static_cast<double>(x)), abs += std::fabs(static_cast<double>(x));
     const auto n = static_cast<std::int64_t>(xs.size());
-    const double tol = std::is_same_v<Op, Sum> ? tally::test::sum_tolerance<T>(n, abs)
-                                               : 2.0 * static_cast<double>(n + 1) * std::numeric_limits<T>::epsilon() * std::fabs(ref);
+    const double tol = std::is_same_v<Op, Sum>
+                           ? tally::test::sum_tolerance<T>(n, abs)
+                           : 2.0 * static_cast<double>(n + 1) * std::numeric_limits<T>::epsilon() * std::fabs(ref);
     INFO("got " << got << ", reference " << ref << ", tolerance " << tol);
     REQUIRE(std::fabs(static_cast<double>(got) - ref) <= tol);
   }
@@ -77,7 +80,8 @@ void check_value(T got, const std::vector<T>& xs, const std::string& what) {
 
 template <class Op, class T>
 void check_block_reduce() {
-  const std::array<std::array<int, 2>, 8> shapes = {{{32, 1}, {96, 1}, {1000, 1}, {20, 1}, {33, 1}, {16, 6}, {10, 10}, {1, 1}}};
+  const std::array<std::array<int, 2>, 8> shapes = {
+      {{32, 1}, {96, 1}, {1000, 1}, {20, 1}, {33, 1}, {16, 6}, {10, 10}, {1, 1}}};
   for (auto [bx, by] : shapes) {
     const int blocks = 7, bs = bx * by;
     const auto h = make_input<Op, T>(static_cast<std::size_t>(blocks * bs));
@@ -86,8 +90,9 @@ void check_block_reduce() {
     blk::block_reduce<Op, T>(in.data(), out.data(), bx, by, blocks);
     const auto got = out.to_host();
     for (int b = 0; b < blocks; ++b)
-      check_value<Op, T>(got[b], std::vector<T>(h.begin() + b * bs, h.begin() + (b + 1) * bs),
-                         "block_reduce, block " + std::to_string(bx) + "x" + std::to_string(by) + ", block " + std::to_string(b));
+      check_value<Op, T>(
+          got[b], std::vector<T>(h.begin() + b * bs, h.begin() + (b + 1) * bs),
+          "block_reduce, block " + std::to_string(bx) + "x" + std::to_string(by) + ", block " + std::to_string(b));
   }
 }
 
@@ -142,9 +147,11 @@ void check_gang_reduce() {
       const auto h = make_input<Op, T>(n);
       DeviceBuffer<T> in{std::span<const T>(h)};
       out.fill_bytes(0xFF);
-      blk::gang_reduce<Op, T>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), blocks, threads);
+      blk::gang_reduce<Op, T>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(),
+                              blocks, threads);
       check_value<Op, T>(out.to_host()[0], h,
-                         "gang_reduce, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) + ", launch " + std::to_string(launch));
+                         "gang_reduce, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) +
+                             ", launch " + std::to_string(launch));
       REQUIRE(ticket.to_host()[0] == 0u);
     }
   }
@@ -166,7 +173,8 @@ void check_gang_segments() {
       for (int e = 0; e < width; ++e) {
         std::vector<T> xs;
         for (int b = 0; b < count; ++b) xs.push_back(h[static_cast<std::size_t>((g * count + b) * width + e)]);
-        check_value<Op, T>(got[static_cast<std::size_t>(g * width + e)], xs, "gang_arrive/gang_combine, segment " + std::to_string(g));
+        check_value<Op, T>(got[static_cast<std::size_t>(g * width + e)], xs,
+                           "gang_arrive/gang_combine, segment " + std::to_string(g));
       }
     for (unsigned int t : tickets.to_host()) REQUIRE(t == 0u);
   }
@@ -193,12 +201,15 @@ void check_gang_select() {
                                        std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min()});
       // Launch 0 keeps the random input (its extremes are ordinary values); later ones add specials.
       if (launch > 0)
-        for (std::size_t s = 0; s < special.size(); ++s) h[(s * 7919 + static_cast<std::size_t>(launch)) % n] = special[s];
+        for (std::size_t s = 0; s < special.size(); ++s)
+          h[(s * 7919 + static_cast<std::size_t>(launch)) % n] = special[s];
       DeviceBuffer<T> in{std::span<const T>(h)};
       out.fill_bytes(0xFF);
-      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(n), cell.data(), ticket.data(), out.data(), blocks, threads);
+      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(n), cell.data(), ticket.data(), out.data(), blocks,
+                              threads);
       check_value<Op, T>(out.to_host()[0], h,
-                         "gang_reduce_select, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) + ", launch " + std::to_string(launch));
+                         "gang_reduce_select, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) +
+                             ", launch " + std::to_string(launch));
       REQUIRE(ticket.to_host()[0] == 0u);
       REQUIRE(blk::gang_select_armed<Op, T>(cell.data()));
     }
@@ -206,7 +217,8 @@ void check_gang_select() {
       auto h = make_input<Op, T>(4099);
       h[static_cast<std::size_t>(blocks) % h.size()] = std::numeric_limits<T>::quiet_NaN();
       DeviceBuffer<T> in{std::span<const T>(h)};
-      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(h.size()), cell.data(), ticket.data(), out.data(), blocks, threads);
+      blk::gang_select<Op, T>(in.data(), static_cast<std::int64_t>(h.size()), cell.data(), ticket.data(), out.data(),
+                              blocks, threads);
       INFO("gang_reduce_select with one NaN, " << blocks << " blocks x " << threads);
       REQUIRE(std::isnan(out.to_host()[0]));
       REQUIRE(blk::gang_select_armed<Op, T>(cell.data()));
@@ -216,11 +228,15 @@ void check_gang_select() {
 
 template <class T>
 void for_each_op_check() {
-  check_block_reduce<Sum, T>(), check_block_reduce<Prod, T>(), check_block_reduce<Max, T>(), check_block_reduce<Min, T>();
-  check_group_reduce<Sum, T>(), check_group_reduce<Prod, T>(), check_group_reduce<Max, T>(), check_group_reduce<Min, T>();
-  check_worker_reduce<Sum, T>(), check_worker_reduce<Prod, T>(), check_worker_reduce<Max, T>(), check_worker_reduce<Min, T>();
+  check_block_reduce<Sum, T>(), check_block_reduce<Prod, T>(), check_block_reduce<Max, T>(),
+      check_block_reduce<Min, T>();
+  check_group_reduce<Sum, T>(), check_group_reduce<Prod, T>(), check_group_reduce<Max, T>(),
+      check_group_reduce<Min, T>();
+  check_worker_reduce<Sum, T>(), check_worker_reduce<Prod, T>(), check_worker_reduce<Max, T>(),
+      check_worker_reduce<Min, T>();
   check_gang_reduce<Sum, T>(), check_gang_reduce<Prod, T>(), check_gang_reduce<Max, T>(), check_gang_reduce<Min, T>();
-  check_gang_segments<Sum, T>(), check_gang_segments<Prod, T>(), check_gang_segments<Max, T>(), check_gang_segments<Min, T>();
+  check_gang_segments<Sum, T>(), check_gang_segments<Prod, T>(), check_gang_segments<Max, T>(),
+      check_gang_segments<Min, T>();
   check_gang_select<Max, T>(), check_gang_select<Min, T>();
 }
 
@@ -230,7 +246,9 @@ TEST_CASE("device blocks on int: warp, group, block, worker, gang", "[blocks][gp
 TEST_CASE("device blocks on float: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<float>(); }
 TEST_CASE("device blocks on double: warp, group, block, worker, gang", "[blocks][gpu]") { for_each_op_check<double>(); }
 
-TEST_CASE("gang_reduce_select on int64", "[blocks][gpu]") { check_gang_select<Max, std::int64_t>(), check_gang_select<Min, std::int64_t>(); }
+TEST_CASE("gang_reduce_select on int64", "[blocks][gpu]") {
+  check_gang_select<Max, std::int64_t>(), check_gang_select<Min, std::int64_t>();
+}
 
 TEST_CASE("gang_reduce is bitwise reproducible", "[blocks][gpu][determinism]") {
   const std::size_t n = (std::size_t{1} << 20) + 7;
@@ -238,11 +256,13 @@ TEST_CASE("gang_reduce is bitwise reproducible", "[blocks][gpu][determinism]") {
   DeviceBuffer<float> in{std::span<const float>(h)}, partials(133), out(1);
   DeviceBuffer<unsigned int> ticket(1);
   ticket.fill_bytes(0);
-  blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133, 256);
+  blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133,
+                               256);
   const float first = out.to_host()[0];
   for (int rep = 0; rep < 5; ++rep) {
     out.fill_bytes(0xFF);
-    blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), 133, 256);
+    blk::gang_reduce<Sum, float>(in.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(),
+                                 133, 256);
     const float again = out.to_host()[0];
     REQUIRE(std::memcmp(&first, &again, sizeof(float)) == 0);
   }
@@ -279,7 +299,8 @@ void check_exact_gang_on(const std::vector<T>& x) {
   {
     tally::reduce::Workspace cpu_ws(tally::reduce::Backend::cpu);
     const Out want = tally::reduce::reduce_to_host<tally::reduce::ExactSum, T, Out>(
-        tally::reduce::Backend::cpu, tally::reduce::View<const T>::flat(x.data(), static_cast<std::int64_t>(n)), cpu_ws);
+        tally::reduce::Backend::cpu, tally::reduce::View<const T>::flat(x.data(), static_cast<std::int64_t>(n)),
+        cpu_ws);
     DeviceBuffer<T> d{std::span<const T>(x)};
     DeviceBuffer<Out> out(1);
     DeviceBuffer<unsigned int> ticket(1);
@@ -287,11 +308,14 @@ void check_exact_gang_on(const std::vector<T>& x) {
     for (int blocks : {1, 3, 200})
       for (int threads : {96, 256, 1024})
         for (int rerun = 0; rerun < 2; ++rerun) {  // the ticket is re-armed by the last block
-          DeviceBuffer<unsigned char> partials(static_cast<std::size_t>(blocks) * sizeof(tally::reduce::exact::Accumulator<T>));
+          DeviceBuffer<unsigned char> partials(static_cast<std::size_t>(blocks) *
+                                               sizeof(tally::reduce::exact::Accumulator<T>));
           out.fill_bytes(0xFF);
-          blk::exact_gang_sum<T, Out>(d.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), out.data(), blocks, threads);
+          blk::exact_gang_sum<T, Out>(d.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(),
+                                      out.data(), blocks, threads);
           const Out got = out.to_host()[0];
-          INFO("exact_gang_sum of " << n << " elements, " << blocks << " x " << threads << ": " << got << " vs CPU backend " << want);
+          INFO("exact_gang_sum of " << n << " elements, " << blocks << " x " << threads << ": " << got
+                                    << " vs CPU backend " << want);
           CHECK(std::memcmp(&got, &want, sizeof(Out)) == 0);
         }
   }
@@ -299,12 +323,14 @@ void check_exact_gang_on(const std::vector<T>& x) {
 
 template <class T, class Out>
 void check_exact_gang() {
-  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 20) + 1}) check_exact_gang_on<T, Out>(exact_input<T>(n));
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 20) + 1})
+    check_exact_gang_on<T, Out>(exact_input<T>(n));
   for (std::size_t n : {std::size_t{1000}, std::size_t{1} << 20}) check_exact_gang_on<T, Out>(uniform_input<T>(n));
 }
 }  // namespace
 
-TEST_CASE("exact_gang_sum: the CPU backend's exact sum bit for bit, for any grid and block size", "[blocks][gpu][exact]") {
+TEST_CASE("exact_gang_sum: the CPU backend's exact sum bit for bit, for any grid and block size",
+          "[blocks][gpu][exact]") {
   check_exact_gang<float, float>();
   check_exact_gang<float, double>();
   check_exact_gang<double, double>();
@@ -324,8 +350,10 @@ TEST_CASE("exact dot products of floats on the device: exact::dot's bits for any
     ticket.fill_bytes(0);
     for (int blocks : {1, 7, 300}) {
       DeviceBuffer<unsigned char> partials(static_cast<std::size_t>(blocks) * sizeof(Accumulator<FloatProducts>));
-      blk::exact_dot<double>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), od.data(), blocks, 256);
-      blk::exact_dot<float>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(), of.data(), blocks, 128);
+      blk::exact_dot<double>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(),
+                             od.data(), blocks, 256);
+      blk::exact_dot<float>(da.data(), db.data(), static_cast<std::int64_t>(n), partials.data(), ticket.data(),
+                            of.data(), blocks, 128);
       const double gd = od.to_host()[0];
       const float gf = of.to_host()[0];
       INFO("exact dot of " << n << " elements on " << blocks << " blocks");
@@ -358,11 +386,29 @@ template <class Op, class T, class Acc>
 void check_segment_forms(std::uint64_t salt) {
   namespace seg = tally::reduce;  // the segment classes
   const std::int64_t c = seg::segment_chunk;
-  std::vector<std::int64_t> len = {0, 1, 2, 5, seg::segment_thread_max - 1, seg::segment_thread_max, seg::segment_thread_max + 1, 100, 1000,
-                                   seg::segment_warp_max - 1, seg::segment_warp_max, seg::segment_warp_max + 1, 5000, c - 1, c, c + 1,
-                                   2 * c + 3, 3 * c + 7, 4 * c, 0};
+  std::vector<std::int64_t> len = {0,
+                                   1,
+                                   2,
+                                   5,
+                                   seg::segment_thread_max - 1,
+                                   seg::segment_thread_max,
+                                   seg::segment_thread_max + 1,
+                                   100,
+                                   1000,
+                                   seg::segment_warp_max - 1,
+                                   seg::segment_warp_max,
+                                   seg::segment_warp_max + 1,
+                                   5000,
+                                   c - 1,
+                                   c,
+                                   c + 1,
+                                   2 * c + 3,
+                                   3 * c + 7,
+                                   4 * c,
+                                   0};
   auto g = tally::test::rng(salt);
-  for (int k = 0; k < 60; ++k) len.push_back(std::uniform_int_distribution<std::int64_t>(0, k % 10 == 0 ? 40000 : 3000)(g));
+  for (int k = 0; k < 60; ++k)
+    len.push_back(std::uniform_int_distribution<std::int64_t>(0, k % 10 == 0 ? 40000 : 3000)(g));
   std::vector<std::int64_t> off = {0};
   for (const auto l : len) off.push_back(off.back() + l);
   const std::int64_t n = off.back(), n_seg = static_cast<std::int64_t>(len.size());
@@ -377,19 +423,22 @@ void check_segment_forms(std::uint64_t salt) {
   blk::segments_by_forms<Op, T, Acc>(d_x.data(), n, d_off.data(), n_seg, fused.data());
   tally::reduce::Workspace ws(tally::reduce::Backend::cuda);
   tally::reduce::segmented_reduce<Op, T>(tally::reduce::Backend::cuda, std::span<const T>(d_x.data(), x.size()),
-                                              std::span<const std::int64_t>(d_off.data(), off.size()), api.span(), ws);
+                                         std::span<const std::int64_t>(d_off.data(), off.size()), api.span(), ws);
   const auto a = fused.to_host(), b = api.to_host();
   std::int64_t differ = 0, first = -1;
   for (std::int64_t s = 0; s < n_seg; ++s)
-    if (!same_result(a[static_cast<std::size_t>(s)], b[static_cast<std::size_t>(s)])) differ += 1, first = first < 0 ? s : first;
-  INFO(Op::name << " on " << (sizeof(T) == 4 ? "float" : "double") << ": " << differ << " of " << n_seg << " segments differ (first: segment "
-                << first << ", length " << (first >= 0 ? len[static_cast<std::size_t>(first)] : 0) << ")");
+    if (!same_result(a[static_cast<std::size_t>(s)], b[static_cast<std::size_t>(s)]))
+      differ += 1, first = first < 0 ? s : first;
+  INFO(Op::name << " on " << (sizeof(T) == 4 ? "float" : "double") << ": " << differ << " of " << n_seg
+                << " segments differ (first: segment " << first << ", length "
+                << (first >= 0 ? len[static_cast<std::size_t>(first)] : 0) << ")");
   CHECK(differ == 0);
   if constexpr (std::is_same_v<Op, Sum>) {  // and both right: within (L + 1) eps sum|x| of a long double sum
     for (std::int64_t s = 0; s < n_seg; ++s) {
       long double ref = 0, mag = 0;
       for (std::int64_t i = off[static_cast<std::size_t>(s)]; i < off[static_cast<std::size_t>(s) + 1]; ++i)
-        ref += x[static_cast<std::size_t>(i)], mag += std::fabs(static_cast<long double>(x[static_cast<std::size_t>(i)]));
+        ref += x[static_cast<std::size_t>(i)],
+            mag += std::fabs(static_cast<long double>(x[static_cast<std::size_t>(i)]));
       const long double L = static_cast<long double>(len[static_cast<std::size_t>(s)]);
       INFO("segment " << s << ", length " << len[static_cast<std::size_t>(s)]);
       REQUIRE(std::fabs(static_cast<long double>(a[static_cast<std::size_t>(s)]) - ref) <=
@@ -400,7 +449,8 @@ void check_segment_forms(std::uint64_t salt) {
 
 }  // namespace
 
-TEST_CASE("a fused kernel from the segment forms gets segmented_reduce's bits", "[blocks][gpu][segmented][determinism]") {
+TEST_CASE("a fused kernel from the segment forms gets segmented_reduce's bits",
+          "[blocks][gpu][segmented][determinism]") {
   check_segment_forms<Sum, float, float>(71);
   check_segment_forms<Sum, double, double>(72);
   check_segment_forms<tally::reduce::ArgMax<float>, float, tally::reduce::ValueIndex<float>>(73);
@@ -431,7 +481,8 @@ TEST_CASE("host API on more than 2^31 elements: exact int32 sum in int64, max", 
   // The same array as (2, 2^30 + ..., ) rows: worker+vector per gang, through the strided path.
   const std::int64_t half = (n - 1) / 2;  // two rows of `half`, the last element left out
   DeviceBuffer<std::int64_t> out(2);
-  reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda, View<const std::int32_t>::strided(in.data(), {2, 1, half}, half, half),
+  reduce<Sum, std::int32_t, std::int64_t>(Backend::cuda,
+                                          View<const std::int32_t>::strided(in.data(), {2, 1, half}, half, half),
                                           Levels(Level::worker) | Level::vector, out.span(), ws);
   const auto rows = out.to_host();
   CHECK(rows[0] + rows[1] + 9 == ref);

@@ -58,7 +58,8 @@ template <class Op, class T, class Acc>
 void check_case(const Case& c, Levels lv, std::uint64_t salt) {
   const std::int64_t len = storage(c);
   std::vector<T> x;
-  if constexpr (std::is_integral_v<T>) x = tally::test::random_vector<T>(static_cast<std::size_t>(len), T(-1000), T(1000), salt);
+  if constexpr (std::is_integral_v<T>)
+    x = tally::test::random_vector<T>(static_cast<std::size_t>(len), T(-1000), T(1000), salt);
   else x = tally::test::random_vector<T>(static_cast<std::size_t>(len), T(-1), T(1), salt);
   DeviceBuffer<T> in{std::span<const T>(x)};
   const std::int64_t nout = output_shape(c.e, lv).size();
@@ -92,24 +93,25 @@ void check_case(const Case& c, Levels lv, std::uint64_t salt) {
 }
 
 std::vector<Case> cases() {
-  return {contiguous(1, 1, 1000),              // full, flat kernel in one block
-          contiguous(1, 1, (1 << 20) + 7),     // full, flat kernel, scalar loads (odd length)
-          contiguous(1, 1, 1 << 22),           // full, flat kernel over many blocks, 16-byte loads
-          contiguous(96, 40, 1000),            // vector: ragged rows of 1000 floats (inner_row_kernel)
-          contiguous(64, 256, 32),             // every family at moderate size
-          contiguous(3, 5, 1 << 18),           // long rows, few outputs
-          contiguous(1 << 14, 2, 2),           // short rows, many outputs; nc = 2 columns
-          contiguous(2, 1 << 19, 2),           // two columns over a million rows (outer, row splits)
+  return {contiguous(1, 1, 1000),           // full, flat kernel in one block
+          contiguous(1, 1, (1 << 20) + 7),  // full, flat kernel, scalar loads (odd length)
+          contiguous(1, 1, 1 << 22),        // full, flat kernel over many blocks, 16-byte loads
+          contiguous(96, 40, 1000),         // vector: ragged rows of 1000 floats (inner_row_kernel)
+          contiguous(64, 256, 32),          // every family at moderate size
+          contiguous(3, 5, 1 << 18),        // long rows, few outputs
+          contiguous(1 << 14, 2, 2),        // short rows, many outputs; nc = 2 columns
+          contiguous(2, 1 << 19, 2),        // two columns over a million rows (outer, row splits)
           contiguous(7, 33, 1025),
-          {{5, 7, 33}, 40, 300},               // strided sub-array
-          {{9, 300, 64}, 68, 300 * 68 + 4},    // strided, vectorizable rows but odd slab stride
-          contiguous(0, 4, 4),                 // empty
+          {{5, 7, 33}, 40, 300},             // strided sub-array
+          {{9, 300, 64}, 68, 300 * 68 + 4},  // strided, vectorizable rows but odd slab stride
+          contiguous(0, 4, 4),               // empty
           contiguous(4, 0, 4)};
 }
 
 }  // namespace
 
-TEST_CASE("production kernels: every level set on each path, float sum/max, int32->int64 sum, double min", "[kernels][gpu]") {
+TEST_CASE("production kernels: every level set on each path, float sum/max, int32->int64 sum, double min",
+          "[kernels][gpu]") {
   std::uint64_t salt = 100;
   for (const Case& c : cases())
     for (Levels lv : Levels::all_sets()) {
@@ -147,7 +149,8 @@ TEST_CASE("production kernels and CUB propagate NaN through max and min", "[kern
 
 TEST_CASE("ladder strategies agree with the reference", "[kernels][gpu][ladder]") {
   for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{(1 << 20) + 7}}) {
-    const auto x = tally::test::random_vector<float>(static_cast<std::size_t>(n), -1.f, 1.f, 900 + static_cast<std::uint64_t>(n));
+    const auto x =
+        tally::test::random_vector<float>(static_cast<std::size_t>(n), -1.f, 1.f, 900 + static_cast<std::uint64_t>(n));
     double ref = 0, abs = 0;
     float mx = -std::numeric_limits<float>::infinity();
     for (float v : x) ref += v, abs += std::fabs(v), mx = std::max(mx, v);
@@ -169,7 +172,9 @@ TEST_CASE("ladder strategies agree with the reference", "[kernels][gpu][ladder]"
   Workspace ws(Backend::cuda);
   const auto strided = View<const float>::strided(in.data(), {2, 2, 4}, 8, 16);
   const auto sum_strided = [&] { reduce_with<Sum, float>(Strategy::sequential, strided, out.span(), ws); };
-  const auto atomic_max = [&] { reduce_with<Max, float>(Strategy::atomic, View<const float>::flat(in.data(), 64), out.span(), ws); };
+  const auto atomic_max = [&] {
+    reduce_with<Max, float>(Strategy::atomic, View<const float>::flat(in.data(), 64), out.span(), ws);
+  };
   CHECK_THROWS_AS(sum_strided(), std::invalid_argument);
   CHECK_THROWS_AS(atomic_max(), std::invalid_argument);
 }

@@ -50,8 +50,14 @@ bool within(const Limits& l, long double v, bool integer);
 /// The validator's message (CLI11 puts "--name: " in front): "must be <what> (got <text>)".
 std::string must_be(const std::string& what, const std::string& text);
 
-template <class T> struct element { using type = T; };
-template <class T> struct element<std::vector<T>> { using type = T; };
+template <class T>
+struct element {
+  using type = T;
+};
+template <class T>
+struct element<std::vector<T>> {
+  using type = T;
+};
 }  // namespace detail
 
 /// A CLI11 check for a numeric option of type T: the text converts to T as CLI11 converts it and lies
@@ -72,7 +78,8 @@ CLI::Validator number_check(Limits l) {
           long double wide = 0;
           if (CLI::detail::lexical_cast(text, wide)) {
             if (wide > static_cast<long double>(std::numeric_limits<E>::max()))
-              return detail::must_be(detail::describe(l, integer) + " <= " + std::to_string(std::numeric_limits<E>::max()), text);
+              return detail::must_be(
+                  detail::describe(l, integer) + " <= " + std::to_string(std::numeric_limits<E>::max()), text);
             if (wide < static_cast<long double>(std::numeric_limits<E>::lowest())) ok = false;
           }
         }

@@ -10,7 +10,8 @@ namespace tally {
 
 /// GB/s of cudaMemcpyAsync(d_dst, d_src, bytes): 2 * bytes over the median of `repeats` CUDA-event
 /// timed copies after two warm-ups. Synchronises `stream`.
-double copy_bandwidth_gbs(void* d_dst, const void* d_src, std::size_t bytes, int repeats, cudaStream_t stream = nullptr);
+double copy_bandwidth_gbs(void* d_dst, const void* d_src, std::size_t bytes, int repeats,
+                          cudaStream_t stream = nullptr);
 
 /// The same on two buffers of its own, `bytes` each, the source filled first (never time on zeros).
 double copy_bandwidth_gbs(std::size_t bytes, int repeats, cudaStream_t stream = nullptr);

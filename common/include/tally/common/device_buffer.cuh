@@ -19,7 +19,9 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t n) : n_(n) {
     if (n_ > 0) TALLY_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)));
   }
-  explicit DeviceBuffer(std::span<const T> host, cudaStream_t s = nullptr) : DeviceBuffer(host.size()) { upload(host, s); }
+  explicit DeviceBuffer(std::span<const T> host, cudaStream_t s = nullptr) : DeviceBuffer(host.size()) {
+    upload(host, s);
+  }
   ~DeviceBuffer() { cudaFree(p_); }  // never throws
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {

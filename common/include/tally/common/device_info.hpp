@@ -17,7 +17,7 @@ struct DeviceInfo {
   int sm_clock_khz = 0;
   int mem_clock_khz = 0;
   int mem_bus_bits = 0;
-  int driver_version = 0;   ///< e.g. 13000 for 13.0
+  int driver_version = 0;  ///< e.g. 13000 for 13.0
   int runtime_version = 0;
   /// 2 * memory clock * bus width: the datasheet-style peak, for reference only (measure the real one).
   [[nodiscard]] double peak_bandwidth_gbs() const { return 2.0 * mem_clock_khz * 1e3 * (mem_bus_bits / 8.0) / 1e9; }

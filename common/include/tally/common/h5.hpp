@@ -78,9 +78,13 @@ class Location : public Object {
   template <class T>  // int32, int64, uint8, uint32, uint64, float, double
   void write(std::string_view name, std::span<const T> data, const dims_t& dims);
   template <class T>
-  void write(std::string_view name, const std::vector<T>& data) { write<T>(name, std::span<const T>(data), {data.size()}); }
+  void write(std::string_view name, const std::vector<T>& data) {
+    write<T>(name, std::span<const T>(data), {data.size()});
+  }
   template <class T>
-  void write(std::string_view name, const std::vector<T>& data, const dims_t& dims) { write<T>(name, std::span<const T>(data), dims); }
+  void write(std::string_view name, const std::vector<T>& data, const dims_t& dims) {
+    write<T>(name, std::span<const T>(data), dims);
+  }
 
   template <class T>
   void attr(std::string_view name, T value);  // arithmetic and bool

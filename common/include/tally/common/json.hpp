@@ -16,8 +16,9 @@ class JsonLine {
   JsonLine& add(std::string_view key, bool value);
   JsonLine& add(std::string_view key, double value);  ///< non-finite values become null
   template <class I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
-  JsonLine& add(std::string_view key, I value) { return raw(key, std::to_string(value)); }
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) JsonLine& add(std::string_view key, I value) {
+    return raw(key, std::to_string(value));
+  }
   [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
 
  private:

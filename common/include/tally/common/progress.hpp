@@ -11,7 +11,7 @@ namespace tally {
 class Progress {
  public:
   explicit Progress(bool quiet, double interval_s = 0.25);
-  ~Progress();  ///< ends the line
+  ~Progress();                     ///< ends the line
   [[nodiscard]] bool due() const;  ///< whether update() would print now (to skip formatting)
   void update(const std::string& line);
   void finish();

@@ -37,20 +37,20 @@ void check_workspace(const Workspace& ws, Backend b);
 }  // namespace detail
 
 template <class T, class Out>
-inline constexpr bool is_exact_dot_supported =
-    (std::is_same_v<T, float> && (std::is_same_v<Out, float> || std::is_same_v<Out, double>)) ||
-    (std::is_same_v<T, double> && std::is_same_v<Out, double>);
+inline constexpr bool is_exact_dot_supported = (std::is_same_v<T, float> &&
+                                                (std::is_same_v<Out, float> || std::is_same_v<Out, double>)) ||
+                                               (std::is_same_v<T, double> && std::is_same_v<Out, double>);
 
 template <class T, class Out = T>
 void exact_dot(Backend backend, std::span<const T> a, std::span<const T> b, std::span<Out> out, Workspace& ws,
                stream_t stream = nullptr) {
   static_assert(is_exact_dot_supported<T, Out>, "exact_dot: (float, float), (float, double) or (double, double)");
   const auto fail = [](const std::string& m) { throw std::invalid_argument("tally::reduce::exact_dot: " + m); };
-  if (a.size() != b.size())
-    fail("b: " + std::to_string(b.size()) + " elements, but a has " + std::to_string(a.size()));
+  if (a.size() != b.size()) fail("b: " + std::to_string(b.size()) + " elements, but a has " + std::to_string(a.size()));
   if (out.size() != 1) fail("out: must hold exactly one element (got " + std::to_string(out.size()) + ")");
   if (out.data() == nullptr) fail("out: null pointer");
-  if (!a.empty() && (a.data() == nullptr || b.data() == nullptr)) fail(a.data() == nullptr ? "a: null pointer" : "b: null pointer");
+  if (!a.empty() && (a.data() == nullptr || b.data() == nullptr))
+    fail(a.data() == nullptr ? "a: null pointer" : "b: null pointer");
   detail::check_workspace(ws, backend);
   const auto n = static_cast<std::int64_t>(a.size());
   if (backend == Backend::cpu) detail::exact_dot_cpu<T, Out>(a.data(), b.data(), n, out.data());
@@ -63,7 +63,8 @@ Acc copy_scalar_to_host(const Acc* d_value, stream_t stream);  // reduce.hpp
 }  // namespace detail
 
 template <class T, class Out = T>
-Out exact_dot_to_host(Backend backend, std::span<const T> a, std::span<const T> b, Workspace& ws, stream_t stream = nullptr) {
+Out exact_dot_to_host(Backend backend, std::span<const T> a, std::span<const T> b, Workspace& ws,
+                      stream_t stream = nullptr) {
   if (backend == Backend::cpu) {
     Out r{};
     exact_dot<T, Out>(backend, a, b, std::span<Out>(&r, 1), ws, stream);

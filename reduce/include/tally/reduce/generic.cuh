@@ -22,7 +22,7 @@ namespace tally::reduce {
 /// A user's reducer R over `levels` of `in` (device memory), into d_out (device memory, one
 /// R::value_type per remaining position), asynchronous on `stream`. Checks as reduce() does.
 template <class R, class T>
-  requires ReducerFor<R, T>
+requires ReducerFor<R, T>
 void reduce_custom_cuda(View<const T> in, Levels levels, std::span<typename R::value_type> d_out, Workspace& ws,
                         stream_t stream = nullptr) {
   detail::check_custom<R>(in, levels, static_cast<std::int64_t>(d_out.size()), d_out.data(), ws, Backend::cuda);
@@ -31,9 +31,9 @@ void reduce_custom_cuda(View<const T> in, Levels levels, std::span<typename R::v
 
 /// Either backend (CPU: generic.hpp's engine, `ws` and `stream` unused but checked).
 template <class R, class T>
-  requires ReducerFor<R, T>
-void reduce_custom(Backend backend, View<const T> in, Levels levels, std::span<typename R::value_type> out, Workspace& ws,
-                   stream_t stream = nullptr) {
+requires ReducerFor<R, T>
+void reduce_custom(Backend backend, View<const T> in, Levels levels, std::span<typename R::value_type> out,
+                   Workspace& ws, stream_t stream = nullptr) {
   if (backend == Backend::cpu) {
     detail::check_workspace(ws, backend);
     reduce_custom_cpu<R, T>(in, levels, out);
@@ -44,8 +44,9 @@ void reduce_custom(Backend backend, View<const T> in, Levels levels, std::span<t
 
 /// All three levels to one value on the host (CUDA: waits for `stream`).
 template <class R, class T>
-  requires ReducerFor<R, T>
-typename R::value_type reduce_custom_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+requires ReducerFor<R, T>
+typename R::value_type reduce_custom_to_host(Backend backend, View<const T> in, Workspace& ws,
+                                             stream_t stream = nullptr) {
   typename R::value_type r = R::identity();
   if (backend == Backend::cpu) {
     reduce_custom<R, T>(backend, in, Levels::all(), std::span<typename R::value_type>(&r, 1), ws, stream);

@@ -23,7 +23,7 @@ namespace tally::reduce {
 /// per remaining position, as reduce() does. Validates like reduce() (std::invalid_argument naming
 /// the argument); a reducer with needs_input throws on an empty set; otherwise empty gives identity().
 template <class R, class T>
-  requires ReducerFor<R, T>
+requires ReducerFor<R, T>
 void reduce_custom_cpu(View<const T> in, Levels levels, std::span<typename R::value_type> out) {
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());

@@ -20,7 +20,11 @@ class Levels {
   [[nodiscard]] constexpr bool contains(Level l) const { return (bits_ & static_cast<unsigned char>(l)) != 0; }
   [[nodiscard]] constexpr bool empty() const { return bits_ == 0; }
   [[nodiscard]] constexpr unsigned bits() const { return bits_; }
-  static constexpr Levels from_bits(unsigned b) { Levels l; l.bits_ = static_cast<unsigned char>(b & 7u); return l; }
+  static constexpr Levels from_bits(unsigned b) {
+    Levels l;
+    l.bits_ = static_cast<unsigned char>(b & 7u);
+    return l;
+  }
 
   /// "gang", "worker+vector", "gang+worker+vector", ...; "none" for the empty set.
   [[nodiscard]] std::string to_string() const;

@@ -66,7 +66,8 @@ template <class Op, class T>
 void allreduce(const ranks::Comm& comm, std::span<const T> in, std::span<T> out, ranks::Memory where,
                stream_t stream = nullptr) {
   static_assert(is_supported<Op, T, T>, "allreduce: this (operator, type) is not in the library");
-  static_assert(!std::is_same_v<Op, Mean>, "allreduce: no mean across ranks (allreduce the sums, divide by the total count)");
+  static_assert(!std::is_same_v<Op, Mean>,
+                "allreduce: no mean across ranks (allreduce the sums, divide by the total count)");
   if (in.size() != out.size())
     throw std::invalid_argument("allreduce: out has " + std::to_string(out.size()) + " elements, in has " +
                                 std::to_string(in.size()));
@@ -108,8 +109,8 @@ void exact_across_ranks(const ranks::Comm& comm, Backend backend, View<const T> 
   A* d_acc = static_cast<A*>(buf);
   exact_cuda<T, A>(p, d_acc, ws, stream);
   auto* d_words = static_cast<std::int64_t*>(buf);
-  allreduce<Sum, std::int64_t>(comm, std::span<const std::int64_t>(d_words, words), std::span<std::int64_t>(d_words, words),
-                               ranks::Memory::device, stream);
+  allreduce<Sum, std::int64_t>(comm, std::span<const std::int64_t>(d_words, words),
+                               std::span<std::int64_t>(d_words, words), ranks::Memory::device, stream);
   exact_round_cuda<T, Out>(d_acc, out.data(), static_cast<std::int64_t>(out.size()), ws, stream);
 }
 
@@ -122,11 +123,12 @@ void exact_across_ranks(const ranks::Comm& comm, Backend backend, View<const T> 
 /// gang the gang axis stays distributed: each rank's output covers its own slab, no communication.
 /// Backend::cuda: `out` is device memory, stream-ordered; Backend::cpu: host memory.
 template <class Op, class T, class Acc = T>
-void reduce(const ranks::Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
-            stream_t stream = nullptr) {
+void reduce(const ranks::Comm& comm, Backend backend, View<const T> in, Levels levels, std::span<Acc> out,
+            Workspace& ws, stream_t stream = nullptr) {
   static_assert(!std::is_same_v<Op, Mean>, "rank-level reduce: no Mean (reduce Sum across ranks, divide by the count)");
   if constexpr (std::is_same_v<Op, ExactSum>) {
-    if (levels.contains(Level::gang) && comm.size() > 1) detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws, stream);
+    if (levels.contains(Level::gang) && comm.size() > 1)
+      detail::exact_across_ranks<T, Acc>(comm, backend, in, levels, out, ws, stream);
     else reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
   } else {
     reduce<Op, T, Acc>(backend, in, levels, out, ws, stream);
@@ -138,8 +140,10 @@ void reduce(const ranks::Comm& comm, Backend backend, View<const T> in, Levels l
 
 /// All four levels to a scalar on the host of every rank (waits for `stream`).
 template <class Op, class T, class Acc = T>
-Acc reduce_to_host(const ranks::Comm& comm, Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
-  static_assert(!std::is_same_v<Op, Mean>, "rank-level reduce_to_host: no Mean (reduce Sum across ranks, divide by the count)");
+Acc reduce_to_host(const ranks::Comm& comm, Backend backend, View<const T> in, Workspace& ws,
+                   stream_t stream = nullptr) {
+  static_assert(!std::is_same_v<Op, Mean>,
+                "rank-level reduce_to_host: no Mean (reduce Sum across ranks, divide by the count)");
   if constexpr (std::is_same_v<Op, ExactSum>) {
     if (comm.size() == 1) return reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
     if (backend == Backend::cpu) {
@@ -152,7 +156,8 @@ Acc reduce_to_host(const ranks::Comm& comm, Backend backend, View<const T> in, W
     return detail::copy_scalar_to_host(d_r, stream);
   } else {
     Acc r = reduce_to_host<Op, T, Acc>(backend, in, ws, stream);
-    if (comm.size() > 1) allreduce<Op, Acc>(comm, std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), ranks::Memory::host);
+    if (comm.size() > 1)
+      allreduce<Op, Acc>(comm, std::span<const Acc>(&r, 1), std::span<Acc>(&r, 1), ranks::Memory::host);
     return r;
   }
 }

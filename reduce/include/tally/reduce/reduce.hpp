@@ -107,9 +107,9 @@ void check_nonempty(const char* name, Extents e, Levels levels, std::int64_t out
 /// device memory, asynchronous on `stream`. Arg-reductions of an empty set throw std::invalid_argument.
 /// User reducers: reduce_custom_cpu (generic.hpp) and reduce_custom_cuda / reduce_custom (generic.cuh).
 template <class R, class T>
-  requires(Reducer<R> && is_compiled_reducer<R, T>)
-void reduce(Backend backend, View<const T> in, Levels levels, std::span<typename R::value_type> out, Workspace& ws,
-            stream_t stream = nullptr) {
+requires(Reducer<R>&& is_compiled_reducer<R, T>) void reduce(Backend backend, View<const T> in, Levels levels,
+                                                             std::span<typename R::value_type> out, Workspace& ws,
+                                                             stream_t stream = nullptr) {
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());
   detail::check_workspace(ws, backend);
@@ -120,8 +120,8 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<typename
 
 /// All three levels of `in` by a generic reducer, the value on the host (on CUDA: waits for `stream`).
 template <class R, class T>
-  requires(Reducer<R> && is_compiled_reducer<R, T>)
-typename R::value_type reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+requires(Reducer<R>&& is_compiled_reducer<R, T>) typename R::value_type
+    reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
   if (backend == Backend::cpu) {
     typename R::value_type r = R::identity();
     reduce<R, T>(backend, in, Levels::all(), std::span<typename R::value_type>(&r, 1), ws, stream);
@@ -135,10 +135,10 @@ typename R::value_type reduce_to_host(Backend backend, View<const T> in, Workspa
 }
 
 template <class Op, class T, class Acc = T>
-  requires(!Reducer<Op>)
-void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
-            stream_t stream = nullptr) {
-  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
+requires(!Reducer<Op>) void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out, Workspace& ws,
+                                   stream_t stream = nullptr) {
+  static_assert(is_supported<Op, T, Acc>,
+                "this (operator, input type, accumulator) is not compiled into tally::reduce");
   const detail::Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, static_cast<std::int64_t>(out.size())};
   detail::validate(p, out.data());
   detail::check_workspace(ws, backend);
@@ -154,8 +154,7 @@ void reduce(Backend backend, View<const T> in, Levels levels, std::span<Acc> out
 /// Reduces all three levels and returns the scalar on the host. On CUDA this is the one explicit
 /// synchronisation: it waits for `stream`. The device-side scalar lives in the workspace.
 template <class Op, class T, class Acc = T>
-  requires(!Reducer<Op>)
-Acc reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
+requires(!Reducer<Op>) Acc reduce_to_host(Backend backend, View<const T> in, Workspace& ws, stream_t stream = nullptr) {
   if (backend == Backend::cpu) {
     Acc r{};
     reduce<Op, T, Acc>(backend, in, Levels::all(), std::span<Acc>(&r, 1), ws, stream);

@@ -43,7 +43,8 @@ concept Reducer = requires(const typename R::value_type& a, const typename R::va
   typename R::value_type;
   { R::identity() } -> std::convertible_to<typename R::value_type>;
   { R::combine(a, b) } -> std::convertible_to<typename R::value_type>;
-} && std::is_trivially_copyable_v<typename R::value_type>;
+}
+&&std::is_trivially_copyable_v<typename R::value_type>;
 
 template <class R, class T>
 concept LoadsWithIndex = requires(const T& x, std::int64_t i) {
@@ -62,7 +63,8 @@ concept HasFoldRun = requires(const typename R::value_type& acc, const T* x, std
 
 /// R reduces inputs of type T: a Reducer with a way to turn a T into its value_type.
 template <class R, class T>
-concept ReducerFor = Reducer<R> && (LoadsWithIndex<R, T> || LoadsValue<R, T> || std::is_convertible_v<T, typename R::value_type>);
+concept ReducerFor = Reducer<R> &&
+    (LoadsWithIndex<R, T> || LoadsValue<R, T> || std::is_convertible_v<T, typename R::value_type>);
 
 /// Whether an empty reduction is an error for R (R::needs_input, default false).
 template <class R>
@@ -79,8 +81,13 @@ inline constexpr bool reducer_uses_index = LoadsWithIndex<R, T>;
 template <class R, class T>
 TALLY_HD typename R::value_type reducer_load(const T& x, std::int64_t index) {
   if constexpr (LoadsWithIndex<R, T>) return R::load(x, index);
-  else if constexpr (LoadsValue<R, T>) { (void)index; return R::load(x); }
-  else { (void)index; return static_cast<typename R::value_type>(x); }
+  else if constexpr (LoadsValue<R, T>) {
+    (void)index;
+    return R::load(x);
+  } else {
+    (void)index;
+    return static_cast<typename R::value_type>(x);
+  }
 }
 
 /// The (gang, worker, vector) coordinates of flat index `flat` within the reduced axes `levels` of

@@ -48,9 +48,11 @@ enum class VarianceKind { population, sample };
 struct Moments {
   double count;  ///< number of elements (exact below 2^53)
   double mean;
-  double m2;     ///< sum of squared deviations from the mean
+  double m2;  ///< sum of squared deviations from the mean
   /// NaN for an empty set.
-  [[nodiscard]] TALLY_HD double mean_or_nan() const { return count > 0 ? mean : detail::numeric_limits<double>::quiet_NaN(); }
+  [[nodiscard]] TALLY_HD double mean_or_nan() const {
+    return count > 0 ? mean : detail::numeric_limits<double>::quiet_NaN();
+  }
   /// m2 / count (population) or m2 / (count - 1) (sample); NaN when that divides by zero or less.
   [[nodiscard]] TALLY_HD double variance(VarianceKind kind = VarianceKind::population) const {
     const double d = kind == VarianceKind::sample ? count - 1 : count;
@@ -344,15 +346,15 @@ struct MeanVar {
 template <class R, class T>
 inline constexpr bool is_compiled_reducer =
     (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
-     std::is_same_v<T, double>) &&
-    (std::is_same_v<R, ArgMax<T>> || std::is_same_v<R, ArgMin<T>> || std::is_same_v<R, MinMax<T>> ||
-     std::is_same_v<R, MeanVar>);
+     std::is_same_v<T, double>)&&(std::is_same_v<R, ArgMax<T>> || std::is_same_v<R, ArgMin<T>> ||
+                                  std::is_same_v<R, MinMax<T>> || std::is_same_v<R, MeanVar>);
 
 }  // namespace tally::reduce
 
 /// X(R, T) for every compiled (reducer, input) pair.
 #define TALLY_REDUCERS_FOR_TYPE(X, T) \
-  X(::tally::reduce::ArgMax<T>, T) X(::tally::reduce::ArgMin<T>, T) X(::tally::reduce::MinMax<T>, T) X(::tally::reduce::MeanVar, T)
-#define TALLY_REDUCERS_FOR_EACH(X)                                                                    \
-  TALLY_REDUCERS_FOR_TYPE(X, std::int32_t) TALLY_REDUCERS_FOR_TYPE(X, std::int64_t) \
-  TALLY_REDUCERS_FOR_TYPE(X, float) TALLY_REDUCERS_FOR_TYPE(X, double)
+  X(::tally::reduce::ArgMax<T>, T)    \
+  X(::tally::reduce::ArgMin<T>, T) X(::tally::reduce::MinMax<T>, T) X(::tally::reduce::MeanVar, T)
+#define TALLY_REDUCERS_FOR_EACH(X)         \
+  TALLY_REDUCERS_FOR_TYPE(X, std::int32_t) \
+  TALLY_REDUCERS_FOR_TYPE(X, std::int64_t) TALLY_REDUCERS_FOR_TYPE(X, float) TALLY_REDUCERS_FOR_TYPE(X, double)

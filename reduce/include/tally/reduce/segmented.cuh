@@ -24,11 +24,14 @@ namespace tally::reduce {
 /// segmented_reduce() (checks, empty segments, determinism; load(x, index) sees the position within
 /// the segment). CUDA: in, offsets and out in device memory; asynchronous unless check is full.
 template <class R, class T, class Off>
-  requires(Reducer<R> && is_segment_offset<Off>)
-void segmented_reduce_custom(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
-                             Workspace& ws, stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
+requires(Reducer<R>&& is_segment_offset<Off>) void segmented_reduce_custom(Backend backend, std::span<const T> in,
+                                                                           std::span<const Off> offsets,
+                                                                           std::span<typename R::value_type> out,
+                                                                           Workspace& ws, stream_t stream = nullptr,
+                                                                           SegmentCheck check = SegmentCheck::full) {
   const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
-  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
+  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out,
+                                 out.data());
   detail::check_workspace(ws, backend);
   if (n_out == 0) return;
   if (backend == Backend::cpu) {
@@ -36,7 +39,8 @@ void segmented_reduce_custom(Backend backend, std::span<const T> in, std::span<c
     detail::segmented_cpu<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out, out.data());
   } else {
     if (check == SegmentCheck::full) detail::check_offsets_cuda(offsets.data(), n_out, n, ws, stream);
-    detail::cuda::seg::segmented_cuda_impl<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out, out.data(), ws, stream);
+    detail::cuda::seg::segmented_cuda_impl<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out,
+                                                                              out.data(), ws, stream);
   }
 }
 

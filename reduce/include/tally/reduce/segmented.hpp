@@ -102,8 +102,8 @@ inline constexpr bool is_segment_offset = std::is_same_v<Off, std::int32_t> || s
 
 namespace detail {
 template <class Op, class T, class Acc, class Off>
-void segmented_dispatch(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
-                        stream_t stream, SegmentCheck check) {
+void segmented_dispatch(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out,
+                        Workspace& ws, stream_t stream, SegmentCheck check) {
   const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
   validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
   check_workspace(ws, backend);
@@ -120,12 +120,14 @@ void segmented_dispatch(Backend backend, std::span<const T> in, std::span<const 
 
 /// An operator of ops.hpp (Sum, Prod, Max, Min, the integer bit and logical operators), accumulated in Acc.
 template <class Op, class T, class Acc = T, class Off>
-  requires(!Reducer<Op>)
-void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<Acc> out, Workspace& ws,
-                      stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
+requires(!Reducer<Op>) void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets,
+                                             std::span<Acc> out, Workspace& ws, stream_t stream = nullptr,
+                                             SegmentCheck check = SegmentCheck::full) {
   static_assert(!std::is_same_v<Op, ExactSum>, "segmented_reduce: no exact sum (use reduce() per segment)");
-  static_assert(!std::is_same_v<Op, Mean>, "segmented_reduce: no mean (a segmented Sum divided by the segment lengths, or MeanVar)");
-  static_assert(is_supported<Op, T, Acc>, "this (operator, input type, accumulator) is not compiled into tally::reduce");
+  static_assert(!std::is_same_v<Op, Mean>,
+                "segmented_reduce: no mean (a segmented Sum divided by the segment lengths, or MeanVar)");
+  static_assert(is_supported<Op, T, Acc>,
+                "this (operator, input type, accumulator) is not compiled into tally::reduce");
   static_assert(is_segment_offset<Off>, "segmented_reduce: offsets are int32 or int64");
   detail::segmented_dispatch<Op, T, Acc, Off>(backend, in, offsets, out, ws, stream, check);
 }
@@ -135,9 +137,11 @@ void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Of
 /// NaN wins); an empty segment gives index -1 next to the identity's value (-inf / +inf, integers
 /// lowest / max), as CUB's segmented arg-reductions do. MeanVar of an empty segment: count 0.
 template <class R, class T, class Off>
-  requires(Reducer<R> && is_compiled_reducer<R, T>)
-void segmented_reduce(Backend backend, std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
-                      Workspace& ws, stream_t stream = nullptr, SegmentCheck check = SegmentCheck::full) {
+requires(Reducer<R>&& is_compiled_reducer<R, T>) void segmented_reduce(Backend backend, std::span<const T> in,
+                                                                       std::span<const Off> offsets,
+                                                                       std::span<typename R::value_type> out,
+                                                                       Workspace& ws, stream_t stream = nullptr,
+                                                                       SegmentCheck check = SegmentCheck::full) {
   static_assert(is_segment_offset<Off>, "segmented_reduce: offsets are int32 or int64");
   detail::segmented_dispatch<R, T, typename R::value_type, Off>(backend, in, offsets, out, ws, stream, check);
 }
@@ -149,10 +153,12 @@ template <class Op, class T, class Acc = T>
 void segmented_reduce_fixed(Backend backend, std::span<const T> in, std::int64_t segment_size, std::span<Acc> out,
                             Workspace& ws, stream_t stream = nullptr) {
   const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
-  if (segment_size < 0) throw std::invalid_argument("tally::reduce: segment_size: negative (" + std::to_string(segment_size) + ")");
+  if (segment_size < 0)
+    throw std::invalid_argument("tally::reduce: segment_size: negative (" + std::to_string(segment_size) + ")");
   if (n_out * segment_size != n)
-    throw std::invalid_argument("tally::reduce: out: " + std::to_string(n_out) + " segments of " + std::to_string(segment_size) +
-                                " elements do not cover in (" + std::to_string(n) + " elements)");
+    throw std::invalid_argument("tally::reduce: out: " + std::to_string(n_out) + " segments of " +
+                                std::to_string(segment_size) + " elements do not cover in (" + std::to_string(n) +
+                                " elements)");
   const auto view = View<const T>::contiguous(in.data(), 1, n_out, segment_size);
   if constexpr (Reducer<Op>) reduce<Op, T>(backend, view, Level::vector, out, ws, stream);
   else reduce<Op, T, Acc>(backend, view, Level::vector, out, ws, stream);

@@ -20,11 +20,12 @@ namespace tally::reduce {
 
 /// A user's reducer over segments on the CPU: the same checks and semantics as segmented_reduce().
 template <class R, class T, class Off>
-  requires(Reducer<R> && is_segment_offset<Off>)
-void segmented_reduce_custom_cpu(std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
-                                 SegmentCheck check = SegmentCheck::full) {
+requires(Reducer<R>&& is_segment_offset<Off>) void segmented_reduce_custom_cpu(
+    std::span<const T> in, std::span<const Off> offsets, std::span<typename R::value_type> out,
+    SegmentCheck check = SegmentCheck::full) {
   const auto n = static_cast<std::int64_t>(in.size()), n_out = static_cast<std::int64_t>(out.size());
-  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out, out.data());
+  detail::validate_segment_sizes(n, in.data(), static_cast<std::int64_t>(offsets.size()), offsets.data(), n_out,
+                                 out.data());
   if (n_out == 0) return;
   if (check == SegmentCheck::full) detail::check_offsets_cpu(offsets.data(), n_out, n);
   detail::segmented_cpu<R, T, typename R::value_type, Off>(in.data(), n, offsets.data(), n_out, out.data());

@@ -36,8 +36,9 @@ struct View {
   }
   // A template so that View<const T> has no conversion to itself (nvcc warns about one, #554-D).
   template <class U = T>
-    requires(!std::is_const_v<U>)
-  constexpr operator View<const U>() const { return {data, ext, stride_w, stride_g}; }  // NOLINT
+  requires(!std::is_const_v<U>) constexpr operator View<const U>() const {
+    return {data, ext, stride_w, stride_g};
+  }  // NOLINT
 };
 
 /// The output of reducing `levels` of an input of extents `e`: the remaining axes, in order

@@ -52,21 +52,42 @@ namespace tally::reduce {
 namespace exact {
 
 /// The superaccumulator's span for inputs of type T: limb k holds bits [32k, 32k + 32) above 2^emin.
-template <class T> struct Range;
-template <> struct Range<float> { static constexpr int emin = -149, limbs = 12; };    // 2^-149 .. 2^235
-template <> struct Range<double> { static constexpr int emin = -1074, limbs = 67; };  // 2^-1074 .. 2^1070
+template <class T>
+struct Range;
+template <>
+struct Range<float> {
+  static constexpr int emin = -149, limbs = 12;
+};  // 2^-149 .. 2^235
+template <>
+struct Range<double> {
+  static constexpr int emin = -1074, limbs = 67;
+};  // 2^-1074 .. 2^1070
 /// Products of two floats (the exact dot product): each is exact in a double (48 significant bits).
 struct FloatProducts {};
-template <> struct Range<FloatProducts> { static constexpr int emin = -298, limbs = 21; };  // 2^-298 .. 2^374
+template <>
+struct Range<FloatProducts> {
+  static constexpr int emin = -298, limbs = 21;
+};  // 2^-298 .. 2^374
 /// Products of two doubles: a * b = p + e exactly (FMA splitting), both multiples of 2^-2148, and
 /// |a b| < 2^2048; a product outside a double's safe range is split on scaled significands instead.
 struct DoubleProducts {};
-template <> struct Range<DoubleProducts> { static constexpr int emin = -2148, limbs = 134; };  // 2^-2148 .. 2^2140
+template <>
+struct Range<DoubleProducts> {
+  static constexpr int emin = -2148, limbs = 134;
+};  // 2^-2148 .. 2^2140
 /// The accumulator's tag for dot products of T.
-template <class T> struct ProductsOf;
-template <> struct ProductsOf<float> { using type = FloatProducts; };
-template <> struct ProductsOf<double> { using type = DoubleProducts; };
-template <class T> using products_of = typename ProductsOf<T>::type;
+template <class T>
+struct ProductsOf;
+template <>
+struct ProductsOf<float> {
+  using type = FloatProducts;
+};
+template <>
+struct ProductsOf<double> {
+  using type = DoubleProducts;
+};
+template <class T>
+using products_of = typename ProductsOf<T>::type;
 
 inline constexpr int limb_bits = 32;
 /// |hi| must stay below this (2^1021) so that no intermediate of TwoSum can overflow.
@@ -307,9 +328,9 @@ struct Filter {
 template <class Out, int emin, class Digit, class StickyBelow>
 TALLY_EXACT_INLINE Out round_magnitude(int b, bool neg, const Digit& d, const StickyBelow& sticky_below) {
   constexpr int prec = std::is_same_v<Out, float> ? 24 : 53;
-  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;  // exponent of Out's smallest subnormal
+  constexpr int qmin = std::is_same_v<Out, float> ? -149 : -1074;               // exponent of Out's smallest subnormal
   const int lsb = (b + emin - prec + 1) > qmin ? (b + emin - prec + 1) : qmin;  // exponent of the last kept bit
-  const int k0 = lsb - emin > 0 ? lsb - emin : 0;  // lowest kept bit of the magnitude
+  const int k0 = lsb - emin > 0 ? lsb - emin : 0;                               // lowest kept bit of the magnitude
   // Bits [k0, b] (at most prec of them): a 64-bit window from three digits.
   const int i0 = k0 >> 5, s0 = k0 & 31;
   const std::uint64_t lo64 = static_cast<std::uint64_t>(d(i0)) | (static_cast<std::uint64_t>(d(i0 + 1)) << 32);
@@ -370,7 +391,7 @@ TALLY_EXACT_INLINE Out Accumulator<T>::round_window(int lo, int hi, std::int64_t
   if (hi - lo + 2 <= kNarrow) return round_narrow<Out>(lo, hi);
   const int top = hi + 1 < limbs ? hi + 1 : hi;
   for (int k = lo; k <= top; ++k) a[k] = w[k];  // only a[lo .. top] is read below
-  const auto carry_up = [&] {  // limbs lo .. top-1 into [0, 2^32), a[top] signed: the same value
+  const auto carry_up = [&] {                   // limbs lo .. top-1 into [0, 2^32), a[top] signed: the same value
     for (int k = lo; k < top; ++k) {
       const std::int64_t carry = a[k] >> limb_bits;  // arithmetic: floor division
       a[k] -= carry * (std::int64_t{1} << limb_bits);

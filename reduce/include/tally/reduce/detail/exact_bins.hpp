@@ -39,12 +39,15 @@
 
 namespace tally::reduce::exact {
 
-template <class T> struct BinFormat;
-template <> struct BinFormat<float> {
+template <class T>
+struct BinFormat;
+template <>
+struct BinFormat<float> {
   using Bits = std::uint32_t;
   static constexpr int mant = 23, bias = 127, pmin = -104, pmax = 127;
 };
-template <> struct BinFormat<double> {
+template <>
+struct BinFormat<double> {
   using Bits = std::uint64_t;
   static constexpr int mant = 52, bias = 1023, pmin = -971, pmax = 1009;
 };
@@ -102,7 +105,8 @@ struct Bins {
   TALLY_HD static T top() { return from_bits(Bits(F::pmax - 2 + F::bias) << F::mant); }
   /// The least window holding x (|x| < top()): |x| in [2^e, 2^(e+1)) fits 2^(e+3)'s bound 2^(e+1).
   TALLY_HD static int window_for(T x) {
-    const int e = static_cast<int>((to_bits(x) >> F::mant) & ((Bits{1} << (8 * sizeof(T) - 1 - F::mant)) - 1)) - F::bias;
+    const int e =
+        static_cast<int>((to_bits(x) >> F::mant) & ((Bits{1} << (8 * sizeof(T) - 1 - F::mant)) - 1)) - F::bias;
     return e + 3 > F::pmin ? e + 3 : F::pmin;
   }
 
@@ -143,7 +147,8 @@ struct Bins {
   /// case: no branch per value); otherwise changes nothing and returns false.
   template <int B, class Sink>
   TALLY_HD bool try_add(const T (&x)[B], Filter& f, Sink& sink) {
-    static_assert(B >= 1 && B <= (std::is_same_v<T, float> ? 512 : 4096), "Bins::try_add: the batch's count sum must fit");
+    static_assert(B >= 1 && B <= (std::is_same_v<T, float> ? 512 : 4096),
+                  "Bins::try_add: the batch's count sum must fit");
     Bits a1 = 0, a2 = 0, any = 0, all = sign;
     bool out = false;
 #if defined(__CUDA_ARCH__)

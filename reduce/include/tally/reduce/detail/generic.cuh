@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kBlock)
 
 struct BlockArgs {
   Walk w;
-  int X = kBlock;              ///< threads along the innermost reduced axis (power of two)
+  int X = kBlock;                   ///< threads along the innermost reduced axis (power of two)
   std::int64_t Sr = 1, rchunk = 1;  ///< row chunks per output and rows per chunk
   std::int64_t Sc = 1, cchunk = 1;  ///< column chunks per row and columns per chunk
 };
@@ -149,7 +149,8 @@ __global__ void __launch_bounds__(kBlock)
     if (threadIdx.x == 0) partials[item] = acc;
     if (device::gang_arrive(tickets + o, static_cast<unsigned int>(S), tmp.last)) {
       Val v = R::identity();  // chunk order: strided per thread, then the fixed block tree
-      for (std::int64_t b = threadIdx.x; b < S; b += kBlock) v = R::combine(v, device::load_coherent(partials + o * S + b));
+      for (std::int64_t b = threadIdx.x; b < S; b += kBlock)
+        v = R::combine(v, device::load_coherent(partials + o * S + b));
       v = device::block_reduce<R>(v, tmp.block);
       if (threadIdx.x == 0) out[o] = v;
     }
@@ -201,7 +202,8 @@ __global__ void __launch_bounds__(kBlock)
     }
     if (a.S > 1 && device::gang_arrive(tickets + tile, static_cast<unsigned int>(a.S), last) && y == 0) {
       Val v = R::identity();
-      for (std::int64_t j = 0; j < a.S; ++j) v = R::combine(v, device::load_coherent(partials + (tile * a.S + j) * X + x));
+      for (std::int64_t j = 0; j < a.S; ++j)
+        v = R::combine(v, device::load_coherent(partials + (tile * a.S + j) * X + x));
       if (o < w.n_out) out[o] = v;
     }
     __syncthreads();  // sm is free for the next item
@@ -249,8 +251,9 @@ template <class R, class T>
 void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspace& ws, stream_t stream,
          typename R::value_type* host = nullptr) {
   using Val = typename R::value_type;
-  static_assert(std::is_trivially_copyable_v<Val> && std::is_trivially_default_constructible_v<Val>,
-                "a reducer's value_type must be trivially copyable and trivially default constructible (it lives in __shared__)");
+  static_assert(
+      std::is_trivially_copyable_v<Val> && std::is_trivially_default_constructible_v<Val>,
+      "a reducer's value_type must be trivially copyable and trivially default constructible (it lives in __shared__)");
   const Walk w = make_walk(in, levels);
   const int sms = std::max(ws.tuning().sm_count, 1);
   // Scratch: [partials | the host result's slot].
@@ -268,7 +271,8 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
     constexpr int V16 = vec_width<T>;
     V = reinterpret_cast<std::uintptr_t>(in.data) % (sizeof(T) * V16) == 0 ? V16 : 1;
     static const int occ16 = occupancy(flat_kernel<R, T, V16>), occ1 = occupancy(flat_kernel<R, T, 1>);
-    grid = std::clamp<std::int64_t>(ceil_div(w.per, std::int64_t{kBlock} * V * kUnroll), 1, std::int64_t{sms} * (V == 1 ? occ1 : occ16));
+    grid = std::clamp<std::int64_t>(ceil_div(w.per, std::int64_t{kBlock} * V * kUnroll), 1,
+                                    std::int64_t{sms} * (V == 1 ? occ1 : occ16));
     part_bytes = static_cast<std::size_t>(grid) * sizeof(Val);
   } else {
     static const int occ_b = occupancy(block_kernel<R, T>);
@@ -314,21 +318,27 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
   const T* data = in.data;
   switch (kind) {
     case K::fill:
-      fill_kernel<R><<<static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(w.n_out, kBlock), 1, 4096)), kBlock, 0, stream>>>(d_out, w.n_out);
+      fill_kernel<R>
+          <<<static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(w.n_out, kBlock), 1, 4096)), kBlock, 0, stream>>>(
+              d_out, w.n_out);
       break;
     case K::flat:
-      if (V == 1) flat_kernel<R, T, 1><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
-      else flat_kernel<R, T, vec_width<T>><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
+      if (V == 1)
+        flat_kernel<R, T, 1>
+            <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
+      else
+        flat_kernel<R, T, vec_width<T>>
+            <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
       break;
     case K::block:
-      block_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, data, d_out, partials, ws.ticket_array());
+      block_kernel<R, T>
+          <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, data, d_out, partials, ws.ticket_array());
       break;
     case K::tile:
-      tile_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a2, data, d_out, partials, ws.ticket_array());
+      tile_kernel<R, T>
+          <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a2, data, d_out, partials, ws.ticket_array());
       break;
-    case K::thread:
-      thread_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(w, data, d_out);
-      break;
+    case K::thread: thread_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(w, data, d_out); break;
   }
   TALLY_CHECK_LAUNCH();
   if (host) {
@@ -341,7 +351,8 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
 
 namespace detail {
 template <class R, class T>
-void check_custom(View<const T> in, Levels levels, std::int64_t out_size, const void* out, const Workspace& ws, Backend b) {
+void check_custom(View<const T> in, Levels levels, std::int64_t out_size, const void* out, const Workspace& ws,
+                  Backend b) {
   const Problem p{in.data, in.ext, in.stride_w, in.stride_g, levels, out_size};
   validate(p, out);
   check_workspace(ws, b);

@@ -52,7 +52,10 @@ struct Walk {
 template <class T>
 Walk make_walk(View<const T> in, Levels levels) {
   Walk w;
-  struct Axis { std::int64_t ext, str; bool red; };
+  struct Axis {
+    std::int64_t ext, str;
+    bool red;
+  };
   const Axis full[3] = {{in.ext.ng, in.stride_g, levels.contains(Level::gang)},
                         {in.ext.nw, in.stride_w, levels.contains(Level::worker)},
                         {in.ext.nv, 1, levels.contains(Level::vector)}};
@@ -92,7 +95,8 @@ typename R::value_type cpu_fold_run(typename R::value_type acc, const T* base, s
   if constexpr (HasFoldRun<R, T>)
     if (s == 1) return R::fold_run(acc, base + c0, c1 - c0, index0 + c0);
   std::int64_t c = c0;
-  for (; c + cpu_batch <= c1; c += cpu_batch) acc = R::combine(acc, cpu_tree<R, cpu_batch>(base + c * s, s, index0 + c));
+  for (; c + cpu_batch <= c1; c += cpu_batch)
+    acc = R::combine(acc, cpu_tree<R, cpu_batch>(base + c * s, s, index0 + c));
   for (; c < c1; ++c) acc = R::combine(acc, reducer_load<R>(base[c * s], index0 + c));
   return acc;
 }
@@ -127,12 +131,12 @@ void generic_cpu(View<const T> in, Levels levels, typename R::value_type* out) {
   const std::int64_t nc = (w.per + chunk - 1) / chunk;
   [[maybe_unused]] const bool team = w.n_out * w.per >= (std::int64_t{1} << 16);
   if (nc == 1) {
-TALLY_GENERIC_OMP_FOR_TEAM
+    TALLY_GENERIC_OMP_FOR_TEAM
     for (std::int64_t o = 0; o < w.n_out; ++o) out[o] = cpu_fold_range<R>(w, in.data, o, 0, w.per);
     return;
   }
   std::vector<Val> part(static_cast<std::size_t>(w.n_out * nc));
-TALLY_GENERIC_OMP_FOR_TEAM
+  TALLY_GENERIC_OMP_FOR_TEAM
   for (std::int64_t t = 0; t < w.n_out * nc; ++t) {
     const std::int64_t o = t / nc, c = t % nc;
     part[static_cast<std::size_t>(t)] = cpu_fold_range<R>(w, in.data, o, c * chunk, std::min(w.per, (c + 1) * chunk));

@@ -29,7 +29,8 @@ __device__ __forceinline__ void enter_after_predecessor() {
 
 /// kernel<<<grid, block, 0, stream>>>(args...), programmatic where the device supports it.
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), std::int64_t grid, int block, const Tuning& tune, stream_t stream, Args&&... args) {
+void launch(void (*kernel)(Params...), std::int64_t grid, int block, const Tuning& tune, stream_t stream,
+            Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   cfg.blockDim = dim3(static_cast<unsigned>(block));

@@ -32,8 +32,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cub/block/block_scan.cuh>
 #include <cstdint>
+#include <cub/block/block_scan.cuh>
 #include <span>
 #include <type_traits>
 
@@ -55,12 +55,14 @@ struct ChunkSlot {
 /// The first list entry t < entries with prefix[t] > c (one exists: c < prefix[entries - 1]), by the
 /// calling warp: a 32-ary search, each probe round one load per lane (5 round trips for 10^6 entries,
 /// not 20).
-__device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t entries, std::int64_t c, int lane) {
+__device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix, std::int64_t entries, std::int64_t c,
+                                                  int lane) {
   std::int64_t lo = 0, hi = entries - 1;  // the answer lies in [lo, hi]; prefix[hi] > c
   while (lo < hi) {
     const std::int64_t step = (hi - lo + device::warp_size) / device::warp_size;  // ceil((hi - lo + 1) / 32)
     const std::int64_t q = min(lo + lane * step, hi);
-    const unsigned above = __ballot_sync(0xffffffffu, prefix[q] > c);  // a suffix of the lanes: prefix is non-decreasing
+    const unsigned above =
+        __ballot_sync(0xffffffffu, prefix[q] > c);  // a suffix of the lanes: prefix is non-decreasing
     if (above == 0) {
       lo += (device::warp_size - 1) * step + 1;  // lane 31's probe was below hi
     } else {
@@ -115,7 +117,8 @@ __device__ __forceinline__ int locate_chunks(ChunkSlot* slots, const int* __rest
         if (lane >= d) incl += y;
       }
       const std::int64_t f = sf[u] + incl - count;  // this segment's first chunk
-      for (std::int64_t c = max(f, c0); c < min(f + count, cb); ++c) slots[c - c0] = ChunkSlot{ss[u], sb[u], sl[u], count, f};
+      for (std::int64_t c = max(f, c0); c < min(f + count, cb); ++c)
+        slots[c - c0] = ChunkSlot{ss[u], sb[u], sl[u], count, f};
     }
     if (!live[U - 1]) break;
   }
@@ -124,7 +127,9 @@ __device__ __forceinline__ int locate_chunks(ChunkSlot* slots, const int* __rest
 }
 
 /// Entries of the list the kernels may read (at most cap, whatever offsets that break the rules did).
-__device__ __forceinline__ std::int64_t list_size(std::int64_t count, const LongList& list) { return min(count, list.cap); }
+__device__ __forceinline__ std::int64_t list_size(std::int64_t count, const LongList& list) {
+  return min(count, list.cap);
+}
 
 inline constexpr int kScanBlock = 1024;
 
@@ -169,7 +174,8 @@ __device__ __forceinline__ Acc chunk_fold(const T* __restrict__ x, int len, std:
       if (u * kBlock < rem) v[u] = p[u * kBlock];
 #pragma unroll
     for (int u = 0; u < R; ++u)
-      if (u * kBlock < rem) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + base + u * kBlock));
+      if (u * kBlock < rem)
+        acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + base + u * kBlock));
   }
   return acc;
 }
@@ -177,9 +183,10 @@ __device__ __forceinline__ Acc chunk_fold(const T* __restrict__ x, int len, std:
 /// Chunk c of the segment in `my`: its block reduction, and the segment's result (one chunk) or its
 /// partial, the last of its chunks combining them in chunk order; ends with a block barrier.
 template <class Op, class T, class Acc>
-__device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __restrict__ out, const ChunkSlot& my, std::int64_t c,
-                                           Acc* __restrict__ partials, unsigned int* __restrict__ tickets,
-                                           device::BlockReduceStorage<Acc>& tmp, bool& last) {
+__device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __restrict__ out, const ChunkSlot& my,
+                                           std::int64_t c, Acc* __restrict__ partials,
+                                           unsigned int* __restrict__ tickets, device::BlockReduceStorage<Acc>& tmp,
+                                           bool& last) {
   const std::int64_t c0 = (c - my.first) * kChunk, c1 = min(my.len, c0 + kChunk);
   Acc v = device::block_reduce<Op>(chunk_fold<Op, Acc>(in + my.begin + c0, static_cast<int>(c1 - c0), c0), tmp);
   if (my.count == 1) {
@@ -200,8 +207,9 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
 
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kLongBlocksSm)
-    long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
-                std::int64_t max_chunks, Acc* __restrict__ partials, unsigned int* __restrict__ tickets) {
+    long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                LongList list, std::int64_t max_chunks, Acc* __restrict__ partials,
+                unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
   const std::int64_t entries = list_size(*list.size, list);
   if (entries == 0) return;  // no long segment
@@ -225,7 +233,8 @@ __global__ void __launch_bounds__(kBlock, kLongBlocksSm)
     const int nb = batch;
     for (int i = 0; i < nb; ++i, ++c) {
       const ChunkSlot my = slots[i];
-      if (my.count == 0 || my.first + my.count > max_chunks) continue;  // only from offsets that break the rules: nothing written
+      if (my.count == 0 || my.first + my.count > max_chunks)
+        continue;  // only from offsets that break the rules: nothing written
       long_chunk<Op>(in, out, my, c, partials, tickets, tmp, last);
     }
     __syncthreads();  // slots are rewritten
@@ -234,11 +243,12 @@ __global__ void __launch_bounds__(kBlock, kLongBlocksSm)
 
 template <class Off>
 __global__ void __launch_bounds__(kBlock) check_kernel(const Off* __restrict__ off, std::int64_t n_seg, std::int64_t n,
-                                                      unsigned long long* __restrict__ first_bad) {
+                                                       unsigned long long* __restrict__ first_bad) {
   enter_after_predecessor();
   for (std::int64_t i = device::global_thread_id(); i <= n_seg; i += device::grid_stride()) {
     const std::int64_t a = off[i];
-    const bool bad = (i == 0 && a < 0) || (i < n_seg && a > static_cast<std::int64_t>(off[i + 1])) || (i == n_seg && a > n);
+    const bool bad =
+        (i == 0 && a < 0) || (i < n_seg && a > static_cast<std::int64_t>(off[i + 1])) || (i == n_seg && a > n);
     if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
   }
 }
@@ -259,10 +269,11 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   LongList list;
   Acc* partials = nullptr;
   if (max_chunks > 0) {
-    ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks) + 1, stream);
+    ws.reserve(part_at + static_cast<std::size_t>(max_chunks) * sizeof(Acc), static_cast<std::size_t>(max_chunks) + 1,
+               stream);
     auto* const base = static_cast<unsigned char*>(ws.scratch());
-    list = LongList{ws.ticket_array() + max_chunks, reinterpret_cast<std::int64_t*>(base), reinterpret_cast<std::int64_t*>(base + tile_at),
-                    reinterpret_cast<int*>(base + chunks_at), cap};
+    list = LongList{ws.ticket_array() + max_chunks, reinterpret_cast<std::int64_t*>(base),
+                    reinterpret_cast<std::int64_t*>(base + tile_at), reinterpret_cast<int*>(base + chunks_at), cap};
     partials = reinterpret_cast<Acc*>(base + part_at);
   }
   // Whole rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts
@@ -274,7 +285,8 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
   // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
   const int rounds = n >= 16 * n_seg ? 32 : 8;
   const auto grid_of = [&](int resident, std::int64_t warp_tiles, int block) {  // a warp a tile
-    return std::clamp<std::int64_t>(ceil_div(warp_tiles, block / device::warp_size), 1, std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
+    return std::clamp<std::int64_t>(ceil_div(warp_tiles, block / device::warp_size), 1,
+                                    std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
   };
   // The staged kernels wherever they can run: 16-byte aligned input of a type cp.async copies whole,
   // 32-bit offsets (segment numbers below 2^31); the pair kernel where segments average at most 32
@@ -290,23 +302,25 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
       if (n * static_cast<std::int64_t>(sizeof(T)) <= 32 * n_seg) {
         static const int resident = resident_blocks(staged_pair_kernel<Op, T, Acc, Off>, kPairBlock);
         const std::int64_t pairs = ceil_div(n_seg, 2 * kTile);
-        launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, kPairBlock), kPairBlock, tune, stream, in, off, n_seg, out, list,
-               pairs, window_end);
+        launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, kPairBlock), kPairBlock, tune, stream, in,
+               off, n_seg, out, list, pairs, window_end);
       } else {
         static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
-        launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg, out, list, tiles,
-               window_end);
+        launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg,
+               out, list, tiles, window_end);
       }
     }
   }
   if (!staged) {
     static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
-    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, n, off, n_seg, out, list);
+    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, n, off, n_seg,
+           out, list);
   }
   if (max_chunks == 0) return;  // no segment can be long
   launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
   static const int long_resident = resident_blocks(long_kernel<Op, T, Acc, Off>, kBlock);
-  const std::int64_t long_grid = std::clamp<std::int64_t>(max_chunks, 1, std::int64_t{std::max(tune.sm_count, 1)} * long_resident);
+  const std::int64_t long_grid =
+      std::clamp<std::int64_t>(max_chunks, 1, std::int64_t{std::max(tune.sm_count, 1)} * long_resident);
   launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
          ws.ticket_array());
 }

@@ -42,7 +42,8 @@ Acc fold_segment(const T* x, std::int64_t len, std::int64_t index0 = 0) {
   for (auto& l : lane) l = op_identity<Op, Acc>();
   std::int64_t i = 0;
   for (; i + kLanes <= len; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = op_combine<Op, Acc>(lane[l], segment_load<Op, Acc>(x[i + l], index0 + i + l));
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] = op_combine<Op, Acc>(lane[l], segment_load<Op, Acc>(x[i + l], index0 + i + l));
   for (int l = 0; i < len; ++i, ++l) lane[l] = op_combine<Op, Acc>(lane[l], segment_load<Op, Acc>(x[i], index0 + i));
   Acc r = op_identity<Op, Acc>();
   for (const Acc& l : lane) r = op_combine<Op, Acc>(r, l);
@@ -56,7 +57,7 @@ void segmented_cpu(const T* in, std::int64_t n, const Off* off, std::int64_t n_s
   const std::int64_t blocks = (n_seg + seg_cpu::kSegBlock - 1) / seg_cpu::kSegBlock;
   [[maybe_unused]] const bool team = n >= (std::int64_t{1} << 16) || n_seg >= 4 * seg_cpu::kSegBlock;  // OpenMP only
   std::vector<char> has_long(static_cast<std::size_t>(blocks), 0);  // so that the second pass skips the rest
-TALLY_SEGMENTED_OMP("omp parallel for schedule(dynamic, 1) if (team)")
+  TALLY_SEGMENTED_OMP("omp parallel for schedule(dynamic, 1) if (team)")
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t s1 = std::min(n_seg, (b + 1) * seg_cpu::kSegBlock);
     for (std::int64_t s = b * seg_cpu::kSegBlock; s < s1; ++s) {
@@ -77,10 +78,11 @@ TALLY_SEGMENTED_OMP("omp parallel for schedule(dynamic, 1) if (team)")
     if (len <= seg_cpu::kCpuLong) continue;
     const std::int64_t chunks = (len + seg_cpu::kCpuLong - 1) / seg_cpu::kCpuLong;
     part.resize(static_cast<std::size_t>(chunks));
-TALLY_SEGMENTED_OMP("omp parallel for schedule(dynamic, 1)")
+    TALLY_SEGMENTED_OMP("omp parallel for schedule(dynamic, 1)")
     for (std::int64_t c = 0; c < chunks; ++c)
       part[static_cast<std::size_t>(c)] = seg_cpu::fold_segment<Op, T, Acc>(
-          in + lo + c * seg_cpu::kCpuLong, std::min(seg_cpu::kCpuLong, len - c * seg_cpu::kCpuLong), c * seg_cpu::kCpuLong);
+          in + lo + c * seg_cpu::kCpuLong, std::min(seg_cpu::kCpuLong, len - c * seg_cpu::kCpuLong),
+          c * seg_cpu::kCpuLong);
     Acc r = op_identity<Op, Acc>();
     for (const Acc& p : part) r = op_combine<Op, Acc>(r, p);
     out[s] = r;

@@ -19,8 +19,8 @@
 
 namespace tally::reduce::detail::cuda::seg {
 
-inline constexpr int kBlock = 256;       ///< threads per block (the library's production kernels' too)
-inline constexpr int kMinBlocksSm = 4;   ///< residency the register budget is held to (launch bounds)
+inline constexpr int kBlock = 256;      ///< threads per block (the library's production kernels' too)
+inline constexpr int kMinBlocksSm = 4;  ///< residency the register budget is held to (launch bounds)
 /// The tile kernel's (its warps wait on one dependent round trip after another, so more of them hide
 /// more). H200, power law: 5 blocks (48 registers) 668 us; 4 (55 registers, the medium loop 16 loads
 /// deep) 734; 6 (40 registers) spilled, 732, uniform 16 and 1000 5-7% slower than at 5.
@@ -40,9 +40,9 @@ static_assert(kBlock == segment_block, "a long chunk is folded by a block of seg
 // H200, 2^28 floats, against 16 loads at 4 blocks (us): power law 497.1 -> 486.0 (its long kernel
 // 96.8 -> 84.0 under ncu), uniform 2^20 266.5 -> 258.4, 10^5 ones + 1 giant 274.3 -> 263.7; 256-byte
 // rounds at 2 blocks 496.4 / 263.7 / 280.6, 128-byte rounds at 4 blocks (spilling) 494.5 / 276.3 / 282.6.
-inline constexpr int kLongRound = 128;     ///< bytes a thread loads before folding them
-inline constexpr int kLongBlocksSm = 3;    ///< the long kernel's residency (launch bounds)
-inline constexpr int kTile = device::warp_size;   ///< segments per tile (one per lane)
+inline constexpr int kLongRound = 128;           ///< bytes a thread loads before folding them
+inline constexpr int kLongBlocksSm = 3;          ///< the long kernel's residency (launch bounds)
+inline constexpr int kTile = device::warp_size;  ///< segments per tile (one per lane)
 
 /// An offset as int64, int32 ones zero-extended (offsets are >= 0): no instruction reads the loaded word
 /// until the value is used.
@@ -76,16 +76,17 @@ inline constexpr int kWindowUnroll = 4;
 /// and from in otherwise; then, where the tile holds long segments, the tile and its chunk count
 /// appended to the list (rare: the 64-bit division, the warp sum, the slot).
 template <class Op, class T, class Acc, bool Staged, class P>
-__device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const T* win, P wb, P wend, P tile, P b, P len, Acc* __restrict__ out,
-                                                 const LongList& list, int lane) {
+__device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const T* win, P wb, P wend, P tile, P b,
+                                                 P len, Acc* __restrict__ out, const LongList& list, int lane) {
   for (unsigned mid = __ballot_sync(0xffffffffu, len > kThreadMax && len <= kWarpMax); mid != 0; mid &= mid - 1) {
     const int src = __ffs(static_cast<int>(mid)) - 1;
     const P sb = __shfl_sync(0xffffffffu, b, src);
     const int sl = __shfl_sync(0xffffffffu, static_cast<int>(len), src);
     // Two calls, not one on a selected pointer: each is compiled for its own memory (LDS, LDG), shared
     // memory with fewer loads a lane in flight (kWindowUnroll).
-    const Acc r = Staged && sb >= wb && sb + sl <= wend ? device::warp_segment_reduce<Op, Acc, kWindowUnroll>(win + (sb - wb), sl, lane)
-                                                        : device::warp_segment_reduce<Op, Acc>(in + sb, sl, lane);
+    const Acc r = Staged && sb >= wb && sb + sl <= wend
+                      ? device::warp_segment_reduce<Op, Acc, kWindowUnroll>(win + (sb - wb), sl, lane)
+                      : device::warp_segment_reduce<Op, Acc>(in + sb, sl, lane);
     if (lane == 0) out[tile * kTile + src] = r;
   }
   if (__ballot_sync(0xffffffffu, len > kWarpMax) != 0) {
@@ -99,13 +100,14 @@ __device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const
 
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
-    short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
-                 LongList list) {
+    short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg,
+                 Acc* __restrict__ out, LongList list) {
   enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kBlock / device::warp_size);
   const std::int64_t tiles = (n_seg + kTile - 1) / kTile;
-  std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size;  // warp-uniform
+  std::int64_t tile =
+      (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size;  // warp-uniform
   // The next tile's offsets are loaded while this one is reduced: one dependent round trip per tile
   // fewer (a tile of short segments is otherwise two: its offsets, then its elements). Held as int64
   // whatever Off is (with int32 registers the kernel spilled 8 bytes), and widened from int32 by zero
@@ -126,7 +128,8 @@ __global__ void __launch_bounds__(kBlock, kShortBlocksSm)
     fetch(s + warps * kTile);
     // Short and medium lengths fit an int: 32-bit positions and loop bounds in the folds.
     if (s < n_seg && len <= kThreadMax)
-      out[s] = len > 0 ? device::thread_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), in, n, b, static_cast<int>(len))
+      out[s] = len > 0 ? device::thread_segment_fold<Op, Acc>(detail::op_identity<Op, Acc>(), in, n, b,
+                                                              static_cast<int>(len))
                        : detail::empty_segment<Op, Acc>();
     tile_medium_long<Op, T, Acc, false, std::int64_t>(in, in, 0, 0, tile, b, len, out, list, lane);
   }
@@ -143,16 +146,16 @@ inline constexpr bool stageable = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool copy) {
   const auto to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile(
-      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16;\n\t}" ::"r"(to), "l"(gmem),
-      "r"(static_cast<int>(copy))
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16;\n\t}" ::"r"(to),
+      "l"(gmem), "r"(static_cast<int>(copy))
       : "memory");
 }
 /// 4 bytes likewise (cp.async.ca: copies under 16 bytes go through L1).
 __device__ __forceinline__ void copy4_async(void* smem, const void* gmem, bool copy) {
   const auto to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile(
-      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.ca.shared.global [%0], [%1], 4;\n\t}" ::"r"(to), "l"(gmem),
-      "r"(static_cast<int>(copy))
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.ca.shared.global [%0], [%1], 4;\n\t}" ::"r"(to),
+      "l"(gmem), "r"(static_cast<int>(copy))
       : "memory");
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -164,7 +167,8 @@ __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.w
 /// (first) to its last segment's end (last), whole blocks below n_end, into dst asynchronously (the
 /// caller commits); lanes copy blocks lane, lane + 32, ... Sets [wb, wb + wlen).
 template <int W, class T, class P>
-__device__ __forceinline__ void copy_window(T* dst, const T* __restrict__ in, P first, P last, P n_end, int lane, P& wb, int& wlen) {
+__device__ __forceinline__ void copy_window(T* dst, const T* __restrict__ in, P first, P last, P n_end, int lane, P& wb,
+                                            int& wlen) {
   constexpr int V = device::vec16<T>;
   wb = first / V * V;
   const P wend = min(min(wb + W, (last + V - 1) / V * V), n_end);
@@ -180,12 +184,15 @@ __device__ __forceinline__ void copy_window(T* dst, const T* __restrict__ in, P 
 /// A lane's short segment s = [b, b + len) of a staged tile: from the window win = in[wb, wb + wlen)
 /// where it lies inside, from global memory otherwise, in thread_segment_fold's order either way.
 template <class Op, class T, class Acc, class P>
-__device__ __forceinline__ void staged_short(const T* __restrict__ in, const T* win, P wb, int wlen, P s, P b, P len, Acc* __restrict__ out) {
+__device__ __forceinline__ void staged_short(const T* __restrict__ in, const T* win, P wb, int wlen, P s, P b, P len,
+                                             Acc* __restrict__ out) {
   Acc r = detail::empty_segment<Op, Acc>();
   if (len > 0)
     r = b >= wb && b - wb + len <= static_cast<P>(wlen)
-            ? device::thread_segment_fold_blocks<Op, Acc>(detail::op_identity<Op, Acc>(), win, static_cast<int>(b - wb), static_cast<int>(len))
-            : device::thread_segment_fold_scalar<Op, Acc>(detail::op_identity<Op, Acc>(), in + b, static_cast<int>(len));
+            ? device::thread_segment_fold_blocks<Op, Acc>(detail::op_identity<Op, Acc>(), win, static_cast<int>(b - wb),
+                                                          static_cast<int>(len))
+            : device::thread_segment_fold_scalar<Op, Acc>(detail::op_identity<Op, Acc>(), in + b,
+                                                          static_cast<int>(len));
   out[s] = r;
 }
 
@@ -211,8 +218,8 @@ inline constexpr int kStagedBlocksSm = 4;
 /// the full sum against 0.86, uniform 16 unchanged (0.86).
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
-    staged_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
-                  std::int64_t n_tiles, std::int64_t n_window_end) {
+    staged_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                  LongList list, std::int64_t n_tiles, std::int64_t n_window_end) {
   // Positions and segment numbers in 32 bits, as the offsets are (the loop's state is ten of them;
   // in 64 bits it spilled, and with int64 offsets the kernel ran uniform 1000 at 0.30 of the full sum,
   // short_kernel at 0.86: H200, 2026-11-29).
@@ -224,7 +231,8 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   // window is never folded).
   __shared__ __align__(16) unsigned char stage[kWarps * 2 * kStageBytes + device::segment_round_blocks * 16];
   enter_after_predecessor();
-  const int lane = static_cast<int>(threadIdx.x) % device::warp_size, wid = static_cast<int>(threadIdx.x) / device::warp_size;
+  const int lane = static_cast<int>(threadIdx.x) % device::warp_size,
+            wid = static_cast<int>(threadIdx.x) / device::warp_size;
   const P warps = static_cast<P>(gridDim.x) * kWarps, tiles = static_cast<P>(n_tiles), last = static_cast<P>(n_seg - 1);
   P tile = static_cast<P>(blockIdx.x) * kWarps + wid;  // warp-uniform
   if (tile >= tiles) return;
@@ -235,7 +243,8 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   };
   const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kStageBytes); };
   const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {  // tile (b, e)'s window to buffer k
-    copy_window<W>(buffer(k), in, __shfl_sync(0xffffffffu, b, 0), __shfl_sync(0xffffffffu, e, device::warp_size - 1), n_end, lane, wb, wlen);
+    copy_window<W>(buffer(k), in, __shfl_sync(0xffffffffu, b, 0), __shfl_sync(0xffffffffu, e, device::warp_size - 1),
+                   n_end, lane, wb, wlen);
     copy_async_commit();
   };
   P b, e, nb, ne, wb, nwb = 0;
@@ -278,16 +287,18 @@ inline constexpr int kPairStageBytes = 3072;
 /// slower here (uniform 16 365 against 281: the window holds three quarters of a tile's 1024 floats).
 template <class Op, class T, class Acc, class Off>
 __global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
-    staged_pair_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out, LongList list,
-                       std::int64_t n_pairs, std::int64_t n_window_end) {
+    staged_pair_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
+                       LongList list, std::int64_t n_pairs, std::int64_t n_window_end) {
   static_assert(sizeof(Off) == 4, "staged_pair_kernel copies 32-bit offsets");
   using P = std::uint32_t;
-  constexpr int W = kPairStageBytes / static_cast<int>(sizeof(T)), S = 2 * kTile, kWarps = kPairBlock / device::warp_size;
+  constexpr int W = kPairStageBytes / static_cast<int>(sizeof(T)), S = 2 * kTile,
+                kWarps = kPairBlock / device::warp_size;
   constexpr int OS = (S + 1 + 3) / 4 * 4;  // a tile's offsets, padded to 16 bytes
   __shared__ __align__(16) unsigned char stage[kWarps * 2 * kPairStageBytes + device::segment_round_blocks * 16];
   __shared__ __align__(16) P offs[kWarps][3][OS];
   enter_after_predecessor();
-  const int lane = static_cast<int>(threadIdx.x) % device::warp_size, wid = static_cast<int>(threadIdx.x) / device::warp_size;
+  const int lane = static_cast<int>(threadIdx.x) % device::warp_size,
+            wid = static_cast<int>(threadIdx.x) / device::warp_size;
   const P warps = static_cast<P>(gridDim.x) * kWarps, pairs = static_cast<P>(n_pairs), segs = static_cast<P>(n_seg);
   P pair = static_cast<P>(blockIdx.x) * kWarps + wid;  // warp-uniform
   if (pair >= pairs) return;
@@ -300,7 +311,9 @@ __global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
     }
   };
   const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kPairStageBytes); };
-  const auto issue = [&](int q, int k, P& wb, int& wlen) { copy_window<W>(buffer(k), in, offs[wid][q][0], offs[wid][q][S], n_end, lane, wb, wlen); };
+  const auto issue = [&](int q, int k, P& wb, int& wlen) {
+    copy_window<W>(buffer(k), in, offs[wid][q][0], offs[wid][q][S], n_end, lane, wb, wlen);
+  };
   P wb = 0, nwb = 0;
   int wlen = 0, nwlen = 0;
   copy_offsets(pair, 0);

@@ -110,7 +110,10 @@ __device__ __forceinline__ std::int64_t exact_bits_share(std::int64_t v, int q, 
   const int i = k - (q >> 5), s = q & 31;
   const std::uint64_t lo = static_cast<std::uint64_t>(v) << s;  // v 2^s = lo + hi 2^64
   const std::int64_t hi = s > 0 ? v >> (64 - s) : (v < 0 ? -1 : 0);
-  return i == 0 ? static_cast<std::int64_t>(lo & 0xffffffffu) : i == 1 ? static_cast<std::int64_t>(lo >> 32) : i == 2 ? hi : 0;
+  return i == 0   ? static_cast<std::int64_t>(lo & 0xffffffffu)
+         : i == 1 ? static_cast<std::int64_t>(lo >> 32)
+         : i == 2 ? hi
+                  : 0;
 }
 
 /// Adds v 2^q exactly to the limbs w (exact_bits_share's three limbs). Plain adds: one thread at a time.
@@ -141,7 +144,9 @@ using BinsOf = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, 
 
 /// The largest of the lanes' Bins::batch_key (lanes `mask`): for doubles by its high word, which
 /// holds the exponent (all a window needs; Bins::widen_to's test against a power of two is the same).
-__device__ __forceinline__ std::uint32_t warp_max_key(unsigned mask, std::uint32_t key) { return __reduce_max_sync(mask, key); }
+__device__ __forceinline__ std::uint32_t warp_max_key(unsigned mask, std::uint32_t key) {
+  return __reduce_max_sync(mask, key);
+}
 __device__ __forceinline__ std::uint64_t warp_max_key(unsigned mask, std::uint64_t key) {
   return static_cast<std::uint64_t>(__reduce_max_sync(mask, static_cast<std::uint32_t>(key >> 32))) << 32;
 }
@@ -283,7 +288,8 @@ __device__ __forceinline__ int exact_bins_bit(int q, int j) {
 
 /// A window's summed counts into the limbs w (one thread): S u + S' u' with S = hi 2^42 + lo per level.
 template <class T>
-__device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[2], const std::int64_t (&h)[2]) {
+__device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[2],
+                                               const std::int64_t (&h)[2]) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int bit = exact_bins_bit<T>(q, j);
@@ -360,7 +366,8 @@ __device__ __forceinline__ ExactGathered exact_warp0_gather(const ExactStorage<T
 #pragma unroll
         for (int off = warp_size / 2; off > 0; off /= 2)
 #pragma unroll
-          for (int j = 0; j < 2; ++j) l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
+          for (int j = 0; j < 2; ++j)
+            l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
         g.p = p0, g.lo[0] = l[0], g.lo[1] = l[1], g.hi[0] = h[0], g.hi[1] = h[1];
       } else {
         g.several = true;
@@ -397,7 +404,9 @@ __device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw) {
   if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
     {
       // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30).
-      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) { exact_put_bins<T>(s.acc.w, q, l, h); };
+      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) {
+        exact_put_bins<T>(s.acc.w, q, l, h);
+      };
       int cur = kNoWindow;
       std::int64_t sl[2] = {0, 0}, sh[2] = {0, 0};
       for (int k = 0; k < nw; ++k) {
@@ -466,7 +475,8 @@ __device__ __forceinline__ Out exact_output(ExactStorage<T>& s) {
   }
 }
 
-/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all threads call). Needs block_size() >= 32.
+/// The block's exact sum rounded to Out (or, Out = exact::Accumulator<T>, its normalised accumulator), in thread 0 (all
+/// threads call). Needs block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T>& s) {
   exact_block_flush(t, s);
@@ -479,8 +489,9 @@ __device__ __forceinline__ Out exact_block_sum(ExactThread<T>& t, ExactStorage<T
 /// ticket) exact sum rounded to Out. Returns true in every thread of the last block, whose thread 0
 /// holds the result. Needs block_size() >= Accumulator<T>::words.
 template <class Out, class T>
-__device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumulator<T>* d_partials, unsigned int* d_ticket,
-                                               Out& result, ExactStorage<T>& s, std::int64_t nblocks = grid_blocks(),
+__device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumulator<T>* d_partials,
+                                               unsigned int* d_ticket, Out& result, ExactStorage<T>& s,
+                                               std::int64_t nblocks = grid_blocks(),
                                                std::int64_t block = block_rank()) {
   constexpr int W = exact::Accumulator<T>::words;
   exact_block_flush(t, s);

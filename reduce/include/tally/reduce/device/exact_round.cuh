@@ -87,7 +87,9 @@ __device__ __forceinline__ Out exact_warp_round_window(const exact::Accumulator<
   }
   // 32-bit digits: lanes below the top as they are, the top limb's two words in lanes n-1 and n.
   const std::int64_t tm = __shfl_sync(0xffffffffu, v, n - 1);
-  const std::uint32_t dig = j < n ? static_cast<std::uint32_t>(v) : j == n ? static_cast<std::uint32_t>(static_cast<std::uint64_t>(tm) >> 32) : 0u;
+  const std::uint32_t dig = j < n    ? static_cast<std::uint32_t>(v)
+                            : j == n ? static_cast<std::uint32_t>(static_cast<std::uint64_t>(tm) >> 32)
+                                     : 0u;
   const unsigned nzd = __ballot_sync(0xffffffffu, dig != 0);
   if (nzd == 0)  // an exact zero: -0 only if every input was -0
     return acc.w[A::nonneg_word] == 0 && acc.w[A::seen_word] > 0 ? Out(-0.0) : Out(0.0);

@@ -56,14 +56,15 @@ constexpr std::size_t exact_total_bytes() {
 /// double 7.55 -> 5.40). Whole grid only; returns true in warp 0 of the last block, whose thread 0
 /// holds the result. Needs block_size() >= 32.
 template <class Out, class T>
-__device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket, Out& result,
-                                                 ExactStorage<T>& s) {
+__device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket,
+                                                 Out& result, ExactStorage<T>& s) {
   using A = exact::Accumulator<T>;
   constexpr int W = A::words;
   exact_block_publish(t, s);
   if (block_thread_rank() >= warp_size) return false;
   const int lane = static_cast<int>(block_thread_rank());
-  static_assert(!std::is_same_v<BinsOf<T>, NoBins>, "exact_gang_total: float or double inputs (exact_gang_sum for dot products)");
+  static_assert(!std::is_same_v<BinsOf<T>, NoBins>,
+                "exact_gang_total: float or double inputs (exact_gang_sum for dot products)");
   const ExactGathered g = exact_warp0_gather(s);
   if (lane == 0 && g.several) exact_put_warps_serial(s, static_cast<int>((block_size() + warp_size - 1) / warp_size));
   const std::int64_t nblocks = grid_blocks();
@@ -77,7 +78,9 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
     // One atomic a non-zero word (exact_block_word).
     for (int k = lane; k < W; k += warp_size) {
       const std::int64_t v = exact_block_word(s, g, k);
-      if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride), static_cast<unsigned long long>(v));
+      if (v != 0)
+        atomicAdd(reinterpret_cast<unsigned long long*>(d_total + k * kExactTotalStride),
+                  static_cast<unsigned long long>(v));
     }
     __syncwarp();  // the warp's atomics before lane 0's release
     bool last = false;

@@ -97,7 +97,8 @@ __device__ __forceinline__ bool gang_arrive(unsigned int* d_ticket, unsigned int
 template <class Op, class T>
 __device__ __forceinline__ T gang_combine(const T* d_partials, std::int64_t count, std::int64_t width, std::int64_t e) {
   T acc = detail::op_identity<Op, T>();
-  for (std::int64_t b = 0; b < count; ++b) acc = detail::op_combine<Op, T>(acc, load_coherent(d_partials + b * width + e));
+  for (std::int64_t b = 0; b < count; ++b)
+    acc = detail::op_combine<Op, T>(acc, load_coherent(d_partials + b * width + e));
   return acc;
 }
 

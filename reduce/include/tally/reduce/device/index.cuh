@@ -33,7 +33,10 @@ class grid_stride_range {
   struct iterator {
     std::int64_t i, step;
     __device__ std::int64_t operator*() const { return i; }
-    __device__ iterator& operator++() { i += step; return *this; }
+    __device__ iterator& operator++() {
+      i += step;
+      return *this;
+    }
     __device__ bool operator!=(const iterator& end) const { return i < end.i; }
   };
   __device__ iterator begin() const { return {begin_, step_}; }

@@ -20,8 +20,8 @@
 //
 // Op: an operator of ops.hpp (Sum, Max, ...) or a Reducer (reducer.hpp: ArgMax, MeanVar, a user's type);
 // a Reducer's load sees each element's position within the segment. Empty segments give Op's
-// identity (thread form: detail::empty_segment, ArgMax/ArgMin's index -1). Every lane of the warp (thread of the block) must call the warp
-// (block) form with the same segment.
+// identity (thread form: detail::empty_segment, ArgMax/ArgMin's index -1). Every lane of the warp (thread of the block)
+// must call the warp (block) form with the same segment.
 
 #include <cstdint>
 #include <type_traits>
@@ -52,7 +52,8 @@ inline constexpr std::int64_t thread_fold_max = std::int64_t{1} << 30;
 /// acc folded with x[0, len) in element order by this thread, element loads segment_unroll at a time
 /// (thread_segment_fold's order and bits, fewer registers); element i is loaded as position index0 + i.
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc thread_segment_fold_scalar(Acc acc, const T* __restrict__ x, int len, std::int64_t index0 = 0) {
+__device__ __forceinline__ Acc thread_segment_fold_scalar(Acc acc, const T* __restrict__ x, int len,
+                                                          std::int64_t index0 = 0) {
   for (int i = 0; i < len; i += segment_unroll) {
     T v[segment_unroll] = {};
 #pragma unroll
@@ -76,7 +77,7 @@ __device__ __forceinline__ Acc fold_round(Acc acc, const Vec<T, V> (&v)[B], int 
   // one bit test (a pair of compares against constants each was a quarter more instructions;
   // per-element 64-bit index tests and per-block branches made the fold ~250 instructions a round,
   // the short-segment kernel's bottleneck).
-  const int lo = db > 0 ? db : 0, hi = de < B * V ? de : B * V;  // lo < hi: the run meets this round
+  const int lo = db > 0 ? db : 0, hi = de < B * V ? de : B * V;                  // lo < hi: the run meets this round
   using Mask = std::conditional_t<(B * V >= 32), std::uint64_t, std::uint32_t>;  // 1 << hi defined: hi < bits
   Mask below_hi = ~Mask{0};
   if constexpr (B * V < 64) below_hi = (Mask{1} << hi) - 1;
@@ -87,7 +88,8 @@ __device__ __forceinline__ Acc fold_round(Acc acc, const Vec<T, V> (&v)[B], int 
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const int p = u * V + j;
-      if (((mask >> p) & 1u) != 0) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], index0 + (p - db)));
+      if (((mask >> p) & 1u) != 0)
+        acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u].v[j], index0 + (p - db)));
     }
   return acc;
 }
@@ -97,13 +99,15 @@ __device__ __forceinline__ Acc fold_round(Acc acc, const Vec<T, V> (&v)[B], int 
 /// r = ceil((begin - k + len) / (B V)) (a staged window in shared memory, padded). thread_segment_fold's
 /// rounds and bits, without its bounds checks: every round's loads unpredicated, nothing zeroed.
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __restrict__ x, int begin, int len, std::int64_t index0 = 0) {
+__device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __restrict__ x, int begin, int len,
+                                                          std::int64_t index0 = 0) {
   constexpr int V = vec16<T>, B = segment_round_blocks;
   // begin >= 0 and len > 0: the remainder unsigned (a mask) and no test before the first round. The
   // signed remainder (recomputed where the loop started) and that test were 8 instructions of each
   // segment's path in the pair kernel (SASS); without them the power law ran 479-482 us against
   // 485.4-485.6 (H200, same machine).
-  const int a = static_cast<int>(static_cast<unsigned>(begin) % V), last = a + len;  // the run is flat positions [a, last) of xk
+  const int a = static_cast<int>(static_cast<unsigned>(begin) % V),
+            last = a + len;  // the run is flat positions [a, last) of xk
   const T* xk = x + (begin - a);
   int r = 0;
   do {
@@ -124,19 +128,20 @@ __device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __re
 /// bounds are two subtractions (64-bit clamps and divisions were a fifth of the short-segment kernel's
 /// instructions; ncu, H200).
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t n, std::int64_t begin, int len,
-                                                   std::int64_t index0 = 0) {
+__device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t n, std::int64_t begin,
+                                                   int len, std::int64_t index0 = 0) {
   constexpr int V = vec16<T>, B = segment_round_blocks;
   if (V > 1 && is_aligned<V>(x)) {
-    const auto ub = static_cast<std::uint64_t>(begin);  // >= 0: / and % are shifts and masks
-    const int a = static_cast<int>(ub % V), last = a + len;   // the run is flat positions [a, last) of xk
-    const auto k0 = static_cast<std::int64_t>(ub / V * V);  // the first block's element
+    const auto ub = static_cast<std::uint64_t>(begin);       // >= 0: / and % are shifts and masks
+    const int a = static_cast<int>(ub % V), last = a + len;  // the run is flat positions [a, last) of xk
+    const auto k0 = static_cast<std::int64_t>(ub / V * V);   // the first block's element
     const T* xk = x + k0;
-    const bool inside = k0 + (last + V - 1) / V * V <= n;  // every block of the run inside x[0, n): loaded whole, unchecked
+    const bool inside =
+        k0 + (last + V - 1) / V * V <= n;  // every block of the run inside x[0, n): loaded whole, unchecked
     for (int r = 0; r < last; r += B * V, xk += B * V) {
       const int db = a - r, de = last - r;
       Vec<T, V> v[B] = {};  // defined where not loaded: nothing carried from the round before
-      if (inside) {  // the common case: B predicated 16-byte loads, no branches
+      if (inside) {         // the common case: B predicated 16-byte loads, no branches
 #pragma unroll
         for (int u = 0; u < B; ++u)
           if (u * V < de) v[u] = load_vec<V>(xk + u * V);
@@ -175,14 +180,16 @@ __device__ __forceinline__ Acc thread_segment_reduce(const T* __restrict__ x, st
 /// acc folded with x[first], x[first + step], ... below len, in that order, U loads in flight (U does
 /// not change the order); element i is loaded as position index0 + i of its segment.
 template <class Op, class Acc, int U = segment_unroll, class T, class I = std::int64_t>
-__device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, I first, I len, I step, std::int64_t index0 = 0) {
+__device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict__ x, I first, I len, I step,
+                                                    std::int64_t index0 = 0) {
   I i = first;
   for (; i + (U - 1) * step < len; i += U * step) {
     T v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) v[u] = x[i + u * step];
 #pragma unroll
-    for (int u = 0; u < U; ++u) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
+    for (int u = 0; u < U; ++u)
+      acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   }
   T v[U - 1];
 #pragma unroll
@@ -190,7 +197,8 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
     if (i + u * step < len) v[u] = x[i + u * step];
 #pragma unroll
   for (int u = 0; u < U - 1; ++u)
-    if (i + u * step < len) acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
+    if (i + u * step < len)
+      acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + i + u * step));
   return acc;
 }
 
@@ -200,18 +208,19 @@ __device__ __forceinline__ Acc strided_segment_fold(Acc acc, const T* __restrict
 /// that knows it passes (fewer instructions).
 template <class Op, class Acc, int U = segment_unroll, class T, class I = std::int64_t>
 __device__ __forceinline__ Acc warp_segment_reduce(const T* __restrict__ x, I len, unsigned lane = lane_id()) {
-  const Acc acc = strided_segment_fold<Op, Acc, U>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane), len, I{warp_size});
+  const Acc acc =
+      strided_segment_fold<Op, Acc, U>(detail::op_identity<Op, Acc>(), x, static_cast<I>(lane), len, I{warp_size});
   return warp_reduce<Op>(acc);
 }
 
 /// x[0, len) by the calling block: thread t folds x[t], x[t + blockDim], ... in order, then
 /// block_reduce. The result is valid in thread 0. index0: the position of x[0] in its segment (a chunk).
 template <class Op, class Acc, class T>
-__device__ __forceinline__ Acc block_segment_reduce(const T* __restrict__ x, std::int64_t len, BlockReduceStorage<Acc>& tmp,
-                                                    std::int64_t index0 = 0) {
-  const Acc acc = strided_segment_fold<Op, Acc, block_segment_unroll<T>>(detail::op_identity<Op, Acc>(), x,
-                                                                        static_cast<std::int64_t>(block_thread_rank()), len,
-                                                                        static_cast<std::int64_t>(block_size()), index0);
+__device__ __forceinline__ Acc block_segment_reduce(const T* __restrict__ x, std::int64_t len,
+                                                    BlockReduceStorage<Acc>& tmp, std::int64_t index0 = 0) {
+  const Acc acc = strided_segment_fold<Op, Acc, block_segment_unroll<T>>(
+      detail::op_identity<Op, Acc>(), x, static_cast<std::int64_t>(block_thread_rank()), len,
+      static_cast<std::int64_t>(block_size()), index0);
   return block_reduce<Op>(acc, tmp);
 }
 
