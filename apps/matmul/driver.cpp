@@ -26,8 +26,8 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
-#include "tally/ranks/split.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tally/ranks/split.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace tally::matmul {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "exact.hpp"
-#include "tally/common/error.hpp"
-#include "tally/reduce/exact.hpp"
 #include "transpose.hpp"
 #include "tuning_cpu.hpp"
+#include "tally/common/error.hpp"
+#include "tally/reduce/exact.hpp"
 
 namespace tally::matmul {
 namespace {

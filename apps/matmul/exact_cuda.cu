@@ -7,11 +7,11 @@
 #include <type_traits>
 
 #include "exact.hpp"
+#include "tuning.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/error.hpp"
 #include "tally/reduce/device/exact.cuh"
-#include "tuning.cuh"
 
 namespace tally::matmul {
 namespace {

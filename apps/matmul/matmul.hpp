@@ -12,8 +12,8 @@
 
 #include <array>
 #include <cmath>
-#include <cstdint>
 #include <functional>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>

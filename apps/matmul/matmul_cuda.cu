@@ -9,22 +9,22 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
+#include <type_traits>
 #include <vector>
 
 #include "exact.hpp"
 #include "kernels.cuh"
 #include "matmul.hpp"
+#include "tensor_core.cuh"
+#include "tiled_tc.cuh"
+#include "tiled_wgmma.cuh"
+#include "tuning.cuh"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
 #include "tally/common/device_timer.cuh"
 #include "tally/common/error.hpp"
-#include "tensor_core.cuh"
-#include "tiled_tc.cuh"
-#include "tiled_wgmma.cuh"
-#include "tuning.cuh"
 
 namespace tally::matmul {
 namespace {

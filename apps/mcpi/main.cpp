@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <optional>
 #include <span>
+#include <optional>
 #include <string>
 
 #include "mcpi.hpp"
@@ -14,15 +14,15 @@
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
-#include "tally/common/interrupt.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/progress.hpp"
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/common/timing.hpp"
+#include "tally/reduce/backend.hpp"
+#include "tally/common/interrupt.hpp"
 #include "tally/ranks/session.hpp"
 #include "tally/ranks/split.hpp"
-#include "tally/reduce/backend.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "tally/common/interrupt.hpp"
 #include "tally/reduce/reduce.hpp"
+#include "tally/common/interrupt.hpp"
 
 namespace tally::reduce::bench {
 

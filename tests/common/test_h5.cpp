@@ -1,10 +1,10 @@
 // HDF5 writer/reader: round trip of every type, attributes, compression, temp-then-rename.
-#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <system_error>
+#include <unistd.h>
 
 #include "catch.hpp"
 #include "tally/common/error.hpp"

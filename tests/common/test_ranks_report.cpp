@@ -1,7 +1,7 @@
 // The multi-rank summary (group "ranks") round trip, and its checks.
-#include <unistd.h>
 #include <filesystem>
 #include <string>
+#include <unistd.h>
 
 #include "catch.hpp"
 #include "tally/common/h5.hpp"

@@ -1,11 +1,11 @@
 // The host collectives of Comm, the halo exchange on host memory, and the launcher's environment.
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "catch.hpp"
 #include "rank_support.hpp"

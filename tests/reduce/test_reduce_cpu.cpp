@@ -7,10 +7,10 @@
 
 #define TALLY_TEST_BACKEND "cpu"
 using TestBackend = tally::test::CpuBackend;
-#include "dot_checks.hpp"
-#include "exact_checks.hpp"
-#include "mean_checks.hpp"
 #include "reduce_checks.hpp"
+#include "mean_checks.hpp"
+#include "exact_checks.hpp"
+#include "dot_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
 #include "segmented_reducer_checks.hpp"

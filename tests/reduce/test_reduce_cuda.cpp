@@ -9,11 +9,11 @@
 #include <span>
 #include <vector>
 
+#include "tally/common/cuda_check.cuh"
+#include "tally/common/device_buffer.cuh"
 #include "custom_reducers.hpp"
 #include "ladder/ladder.hpp"
 #include "segmented_custom.hpp"
-#include "tally/common/cuda_check.cuh"
-#include "tally/common/device_buffer.cuh"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -57,10 +57,10 @@ struct CudaBackend {
 
 #define TALLY_TEST_BACKEND "cuda"
 using TestBackend = tally::test::CudaBackend;
-#include "dot_checks.hpp"
-#include "exact_checks.hpp"
-#include "mean_checks.hpp"
 #include "reduce_checks.hpp"
+#include "mean_checks.hpp"
+#include "exact_checks.hpp"
+#include "dot_checks.hpp"
 #include "reducer_checks.hpp"
 #include "segmented_checks.hpp"
 #include "segmented_reducer_checks.hpp"

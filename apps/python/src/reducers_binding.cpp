@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
 #include <span>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>

@@ -8,8 +8,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>

@@ -9,8 +9,8 @@
 //   * exact_thread_kernel: many (or very short) outputs: a thread per output, its filter's rare
 //     residuals in a superaccumulator of its own (local memory, only touched when needed).
 #include "instantiate.hpp"
-#include "kernels.cuh"
 #include "tally/common/cuda_check.cuh"
+#include "kernels.cuh"
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/exact_total.cuh"
 

@@ -3,8 +3,8 @@
 // the blocks: the exact sum of the exact products, rounded once, the CPU backend's bits whatever
 // the grid.
 #include "instantiate.hpp"
-#include "kernels.cuh"
 #include "tally/common/cuda_check.cuh"
+#include "kernels.cuh"
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/dot.hpp"
 

@@ -30,15 +30,15 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "inner_lanes.cuh"
-#include "kernel_folds.cuh"
+#include "tally/reduce/detail/launch.cuh"
 #include "plan.hpp"
 #include "tally/common/cuda_check.cuh"
-#include "tally/reduce/detail/launch.cuh"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
 #include "tally/reduce/device/vector.cuh"
 #include "tally/reduce/device/worker.cuh"
+#include "inner_lanes.cuh"
+#include "kernel_folds.cuh"
 
 namespace tally::reduce::detail::cuda {
 

@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "catch.hpp"
+#include "tally/common/error.hpp"
 #include "exact.hpp"
 #include "exact_inputs.hpp"
-#include "tally/common/error.hpp"
 
 using namespace tally::matmul;
 

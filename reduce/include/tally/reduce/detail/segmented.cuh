@@ -32,8 +32,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cub/block/block_scan.cuh>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 
