@@ -8,6 +8,9 @@
 // whose best values differ gets policies of its own beside these, picked by the aliases at the end.
 // A launch constant is part of the launch configuration that a floating-point sum's bits depend on
 // (reduce.hpp): a new value is a new set of bits, recorded again in data/ (tests/checksums).
+// Not here: the device building blocks' own constants (device/*.cuh: segment_unroll,
+// kExactMergeThreads, ...), which fused kernels use without these engines; limits that keep a result
+// exact (kExactMaxPerBlock); and loads in flight that a kernel derives from its element size.
 
 #include <cstdint>
 
