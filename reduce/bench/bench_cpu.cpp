@@ -109,8 +109,7 @@ Report run_cpu(const Options& o) {
     }
   }
   // The exact sum against the ordinary one, on the same threads: float and double arrays. Eigen's
-  // pool goes first: its idle threads spinning beside OpenMP's made the timings erratic (H100 host,
-  // 2026-11-24: the float sum of 2^16 at 2 ms).
+  // pool goes first: its idle threads spinning beside OpenMP's make the timings erratic.
   pool.reset();
   rep.summary.push_back("| exact sum | tally exact | tally ordinary sum | ordinary/exact time |");
   rep.summary.push_back("| --- | --- | --- | --- |");

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "tally/reduce/detail/tuning_cuda.hpp"
+
 #ifdef TALLY_HAS_CUDA
 #include <cuda_runtime_api.h>
 
@@ -40,7 +42,7 @@ Workspace::Workspace(Backend backend) : impl_(std::make_unique<Impl>()) {
     TALLY_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     impl_->tuning.sm_count = sms;
     impl_->tuning.programmatic_launch = major >= 9;
-    impl_->tuning.blocks_per_sm = max_threads_sm / 256;  // kBlock of src/cuda/kernel_folds.cuh
+    impl_->tuning.blocks_per_sm = max_threads_sm / detail::ReducePolicy::block;
     TALLY_CUDA_TRY(cudaMalloc(&impl_->d_result, 16));
 #else
     throw std::invalid_argument("tally::reduce: Workspace(Backend::cuda) in a build without the CUDA backend");

@@ -1,8 +1,10 @@
 # Runs rank_probe (rank_probe.cpp) under the launcher and checks run_ranks' exit paths.
 # -DPROGRAM=<rank_probe> -DLAUNCH=<launcher prefix up to the rank count, ;-list, empty without MPI> -DN=<ranks>
+# expect(MODE RC TEXT [VAR=VALUE...]): rank_probe MODE (in an environment with VAR=VALUE) exits RC
+# ("nonzero": any but 0) and prints TEXT.
 function(expect mode want_rc want_text)
-  execute_process(COMMAND ${LAUNCH} ${PROGRAM} ${mode} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 60)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ARGN} ${LAUNCH} ${PROGRAM} ${mode} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
   if(want_rc STREQUAL "nonzero")
     set(ok_rc FALSE)
     if(rc MATCHES "^[0-9]+$" AND NOT rc EQUAL 0)
@@ -37,4 +39,15 @@ if(N GREATER 1)  # every rank fails alone (not agreed): the first to fail ends t
   expect(nonsense nonzero "error: mode: expected")
 else()
   expect(nonsense 2 "rank_probe: error: mode: expected")
+endif()
+# The setting TALLY_RANK_TRANSPORT: read at start, its values accepted, anything else refused by name.
+expect(setting 0 "rank_probe: TALLY_RANK_TRANSPORT is auto" TALLY_RANK_TRANSPORT=)
+foreach(value auto nccl host)
+  expect(setting 0 "rank_probe: TALLY_RANK_TRANSPORT is ${value}" TALLY_RANK_TRANSPORT=${value})
+endforeach()
+set(_refused "error: TALLY_RANK_TRANSPORT=shm: expected auto, nccl or host")
+if(N GREATER 1)  # every rank refuses before MPI starts: the launcher reports their exit
+  expect(ok nonzero "${_refused}" TALLY_RANK_TRANSPORT=shm)
+else()
+  expect(ok 2 "rank_probe: ${_refused}" TALLY_RANK_TRANSPORT=shm)
 endif()

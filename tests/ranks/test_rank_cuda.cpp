@@ -1,13 +1,14 @@
 // The rank level on device memory: allreduce for every operator and type, the four-level reduce
-// with Backend::cuda, and the device halo exchange. On one GPU (several ranks sharing it) this
-// exercises the host-staged transport ("mpi (host-staged)"); NCCL is exercised where each rank
-// has its own GPU (a multi-GPU machine).
+// with Backend::cuda, and the device halo exchange, through the transport TALLY_RANK_TRANSPORT asks
+// for: on one GPU (several ranks sharing it) host-staged MPI by default, NCCL through sockets with
+// TALLY_RANK_TRANSPORT=nccl (scripts/gpu-check.sh runs both); NCCL where each rank has its own GPU.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <span>
+#include <string>
 
 #include "catch.hpp"
 #include "instantiate.hpp"
@@ -30,9 +31,10 @@ cudaStream_t stream() {
     c.use_device(c.pick_device(), nullptr);
     cudaStream_t st = nullptr;
     TALLY_CUDA_TRY(cudaStreamCreate(&st));
+    const std::string t = c.transport(Memory::device);
     if (c.is_root())
-      std::printf("%d ranks, device transport: %s%s\n", c.size(), c.transport(Memory::device).c_str(),
-                  c.shares_device() ? " (ranks share a GPU)" : "");
+      std::printf("%d ranks, device transport: %s%s\n", c.size(), t.c_str(),
+                  c.shares_device() && t.find("share") == std::string::npos ? " (ranks share a GPU)" : "");
     return st;
   }();
   return s;
@@ -54,6 +56,26 @@ void check_device_allreduce(std::size_t n, std::uint64_t salt, bool in_place) {
 }
 
 }  // namespace
+
+TEST_CASE("device transport: the one TALLY_RANK_TRANSPORT asks for") {
+  stream();  // use_device
+  const Comm& c = world();
+  const std::string t = c.transport(Memory::device);
+  INFO("TALLY_RANK_TRANSPORT=" << to_string(rank_transport()) << ", " << c.size() << " ranks"
+                               << (c.shares_device() ? ", sharing a GPU" : "") << ": " << t);
+  if (c.size() == 1) {
+    CHECK(t == "none");
+    return;
+  }
+  const std::string nccl = c.shares_device() ? "nccl (sockets: ranks share a GPU)" : "nccl";
+  switch (rank_transport()) {
+    case RankTransport::nccl: CHECK(t == nccl); break;
+    case RankTransport::host: CHECK(t == "mpi (host-staged)"); break;
+    case RankTransport::automatic:
+      CHECK(t == (nccl_built() && !c.shares_device() ? nccl : std::string("mpi (host-staged)")));
+      break;
+  }
+}
 
 TEST_CASE("device allreduce: every operator and type, rank-ordered, bitwise") {
   std::uint64_t salt = 500;

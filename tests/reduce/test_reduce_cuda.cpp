@@ -14,6 +14,7 @@
 #include "custom_reducers.hpp"
 #include "ladder/ladder.hpp"
 #include "segmented_custom.hpp"
+#include "tally/reduce/detail/tuning_cuda.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::test {
@@ -286,13 +287,14 @@ TEST_CASE("cuda: the exact sum of more than 2^31 floats", "[reduce][exact][large
 
 TEST_CASE("cuda: the exact sum of small grids (a batch a thread or less) is the exact sum correctly rounded",
           "[reduce][exact]") {
-  // The flat kernel's small grids (less than a wave: each thread one batch of kUnroll 16-byte
+  // The flat kernel's small grids (less than a wave: each thread one batch of ReducePolicy::unroll 16-byte
   // vectors, the plain loop) around their edges, with ragged ends: wide values, cancellation and
   // specials, against the independent reference.
   Workspace ws(Backend::cuda);
   std::uint64_t salt = 9600;
   for_each_pair([&]<class T, class Out>() {
-    constexpr std::size_t blk = 256 * 16 / sizeof(T) * 4;  // one block's batch of inputs
+    using tally::reduce::detail::ReducePolicy;
+    constexpr std::size_t blk = ReducePolicy::block * 16 / sizeof(T) * ReducePolicy::unroll;  // a block's batch
     const T big = std::is_same_v<T, float> ? T(1e30f) : T(1e300);
     // Values the bins take whole (the tail's path where a block's shared words are all zero), and
     // the same with strays (2^-60 and 2^80 scaled) that leave residues in some blocks' shared limbs.

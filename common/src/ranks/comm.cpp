@@ -2,6 +2,7 @@
 // set on the world communicator by RankSession). A Comm without Impl is one rank: every call local.
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -56,6 +57,26 @@ int mpi_count(std::size_t n, const char* what) {
 
 using rank_detail::mpi_count;
 
+namespace {
+
+/// Before the first NCCL call of a rank whose GPU another rank shares: a host id of its own, so that
+/// NCCL takes the ranks for separate hosts and connects them through its socket transport instead of
+/// refusing them; with every rank on one node, through the loopback interface and without
+/// InfiniBand, unless the user chose otherwise.
+[[maybe_unused]] void nccl_as_separate_hosts(int rank, bool one_node) {
+  const auto set = [](const char* name, const std::string& value, bool replace) {
+    if (::setenv(name, value.c_str(), replace ? 1 : 0) != 0)
+      throw Error(std::string("setenv(") + name + ") failed: " + std::strerror(errno));
+  };
+  set("NCCL_HOSTID", "tally-rank-" + std::to_string(rank), true);
+  if (one_node) {
+    set("NCCL_SOCKET_IFNAME", "lo", false);
+    set("NCCL_IB_DISABLE", "1", false);
+  }
+}
+
+}  // namespace
+
 void* Comm::Impl::DeviceBuffer::grow(std::size_t need) {
   if (bytes < need) {
     rank_detail::device_free(p);  // cudaFree waits for work still using the old buffer
@@ -73,9 +94,13 @@ Comm::Impl::~Impl() {
   for (DeviceBuffer* b : {&device_gathered, &device_caller})
     if (b->p) rank_detail::device_free(b->p);
 #ifdef TALLY_HAS_MPI
+  // A destructor's path: a failure is reported, not thrown.
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && local != MPI_COMM_NULL) MPI_Comm_free(&local);
+  if (const int rc = MPI_Finalized(&finalized); rc != MPI_SUCCESS)
+    std::fprintf(stderr, "tally: MPI_Finalized failed (MPI error %d)\n", rc);
+  else if (!finalized && local != MPI_COMM_NULL)
+    if (const int rc2 = MPI_Comm_free(&local); rc2 != MPI_SUCCESS)
+      std::fprintf(stderr, "tally: MPI_Comm_free failed (MPI error %d)\n", rc2);
 #endif
 }
 
@@ -119,10 +144,14 @@ void Comm::use_device(int device, [[maybe_unused]] stream_t stream) {
     throw std::invalid_argument("use_device: device " + std::to_string(device) + " after device " +
                                 std::to_string(impl_->device) + " (the transport is set up once per communicator)");
   }
+  const RankTransport setting = rank_transport();
+  if (setting == RankTransport::nccl && !nccl_built() && impl_->size > 1)
+    throw std::invalid_argument(
+        "TALLY_RANK_TRANSPORT=nccl: this build has no NCCL (configure with TALLY_NCCL=ON); use auto or host");
   impl_->device = device;
   impl_->device_set = true;
 #ifdef TALLY_HAS_MPI
-  // Ranks of this node on the same device: NCCL refuses two ranks on one GPU, so those stage through the host.
+  // Ranks of a node on the same device: NCCL refuses two ranks on one GPU of one host.
   std::vector<int> devices(impl_->local_size);
   TALLY_MPI_CHECK(MPI_Allgather(&device, 1, MPI_INT, devices.data(), 1, MPI_INT, impl_->local));
   std::sort(devices.begin(), devices.end());
@@ -130,7 +159,9 @@ void Comm::use_device(int device, [[maybe_unused]] stream_t stream) {
   TALLY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, impl_->world));
   impl_->shares_device = shared != 0;
 #ifdef TALLY_HAS_NCCL
-  if (impl_->size > 1 && !impl_->shares_device) {
+  const bool nccl = setting == RankTransport::nccl || (setting == RankTransport::automatic && !impl_->shares_device);
+  if (impl_->size > 1 && nccl) {
+    if (impl_->shares_device) nccl_as_separate_hosts(impl_->rank, impl_->local_size == impl_->size);
     std::vector<char> id = impl_->rank == 0 ? rank_detail::nccl_unique_id() : std::vector<char>();
     int id_size = static_cast<int>(id.size());
     TALLY_MPI_CHECK(MPI_Bcast(&id_size, 1, MPI_INT, 0, impl_->world));
@@ -145,7 +176,8 @@ void Comm::use_device(int device, [[maybe_unused]] stream_t stream) {
 std::string Comm::transport(Memory where) const {
   if (size() == 1) return "none";
   if (where == Memory::host) return "mpi";
-  return impl_->nccl ? "nccl" : "mpi (host-staged)";
+  if (!impl_->nccl) return "mpi (host-staged)";
+  return impl_->shares_device ? "nccl (sockets: ranks share a GPU)" : "nccl";
 }
 
 void Comm::barrier() const {

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "ranks/impl.hpp"
@@ -79,7 +80,10 @@ void* nccl_init(int nranks, const std::vector<char>& id, int rank) {
 }
 
 void nccl_destroy(void* comm) noexcept {
-  if (comm) ncclCommDestroy(static_cast<ncclComm_t>(comm));  // a destructor's path: nothing to report to
+  if (!comm) return;
+  // A destructor's path: a failure is reported, not thrown.
+  if (const ncclResult_t rc = ncclCommDestroy(static_cast<ncclComm_t>(comm)); rc != ncclSuccess)
+    std::fprintf(stderr, "tally: ncclCommDestroy failed: %s\n", ncclGetErrorString(rc));
 }
 
 void nccl_allgather(void* comm, const void* send, void* recv, std::size_t count, DType t, stream_t stream) {
@@ -110,7 +114,7 @@ void nccl_exchange(void* comm, const void* to_prev, void* from_prev, int prev, s
       TALLY_NCCL_CHECK(ncclSend(to_next, n_next, type, next, c, stream));
     }
   } catch (...) {
-    ncclGroupEnd();  // close the group before reporting
+    ncclGroupEnd();  // closes the group before the first failure is reported (a second one adds nothing)
     throw;
   }
   TALLY_NCCL_CHECK(ncclGroupEnd());

@@ -1,9 +1,11 @@
-// The process frame of the rank runtime (session.hpp): the launcher's environment, RankSession (MPI
-// for the life of the process) and run_ranks (main() of a multi-rank app).
+// The process frame of the rank runtime (session.hpp): the launcher's environment and the
+// TALLY_RANK_TRANSPORT setting, RankSession (MPI for the life of the process) and run_ranks (main()
+// of a multi-rank app).
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "ranks/impl.hpp"
@@ -33,6 +35,27 @@ int env_count(const char* name) {
 }
 
 }  // namespace
+
+RankTransport rank_transport() {
+  static const RankTransport setting = [] {
+    const char* v = std::getenv("TALLY_RANK_TRANSPORT");
+    const std::string value = v ? v : "";
+    if (value.empty() || value == "auto") return RankTransport::automatic;
+    if (value == "nccl") return RankTransport::nccl;
+    if (value == "host") return RankTransport::host;
+    throw std::invalid_argument("TALLY_RANK_TRANSPORT=" + value +
+                                ": expected auto, nccl or host (what device buffers travel by between ranks)");
+  }();
+  return setting;
+}
+
+const char* to_string(RankTransport t) {
+  switch (t) {
+    case RankTransport::nccl: return "nccl";
+    case RankTransport::host: return "host";
+    default: return "auto";
+  }
+}
 
 int launcher_world_size() {
   // OpenMPI (mpiexec/mpirun, and srun with OpenMPI's PMIx): OMPI_COMM_WORLD_SIZE. MPICH/Hydra, Intel
@@ -65,6 +88,7 @@ std::unique_ptr<Comm::Impl> world_impl() {
 #endif
 
 RankSession::RankSession([[maybe_unused]] int& argc, [[maybe_unused]] char**& argv) {
+  (void)rank_transport();  // the process's one reading of the setting: a bad value ends it here
 #ifdef TALLY_HAS_MPI
   // A plain ./app (no launcher) is today's program: no MPI start-up at all.
   if (launcher_world_size() <= 1 && !launcher_present()) return;
@@ -81,7 +105,9 @@ RankSession::RankSession([[maybe_unused]] int& argc, [[maybe_unused]] char**& ar
 RankSession::~RankSession() {
   world_ = Comm();  // NCCL and the node communicator go before MPI_Finalize
 #ifdef TALLY_HAS_MPI
-  if (finalize_) MPI_Finalize();
+  if (finalize_)
+    if (const int rc = MPI_Finalize(); rc != MPI_SUCCESS)
+      std::fprintf(stderr, "tally: MPI_Finalize failed (MPI error %d)\n", rc);  // a destructor's path
 #endif
 }
 

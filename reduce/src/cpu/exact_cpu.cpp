@@ -20,6 +20,7 @@
 #include "plan.hpp"
 #include "tally/reduce/detail/exact.hpp"
 #include "tally/reduce/detail/exact_bins.hpp"
+#include "tally/reduce/detail/tuning_cpu.hpp"
 
 #ifndef TALLY_CPU_ISA
 #define TALLY_CPU_ISA base
@@ -36,17 +37,11 @@ using exact::Bins;
 using exact::bin_m_bits;
 using exact::result_of;
 
-constexpr std::int64_t grain = std::int64_t{1} << 14;         // elements: least work worth a task of its own
-constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
-constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // elements: below this, no thread team
-constexpr int lanes = 16;  // filters per task (hi and lo: 4 AVX2 or 2 AVX-512 registers each)
 #if defined(__AVX512F__)
 constexpr int vw = 8;  // doubles per vector register
 #else
 constexpr int vw = 4;  // AVX2 (the baseline build splits each into SSE2 pairs)
 #endif
-constexpr std::int64_t short_seg = 64;  // segments up to this long: one scalar filter, no accumulator
-constexpr int col_block = 64;           // outer family: columns per task (each with a filter and an accumulator)
 constexpr std::int64_t renorm_every = std::int64_t{1} << 30;  // flushes between normalisations (limit 2^31)
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -71,7 +66,7 @@ struct Sink {
 template <int W, class T, class SinkOf>
 inline void fold_block(const T* __restrict x, int w, double* __restrict hi, double* __restrict lo, SinkOf&& sink_of) {
   const int n = W > 0 ? W : w;
-  double nh[lanes], nl[lanes], res[lanes];
+  double nh[ExactCpuPolicy::lanes], nl[ExactCpuPolicy::lanes], res[ExactCpuPolicy::lanes];
   long long bad = 0, nz = 0;
 #pragma omp simd reduction(| : bad, nz)
   for (int l = 0; l < n; ++l) {
@@ -157,7 +152,6 @@ struct BinTraits<double> {
   static constexpr int W = bin_bytes / 8;
   static constexpr int chunk = 256 * W;  // at most 16 KB: 256 per lane, |lane sum| <= 2^59, |chunk sum| <= 2^62
 };
-constexpr std::int64_t bin_min = 256;  // runs shorter than this: the filters alone
 
 __extension__ typedef __int128 int128;  // (__extension__: GCC's own types, under -Wpedantic)
 __extension__ typedef unsigned __int128 uint128;
@@ -271,13 +265,13 @@ struct Binned {
 /// A task's filters over one run of contiguous values, all into one accumulator.
 template <class T>
 struct LaneFilters {
-  double hi[lanes], lo[lanes];
-  LaneFilters() { std::fill(hi, hi + lanes, -0.0), std::fill(lo, lo + lanes, 0.0); }
+  double hi[ExactCpuPolicy::lanes], lo[ExactCpuPolicy::lanes];
+  LaneFilters() { std::fill(hi, hi + ExactCpuPolicy::lanes, -0.0), std::fill(lo, lo + ExactCpuPolicy::lanes, 0.0); }
   Binned<T> bins;  // the runs long enough to bin (fold below); the filters take the rest
   /// n contiguous values: binned chunk by chunk where that is exact and cheaper, the rest (the tail,
   /// chunks binning cannot take, the binning's rare non-zero remainders) through the filters.
   void fold(const T* __restrict x, std::int64_t n, Sink<T>& sink) {
-    if (n < bin_min) return fold_filters(x, n, sink);
+    if (n < ExactCpuPolicy::bin_min) return fold_filters(x, n, sink);
     const auto filters = [this, &sink](const T* v, std::int64_t m) { fold_filters(v, m, sink); };
     std::int64_t i = 0;
     for (; i + BinTraits<T>::W <= n;) {
@@ -300,13 +294,13 @@ struct LaneFilters {
     using vd = double __attribute__((vector_size(8 * vw)));
     using vf = float __attribute__((vector_size(4 * vw)));
     using vm = long long __attribute__((vector_size(8 * vw)));
-    constexpr int R = lanes / vw;
-    static_assert(R * vw == lanes);
+    constexpr int R = ExactCpuPolicy::lanes / vw;
+    static_assert(R * vw == ExactCpuPolicy::lanes);
     constexpr bool is_float = std::is_same_v<T, float>;
     vd H[R], O[R];
     std::memcpy(H, hi, sizeof H), std::memcpy(O, lo, sizeof O);
     std::int64_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
+    for (; i + ExactCpuPolicy::lanes <= n; i += ExactCpuPolicy::lanes) {
       vd S[R], L[R];
       vm flag = {};
       for (int k = 0; k < R; ++k) {
@@ -344,7 +338,7 @@ struct LaneFilters {
         continue;
       }
       std::memcpy(hi, H, sizeof H), std::memcpy(lo, O, sizeof O);
-      fold_block<lanes, T>(x + i, lanes, hi, lo, one);
+      fold_block<ExactCpuPolicy::lanes, T>(x + i, ExactCpuPolicy::lanes, hi, lo, one);
       std::memcpy(H, hi, sizeof H), std::memcpy(O, lo, sizeof O);
     }
     std::memcpy(hi, H, sizeof H), std::memcpy(lo, O, sizeof O);
@@ -354,7 +348,7 @@ struct LaneFilters {
   void drain(Sink<T>& sink) {
     if (!sink.used) sink.acc->clear(), sink.used = true;
     bins.drain(sink);
-    for (int l = 0; l < lanes; ++l) {
+    for (int l = 0; l < ExactCpuPolicy::lanes; ++l) {
       Filter f{hi[l], lo[l]};
       f.flush_into(*sink.acc);
     }
@@ -390,7 +384,7 @@ template <class T, class Out>
 Out inner_output(const Plan& p, const T* base, Accumulator<T>& acc) {
   const std::int64_t per = p.per_output();
   Sink<T> sink{&acc};
-  if (per <= short_seg) {  // one filter: mostly no accumulator at all
+  if (per <= ExactCpuPolicy::short_seg) {  // one filter: mostly no accumulator at all
     Filter f;
     RowCursor q(p, 0);
     for (std::int64_t r = 0; r < p.rows; ++r, q.next(p)) {
@@ -409,9 +403,9 @@ Out inner_output(const Plan& p, const T* base, Accumulator<T>& acc) {
 template <class T, class Out>
 void exact_inner(const Plan& p, const T* in, Out* out) {
   const std::int64_t per = p.per_output();
-  const bool team = p.n_out * per >= serial_below;
-  if (p.n_out >= target_tasks || per <= 2 * grain) {
-    const std::int64_t ob = std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
+  const bool team = p.n_out * per >= ExactCpuPolicy::serial_below;
+  if (p.n_out >= ExactCpuPolicy::target_tasks || per <= 2 * ExactCpuPolicy::grain) {
+    const std::int64_t ob = std::max<std::int64_t>(1, ExactCpuPolicy::grain / std::max<std::int64_t>(per, 1));
 #pragma omp parallel for schedule(static) if (team)
     for (std::int64_t t = 0; t < ceil_div(p.n_out, ob); ++t) {
       Accumulator<T> acc;
@@ -421,7 +415,8 @@ void exact_inner(const Plan& p, const T* in, Out* out) {
     return;
   }
   // Few long outputs: fixed chunks, each into an accumulator of its own, merged per output.
-  const std::int64_t split = std::min(ceil_div(per, grain), ceil_div(target_tasks, p.n_out));
+  const std::int64_t split =
+      std::min(ceil_div(per, ExactCpuPolicy::grain), ceil_div(ExactCpuPolicy::target_tasks, p.n_out));
   const std::int64_t chunk = ceil_div(per, split);
   const std::int64_t nchunks = ceil_div(per, chunk);
   std::vector<Accumulator<T>> part(static_cast<std::size_t>(p.n_out * nchunks));
@@ -445,9 +440,9 @@ void exact_inner(const Plan& p, const T* in, Out* out) {
 /// Rows [q0, q1) of slab b, columns [c0, c0 + w): a filter and a (lazily cleared) accumulator per column.
 template <class T>
 struct ColumnTask {
-  double hi[col_block], lo[col_block];
-  Accumulator<T> acc[col_block];
-  Sink<T> sink[col_block];
+  double hi[ExactCpuPolicy::col_block], lo[ExactCpuPolicy::col_block];
+  Accumulator<T> acc[ExactCpuPolicy::col_block];
+  Sink<T> sink[ExactCpuPolicy::col_block];
   int w;
   ColumnTask(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, int w_, std::int64_t q0, std::int64_t q1)
       : w(w_) {
@@ -457,9 +452,10 @@ struct ColumnTask {
     RowCursor q(p, q0);
     for (std::int64_t r = q0; r < q1; ++r, q.next(p)) {
       const T* row = slab + q.offset(p);
-      for (int c = 0; c < w; c += lanes) {
+      for (int c = 0; c < w; c += ExactCpuPolicy::lanes) {
         const auto of = [this, c](int l) -> Sink<T>& { return sink[c + l]; };
-        if (c + lanes <= w) fold_block<lanes, T>(row + c, lanes, hi + c, lo + c, of);
+        if (c + ExactCpuPolicy::lanes <= w)
+          fold_block<ExactCpuPolicy::lanes, T>(row + c, ExactCpuPolicy::lanes, hi + c, lo + c, of);
         else fold_block<0, T>(row + c, w - c, hi + c, lo + c, of);
       }
     }
@@ -482,13 +478,13 @@ struct ColumnTask {
 
 template <class T, class Out>
 void exact_outer(const Plan& p, const T* in, Out* out) {
-  const std::int64_t cw = std::min<std::int64_t>(p.nc, col_block);
+  const std::int64_t cw = std::min<std::int64_t>(p.nc, ExactCpuPolicy::col_block);
   const std::int64_t ncb = ceil_div(p.nc, cw);
   const std::int64_t units = p.nb * ncb;
-  const bool team = p.nb * p.nc * p.rows >= serial_below;
+  const bool team = p.nb * p.nc * p.rows >= ExactCpuPolicy::serial_below;
   std::int64_t nrb = 1;
-  if (units < target_tasks && p.rows * cw > 2 * grain)
-    nrb = std::min(ceil_div(p.rows * cw, grain), ceil_div(target_tasks, units));
+  if (units < ExactCpuPolicy::target_tasks && p.rows * cw > 2 * ExactCpuPolicy::grain)
+    nrb = std::min(ceil_div(p.rows * cw, ExactCpuPolicy::grain), ceil_div(ExactCpuPolicy::target_tasks, units));
   const std::int64_t rb_rows = ceil_div(p.rows, nrb);
   nrb = ceil_div(p.rows, rb_rows);
   if (nrb == 1) {

@@ -8,16 +8,14 @@
 #include <cstdint>
 
 #include "tally/reduce/detail/exact.hpp"
+#include "tally/reduce/detail/tuning_cpu.hpp"
 #include "tally/reduce/dot.hpp"
 
 namespace tally::reduce::detail {
 
 namespace {
 
-constexpr std::int64_t chunk = std::int64_t{1} << 15;         // elements per scheduling unit
-constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // no thread team below this
 constexpr std::int64_t renorm_every = std::int64_t{1} << 28;  // flushes between normalisations (limit 2^31)
-constexpr int ways = 4;                                       // filters per thread
 
 template <class P>
 struct Sink {
@@ -42,20 +40,20 @@ void exact_dot_cpu(const T* a, const T* b, std::int64_t n, Out* out) {
   }
   exact::Accumulator<P> total;
   total.clear();
-  const std::int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel if (n >= serial_below)
+  const std::int64_t chunks = (n + ExactCpuPolicy::dot_chunk - 1) / ExactCpuPolicy::dot_chunk;
+#pragma omp parallel if (n >= ExactCpuPolicy::serial_below)
   {
     exact::Accumulator<P> acc;
     acc.clear();
     Sink<P> sink{&acc};
-    exact::Filter f[ways];
+    exact::Filter f[ExactCpuPolicy::dot_ways];
     bool seen = false;
 #pragma omp for schedule(static) nowait
     for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t i0 = c * chunk, i1 = std::min(n, i0 + chunk);
+      const std::int64_t i0 = c * ExactCpuPolicy::dot_chunk, i1 = std::min(n, i0 + ExactCpuPolicy::dot_chunk);
       std::int64_t i = i0;
-      for (; i + ways <= i1; i += ways)
-        for (int w = 0; w < ways; ++w) f[w].add_product(a[i + w], b[i + w], sink);
+      for (; i + ExactCpuPolicy::dot_ways <= i1; i += ExactCpuPolicy::dot_ways)
+        for (int w = 0; w < ExactCpuPolicy::dot_ways; ++w) f[w].add_product(a[i + w], b[i + w], sink);
       for (; i < i1; ++i) f[0].add_product(a[i], b[i], sink);
       seen = true;
     }

@@ -20,6 +20,7 @@
 #include "instantiate.hpp"
 #include "isa.hpp"
 #include "plan.hpp"
+#include "tally/reduce/detail/tuning_cpu.hpp"
 
 #ifndef TALLY_CPU_ISA
 #define TALLY_CPU_ISA base
@@ -29,21 +30,15 @@ namespace tally::reduce::detail::TALLY_CPU_ISA {
 
 namespace {
 
-constexpr std::int64_t grain = std::int64_t{1} << 14;         // elements: least work worth a task of its own
-constexpr std::int64_t target_tasks = 256;                    // a long reduction is split into about this many tasks
-constexpr std::int64_t serial_below = std::int64_t{1} << 16;  // elements: below this, no thread team
-constexpr int lanes = 16;  // interleaved accumulators: 4 SSE registers of floats hide the add latency (32: no faster)
-constexpr std::int64_t col_block = 2048;  // outer family: columns per task (8-16 KB of partials; 512 measured slower)
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 template <class Op, class Acc>
 struct LaneAcc {
-  std::array<Acc, lanes> v;
+  std::array<Acc, ReduceCpuPolicy::lanes> v;
   LaneAcc() { v.fill(Op::template identity<Acc>()); }
   // Folds lanes l, l + period, l + 2 period, ... (in that order) into column l of `acc`.
   void combine_into(Acc* acc, int period) const {
-    for (int l = 0; l < lanes; ++l)
+    for (int l = 0; l < ReduceCpuPolicy::lanes; ++l)
       acc[l % period] = Op::template combine<Acc>(acc[l % period], v[static_cast<unsigned>(l)]);
   }
 };
@@ -56,20 +51,20 @@ inline constexpr bool is_fp_maxmin = std::is_floating_point_v<Acc> &&
 template <class Op, class T, class Acc>
 inline void fold_lanes(const T* __restrict x, std::int64_t n, LaneAcc<Op, Acc>& a) {
   Acc* __restrict part = a.v.data();
-  const std::int64_t body = n - n % lanes;
+  const std::int64_t body = n - n % ReduceCpuPolicy::lanes;
   if constexpr (is_fp_maxmin<Op, Acc>) {
     // The NaN-propagating join costs a compare-or-blend chain per step. Instead: a plain
     // part = (part > x ? part : x), one maxps/minps into the accumulator's own register, which a
     // NaN x replaces (and the next x overwrites), and, off the dependency chain, a sticky NaN mask
     // that tests the accumulators just written, one unordered compare for lanes l and l + lanes/2,
     // applied to both lanes at the end. Testing the accumulators instead of the inputs spares SSE a
-    // second load of every input (measured 20-25% faster in cache). Lanes l and l + lanes/2 always
-    // end in the same output (outer_rows' packed path needs nc to divide lanes/2).
-    constexpr int H = lanes / 2;
+    // second load of every input. Lanes l and l + lanes/2 always end in the same output (outer_rows'
+    // packed path needs nc to divide lanes/2).
+    constexpr int H = ReduceCpuPolicy::lanes / 2;
     using Mask = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
     Mask nan[H];  // seeded from the incoming lanes: a NaN there would be overwritten, not kept
     for (int l = 0; l < H; ++l) nan[l] = __builtin_isunordered(part[l], part[l + H]) ? Mask(-1) : Mask(0);
-    for (std::int64_t i = 0; i < body; i += lanes) {
+    for (std::int64_t i = 0; i < body; i += ReduceCpuPolicy::lanes) {
 #pragma omp simd
       for (int l = 0; l < H; ++l) {
         const Acc u = static_cast<Acc>(x[i + l]), v = static_cast<Acc>(x[i + l + H]);
@@ -86,9 +81,10 @@ inline void fold_lanes(const T* __restrict x, std::int64_t n, LaneAcc<Op, Acc>& 
     for (int l = 0; l < H; ++l)
       if (nan[l] != 0) part[l] = part[l + H] = std::numeric_limits<Acc>::quiet_NaN();
   } else {
-    for (std::int64_t i = 0; i < body; i += lanes) {
+    for (std::int64_t i = 0; i < body; i += ReduceCpuPolicy::lanes) {
 #pragma omp simd
-      for (int l = 0; l < lanes; ++l) part[l] = Op::template combine<Acc>(part[l], static_cast<Acc>(x[i + l]));
+      for (int l = 0; l < ReduceCpuPolicy::lanes; ++l)
+        part[l] = Op::template combine<Acc>(part[l], static_cast<Acc>(x[i + l]));
     }
   }
   for (std::int64_t i = body; i < n; ++i)
@@ -146,7 +142,6 @@ void inner_short(const T* __restrict in, std::int64_t stride, std::int64_t n, st
 // vector extent): reducing output by output would touch a cache line per row per output, so the
 // block of outputs walks the rows once, in row order, each row adding its segments to the outputs.
 constexpr std::int64_t row_wise_max_n = 64;
-constexpr std::int64_t row_wise_block = 2048;  // outputs per task (narrower blocks measured 2x slower)
 
 // Rows [q0, q1) into out[o0, o1).
 template <class Op, class T, class Acc, int N>
@@ -176,13 +171,14 @@ bool row_wise(const Plan& p) { return p.rows > 1 && p.n <= row_wise_max_n && p.k
 // combined in chunk order. The cut depends on the problem alone, so results stay thread-independent.
 template <class Op, class T, class Acc>
 void reduce_row_wise_split(const Plan& p, const T* in, Acc* out, std::int64_t nob, bool team) {
-  const std::int64_t rchunk = ceil_div(p.rows, std::min(p.rows, ceil_div(target_tasks, nob)));
+  const std::int64_t rchunk = ceil_div(p.rows, std::min(p.rows, ceil_div(ReduceCpuPolicy::target_tasks, nob)));
   const std::int64_t nrc = ceil_div(p.rows, rchunk);
   std::vector<Acc> partial(static_cast<std::size_t>(nrc * p.n_out));
 #pragma omp parallel for schedule(static) if (team)
   for (std::int64_t t = 0; t < nob * nrc; ++t) {
     const std::int64_t ob = t / nrc, rc = t % nrc;
-    row_wise_rows<Op, T, Acc>(p, in, ob * row_wise_block, std::min(p.n_out, (ob + 1) * row_wise_block),
+    row_wise_rows<Op, T, Acc>(p, in, ob * ReduceCpuPolicy::row_wise_block,
+                              std::min(p.n_out, (ob + 1) * ReduceCpuPolicy::row_wise_block),
                               partial.data() + rc * p.n_out, rc * rchunk, std::min(p.rows, (rc + 1) * rchunk));
   }
 #pragma omp parallel for schedule(static) if (team)
@@ -222,13 +218,14 @@ void inner_outputs(const Plan& p, const T* in, std::int64_t o0, std::int64_t o1,
 template <class Op, class T, class Acc>
 void reduce_inner(const Plan& p, const T* in, Acc* out) {
   const std::int64_t per = p.per_output();
-  const bool team = p.n_out * per >= serial_below;
-  if (p.n_out >= target_tasks || per <= 2 * grain) {
+  const bool team = p.n_out * per >= ReduceCpuPolicy::serial_below;
+  if (p.n_out >= ReduceCpuPolicy::target_tasks || per <= 2 * ReduceCpuPolicy::grain) {
     // Enough outputs to go round: blocks of whole outputs, at least `grain` elements each.
-    const std::int64_t ob =
-        row_wise(p) ? row_wise_block : std::max<std::int64_t>(1, grain / std::max<std::int64_t>(per, 1));
+    const std::int64_t ob = row_wise(p)
+                                ? ReduceCpuPolicy::row_wise_block
+                                : std::max<std::int64_t>(1, ReduceCpuPolicy::grain / std::max<std::int64_t>(per, 1));
     const std::int64_t nblocks = ceil_div(p.n_out, ob);
-    if (row_wise(p) && team && nblocks < target_tasks / 4)
+    if (row_wise(p) && team && nblocks < ReduceCpuPolicy::target_tasks / 4)
       return reduce_row_wise_split<Op, T, Acc>(p, in, out, nblocks, team);
 #pragma omp parallel for schedule(static) if (team)
     for (std::int64_t t = 0; t < nblocks; ++t)
@@ -237,11 +234,12 @@ void reduce_inner(const Plan& p, const T* in, Acc* out) {
   }
   // Few long outputs: each is cut into `split` fixed chunks; partials combined in chunk order.
   // n_out < target_tasks, split <= ceil(target_tasks / n_out): fewer than 2 * target_tasks partials.
-  const std::int64_t split = std::min(ceil_div(per, grain), ceil_div(target_tasks, p.n_out));
-  const std::int64_t chunk = ceil_div(ceil_div(per, split), lanes) * lanes;
+  const std::int64_t split =
+      std::min(ceil_div(per, ReduceCpuPolicy::grain), ceil_div(ReduceCpuPolicy::target_tasks, p.n_out));
+  const std::int64_t chunk = ceil_div(ceil_div(per, split), ReduceCpuPolicy::lanes) * ReduceCpuPolicy::lanes;
   const std::int64_t nchunks = ceil_div(per, chunk);
   const std::int64_t tasks = p.n_out * nchunks;
-  std::array<Acc, 2 * target_tasks> partial;
+  std::array<Acc, 2 * ReduceCpuPolicy::target_tasks> partial;
 #pragma omp parallel for schedule(static) if (team)
   for (std::int64_t t = 0; t < tasks; ++t) {
     const std::int64_t o = t / nchunks, c = t % nchunks;
@@ -287,7 +285,7 @@ void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std
   for (std::int64_t c = 0; c < w; ++c) acc[c] = Op::template identity<Acc>();
   const T* slab = in + b * p.sb + c0;
   RowCursor q(p, q0);
-  if (w == p.nc && p.r_s2 == p.nc && (lanes / 2) % p.nc == 0) {
+  if (w == p.nc && p.r_s2 == p.nc && (ReduceCpuPolicy::lanes / 2) % p.nc == 0) {
     // Narrow packed rows (nc = 2, 4, 8): a run of rows is one contiguous stretch whose element i
     // belongs to column i mod nc; fold it into lanes (lane l -> column l mod nc), runs in order.
     for (std::int64_t r = q0; r < q1;) {
@@ -311,14 +309,14 @@ void outer_rows(const Plan& p, const T* in, std::int64_t b, std::int64_t c0, std
 
 template <class Op, class T, class Acc>
 void reduce_outer(const Plan& p, const T* in, Acc* out) {
-  const std::int64_t cw = std::min(p.nc, col_block);
+  const std::int64_t cw = std::min(p.nc, ReduceCpuPolicy::col_block);
   const std::int64_t ncb = ceil_div(p.nc, cw);
   const std::int64_t units = p.nb * ncb;  // (slab, column block) pairs
-  const bool team = p.nb * p.nc * p.rows >= serial_below;
+  const bool team = p.nb * p.nc * p.rows >= ReduceCpuPolicy::serial_below;
   // Split the rows only when the (slab, column block) pairs are too few to go round.
   std::int64_t nrb = 1;
-  if (units < target_tasks && p.rows * cw > 2 * grain)
-    nrb = std::min(ceil_div(p.rows * cw, grain), ceil_div(target_tasks, units));
+  if (units < ReduceCpuPolicy::target_tasks && p.rows * cw > 2 * ReduceCpuPolicy::grain)
+    nrb = std::min(ceil_div(p.rows * cw, ReduceCpuPolicy::grain), ceil_div(ReduceCpuPolicy::target_tasks, units));
   const std::int64_t rb_rows = ceil_div(p.rows, nrb);
   nrb = ceil_div(p.rows, rb_rows);
 
@@ -326,7 +324,7 @@ void reduce_outer(const Plan& p, const T* in, Acc* out) {
 #pragma omp parallel for schedule(static) if (team)
     for (std::int64_t t = 0; t < units; ++t) {
       const std::int64_t b = t / ncb, c0 = (t % ncb) * cw;
-      Acc acc[col_block];
+      Acc acc[ReduceCpuPolicy::col_block];
       const std::int64_t w = std::min(cw, p.nc - c0);
       outer_rows<Op, T, Acc>(p, in, b, c0, w, 0, p.rows, acc);
       std::copy(acc, acc + w, out + b * p.nc + c0);

@@ -2,7 +2,7 @@
 // over the plan (../plan.hpp), all on the device blocks of exact.cuh, so every path gives the exact
 // sum correctly rounded, the same bits as the CPU backend whatever the grid:
 //   * exact_flat_kernel: the full reduction of a contiguous array: a grid-stride loop of 16-byte
-//     loads, each batch of kUnroll vectors into the thread's bins (exact_bins.hpp; the filter takes
+//     loads, each batch of ReducePolicy::unroll vectors into the thread's bins (exact_bins.hpp; the filter takes
 //     what they cannot), then exact_gang_total over the blocks (one launch).
 //   * exact_segment_kernel: any other plan with long outputs: a block per (output, chunk), the
 //     elements of a chunk addressed through the plan; chunks of one output joined by their ticket.
@@ -24,22 +24,22 @@ using ExactAcc = exact::Accumulator<T>;
 /// A block takes at most this many inputs: its shared limbs gain less than 2^32 per input.
 inline constexpr std::int64_t kExactMaxPerBlock = std::int64_t{1} << 29;
 
-// The flat kernel's grid is at most kFlatBlocksSm blocks an SM: its register budget is held to that
-// (80, not 64), so that the next batch's loads are in flight while a batch is binned. Small: a grid
-// under a wave, whose threads have one batch each (nothing to prefetch): the plain loop and
-// kMinBlocksSm's budget (64), whose tail ran faster (H200 phases, double 2^16: P10 5.40-5.53 us
-// against the prefetching P11's 5.83-5.85, two runs).
+// The flat kernel's grid is at most ReducePolicy::flat_blocks_sm blocks an SM: its register budget is
+// held to that (80, not 64), so that the next batch's loads are in flight while a batch is binned.
+// Small: a grid under a wave, whose threads have one batch each (nothing to prefetch): the plain loop
+// and ReducePolicy::min_blocks_sm's budget (64), whose tail is the shorter.
 template <class T, class Out, int V, bool Small>
-__global__ void __launch_bounds__(kBlock, Small ? kMinBlocksSm : kFlatBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block,
+                                  Small ? ReducePolicy::min_blocks_sm : ReducePolicy::flat_blocks_sm)
     exact_flat_kernel(const T* __restrict__ in, std::int64_t n, Out* __restrict__ out, std::int64_t* __restrict__ total,
                       unsigned int* __restrict__ ticket) {
   __shared__ device::ExactStorage<T> s;
   device::ExactThread<T> t(s);  // clears shared memory only: while the predecessor finishes
   enter_after_predecessor();
   const std::int64_t nv = n / V * V;  // whole vectors; the rest is block 0's tail
-  const std::int64_t step = std::int64_t{gridDim.x} * kBlock * V;
-  std::int64_t i = (std::int64_t{blockIdx.x} * kBlock + threadIdx.x) * V;
-  i = device::exact_add_batches<!Small, kUnroll, V>(t, in, i, nv, step);
+  const std::int64_t step = std::int64_t{gridDim.x} * ReducePolicy::block * V;
+  std::int64_t i = (std::int64_t{blockIdx.x} * ReducePolicy::block + threadIdx.x) * V;
+  i = device::exact_add_batches<!Small, ReducePolicy::unroll, V>(t, in, i, nv, step);
   for (; i < nv; i += step) {
     const auto v = device::load_vec<V>(in + i);
 #pragma unroll
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kBlock, Small ? kMinBlocksSm : kFlatBlocksSm)
 }
 
 template <class T, class Out>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     exact_segment_kernel(Plan p, std::int64_t S, std::int64_t chunk, const T* __restrict__ in, Out* __restrict__ out,
                          ExactAcc<T>* __restrict__ partials, unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
@@ -64,16 +64,16 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     if (p.kind == Plan::Kind::inner) {
       // Element e = q * n + i: (q, i) advanced without a division per element.
       const T* base = in + out_offset(p, o);
-      const std::int64_t e0 = c * chunk + threadIdx.x, dq = kBlock / p.n, di = kBlock % p.n;
+      const std::int64_t e0 = c * chunk + threadIdx.x, dq = ReducePolicy::block / p.n, di = ReducePolicy::block % p.n;
       std::int64_t q = e0 / p.n, i = e0 % p.n;
-      for (std::int64_t e = e0; e < e1; e += kBlock) {
+      for (std::int64_t e = e0; e < e1; e += ReducePolicy::block) {
         t.add(base[row_offset(p, q) + i]);
         q += dq, i += di;
         if (i >= p.n) i -= p.n, ++q;
       }
     } else {
       const T* base = in + (o / p.nc) * p.sb + o % p.nc;
-      for (std::int64_t e = c * chunk + threadIdx.x; e < e1; e += kBlock) t.add(base[row_offset(p, e)]);
+      for (std::int64_t e = c * chunk + threadIdx.x; e < e1; e += ReducePolicy::block) t.add(base[row_offset(p, e)]);
     }
     Out r;
     const bool split = S > 1;  // otherwise there are no partials and no tickets
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 }
 
 template <class T, class Out>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     exact_thread_kernel(Plan p, const T* __restrict__ in, Out* __restrict__ out) {
   enter_after_predecessor();
   for (std::int64_t o = device::global_thread_id(); o < p.n_out; o += device::grid_stride()) {
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 
 /// out[o] = acc[o] rounded once (the rank level's last step, after the ranks added their accumulators).
 template <class T, class Out>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(ReducePolicy::block)
     exact_round_kernel(const ExactAcc<T>* __restrict__ acc, Out* __restrict__ out, std::int64_t n) {
   enter_after_predecessor();
   for (std::int64_t o = device::global_thread_id(); o < n; o += device::grid_stride())
@@ -123,43 +123,47 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
     if constexpr (std::is_same_v<Out, ExactAcc<T>>)  // cleared accumulators
       TALLY_CUDA_TRY(cudaMemsetAsync(d_out, 0, static_cast<std::size_t>(p.n_out) * sizeof(Out), stream));
     else
-      launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, tune,
-             stream, d_out, p.n_out);
+      launch(fill_kernel<ExactSum, Out>, std::clamp<std::int64_t>(ceil_div(p.n_out, ReducePolicy::block), 1, 4096),
+             ReducePolicy::block, tune, stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
   const std::int64_t per = p.per_output(), resident = fill_blocks(tune);
   if (p.kind == Plan::Kind::inner && p.n_out == 1 && p.rows == 1) {
     constexpr int V = device::vec16<T>;
-    const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
-    std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{kBlock} * V * kUnroll), 1, wave);
+    const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * ReducePolicy::flat_blocks_sm;
+    std::int64_t grid =
+        std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{ReducePolicy::block} * V * ReducePolicy::unroll), 1, wave);
     grid = std::max(grid, ceil_div(p.n, kExactMaxPerBlock));
     // The blocks' accumulators meet in one (exact_gang_total), zero-kept like the tickets and after
-    // ticket 0 (8-byte aligned: two tickets in). H200: 2^28 floats 258 -> 256 us, 2^20 doubles 21 -> 12 us.
+    // ticket 0 (8-byte aligned: two tickets in): the last block reads one accumulator, not one a block.
     std::int64_t* total = nullptr;
     if (grid > 1) {
       ws.reserve(0, 2 + device::exact_total_bytes<T>() / sizeof(unsigned int), stream);
       total = reinterpret_cast<std::int64_t*>(ws.ticket_array() + 2);
     }
     // Small grids' kernel only for rounded outputs: the rank level's accumulator output spills more
-    // at 64 registers (ptxas: 776 bytes against 660) and was not timed.
+    // at 64 registers.
     constexpr bool small_ok = !std::is_same_v<Out, ExactAcc<T>>;
     if (!aligned_to(in, sizeof(T) * V))
-      launch(exact_flat_kernel<T, Out, 1, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, 1, false>, grid, ReducePolicy::block, tune, stream, in, p.n, d_out, total,
+             ws.ticket_array());
     else if (grid < wave && small_ok)
-      launch(exact_flat_kernel<T, Out, V, small_ok>, grid, kBlock, tune, stream, in, p.n, d_out, total,
+      launch(exact_flat_kernel<T, Out, V, small_ok>, grid, ReducePolicy::block, tune, stream, in, p.n, d_out, total,
              ws.ticket_array());
     else
-      launch(exact_flat_kernel<T, Out, V, false>, grid, kBlock, tune, stream, in, p.n, d_out, total, ws.ticket_array());
+      launch(exact_flat_kernel<T, Out, V, false>, grid, ReducePolicy::block, tune, stream, in, p.n, d_out, total,
+             ws.ticket_array());
     return;
   }
-  if (per <= 64 || p.n_out >= resident * kBlock / 4) {
-    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, resident * 8);
-    launch(exact_thread_kernel<T, Out>, grid, kBlock, tune, stream, p, in, d_out);
+  if (per <= 64 || p.n_out >= resident * ReducePolicy::block / 4) {
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, ReducePolicy::block), 1, resident * 8);
+    launch(exact_thread_kernel<T, Out>, grid, ReducePolicy::block, tune, stream, p, in, d_out);
     return;
   }
   // Blocks per output: enough chunks to fill the device once, none shorter than 16 loads a thread.
-  std::int64_t S = std::clamp<std::int64_t>(resident / p.n_out, 1, std::max<std::int64_t>(1, per / (kBlock * 16)));
+  std::int64_t S =
+      std::clamp<std::int64_t>(resident / p.n_out, 1, std::max<std::int64_t>(1, per / (ReducePolicy::block * 16)));
   S = std::max(S, ceil_div(per, kExactMaxPerBlock));
   const std::int64_t chunk = ceil_div(per, S);
   S = ceil_div(per, chunk);
@@ -171,7 +175,8 @@ void exact_cuda_impl(const Problem& prob, Out* d_out, Workspace& ws, stream_t st
     tickets = ws.ticket_array();
   }
   const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * S, 1, resident * 8);
-  launch(exact_segment_kernel<T, Out>, grid, kBlock, tune, stream, p, S, chunk, in, d_out, partials, tickets);
+  launch(exact_segment_kernel<T, Out>, grid, ReducePolicy::block, tune, stream, p, S, chunk, in, d_out, partials,
+         tickets);
 }
 
 }  // namespace cuda
@@ -184,8 +189,9 @@ void exact_cuda(const Problem& prob, Out* d_out, Workspace& ws, stream_t stream)
 template <class T, class Out>
 void exact_round_cuda(const exact::Accumulator<T>* d_acc, Out* d_out, std::int64_t n, Workspace& ws, stream_t stream) {
   if (n > 0)
-    cuda::launch(cuda::exact_round_kernel<T, Out>, std::clamp<std::int64_t>(cuda::ceil_div(n, cuda::kBlock), 1, 4096),
-                 cuda::kBlock, ws.tuning(), stream, d_acc, d_out, n);
+    cuda::launch(cuda::exact_round_kernel<T, Out>,
+                 std::clamp<std::int64_t>(cuda::ceil_div(n, ReducePolicy::block), 1, 4096), ReducePolicy::block,
+                 ws.tuning(), stream, d_acc, d_out, n);
 }
 
 #define TALLY_INSTANTIATE_EXACT_CUDA(Op, T, Out)                                \

@@ -17,7 +17,7 @@ namespace cuda {
 inline constexpr std::int64_t kDotMaxPerBlock = std::int64_t{1} << 28;
 
 template <class T, class Out>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     exact_dot_kernel(const T* __restrict__ a, const T* __restrict__ b, std::int64_t n, Out* __restrict__ out,
                      exact::Accumulator<exact::products_of<T>>* __restrict__ partials,
                      unsigned int* __restrict__ ticket) {
@@ -25,8 +25,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   enter_after_predecessor();
   __shared__ device::ExactStorage<P> s;
   device::ExactThread<P> t(s);
-  const std::int64_t step = std::int64_t{gridDim.x} * kBlock;
-  std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x;
+  const std::int64_t step = std::int64_t{gridDim.x} * ReducePolicy::block;
+  std::int64_t i = std::int64_t{blockIdx.x} * ReducePolicy::block + threadIdx.x;
   for (; i + 3 * step < n; i += 4 * step) {  // four independent loads of each in flight
     T x[4], y[4];
 #pragma unroll
@@ -47,18 +47,19 @@ void exact_dot_cuda(const T* a, const T* b, std::int64_t n, Out* d_out, Workspac
   using A = exact::Accumulator<exact::products_of<T>>;
   const Tuning& tune = ws.tuning();
   if (n == 0) {
-    launch(fill_kernel<ExactSum, Out>, 1, kBlock, tune, stream, d_out, std::int64_t{1});
+    launch(fill_kernel<ExactSum, Out>, 1, ReducePolicy::block, tune, stream, d_out, std::int64_t{1});
     return;
   }
-  const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
-  std::int64_t grid = std::clamp<std::int64_t>(ceil_div(n, std::int64_t{kBlock} * 16), 1, wave);
+  const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * ReducePolicy::flat_blocks_sm;
+  std::int64_t grid = std::clamp<std::int64_t>(ceil_div(n, std::int64_t{ReducePolicy::block} * 16), 1, wave);
   grid = std::max(grid, ceil_div(n, kDotMaxPerBlock));
   A* partials = nullptr;
   if (grid > 1) {
     ws.reserve(static_cast<std::size_t>(grid) * sizeof(A), 1, stream);
     partials = static_cast<A*>(ws.scratch());
   }
-  launch(exact_dot_kernel<T, Out>, grid, kBlock, tune, stream, a, b, n, d_out, partials, ws.ticket_array());
+  launch(exact_dot_kernel<T, Out>, grid, ReducePolicy::block, tune, stream, a, b, n, d_out, partials,
+         ws.ticket_array());
 }
 
 template void exact_dot_cuda<float, float>(const float*, const float*, std::int64_t, float*, Workspace&, stream_t);

@@ -7,6 +7,7 @@
 
 #include "instantiate.hpp"
 #include "tally/common/cuda_check.cuh"
+#include "tally/reduce/detail/tuning_cuda.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace tally::reduce::detail {
@@ -30,7 +31,7 @@ __global__ void fold_ranks_kernel(const T* __restrict__ gathered, T* __restrict_
 
 template <class Op, class T>
 void fold_ranks_device(const void* gathered, void* out, std::size_t count, int nranks, stream_t stream) {
-  constexpr int block = 256;
+  constexpr int block = ReducePolicy::block;
   const std::size_t blocks = std::min<std::size_t>((count + block - 1) / block, 65535);
   fold_ranks_kernel<Op, T><<<static_cast<unsigned>(blocks), block, 0, stream>>>(static_cast<const T*>(gathered),
                                                                                 static_cast<T*>(out), count, nranks);

@@ -1,7 +1,7 @@
 #pragma once
 // The inner kernels that give each output G lanes of a warp (G = 1..32) or one thread: many short
-// rows (inner_group_kernel), single ragged rows of up to kRowBatch vectors a lane (inner_row_kernel),
-// single rows of at most kThreadRowVecs vectors (inner_thread_kernel). Dispatched by kernels.cuh.
+// rows (inner_group_kernel), single ragged rows of up to ReducePolicy::row_batch vectors a lane (inner_row_kernel),
+// single rows of at most ReducePolicy::thread_row_vecs vectors (inner_thread_kernel). Dispatched by kernels.cuh.
 
 #include <cuda_runtime.h>
 
@@ -25,14 +25,15 @@ struct LaneGroup {
   std::int64_t warp_first;  ///< index of the first group of this thread's warp
   std::int64_t rel;         ///< this group's index - warp_first
   __device__ explicit LaneGroup(int G)
-      : lane(static_cast<int>(threadIdx.x) & (G - 1)), ngroups(static_cast<std::int64_t>(gridDim.x) * kBlock / G),
-        warp_first((static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / G -
+      : lane(static_cast<int>(threadIdx.x) & (G - 1)),
+        ngroups(static_cast<std::int64_t>(gridDim.x) * ReducePolicy::block / G),
+        warp_first((static_cast<std::int64_t>(blockIdx.x) * ReducePolicy::block + threadIdx.x) / G -
                    (static_cast<int>(threadIdx.x) % device::warp_size) / G),
         rel((static_cast<int>(threadIdx.x) % device::warp_size) / G) {}
 };
 
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     inner_group_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
   enter_after_predecessor();
   const LaneGroup g(G);
@@ -108,17 +109,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   }
 }
 
-/// One row per output (rows == 1) of at most G <= kThreadRowVecs vectors, one output per thread:
+/// One row per output (rows == 1) of at most G <= ReducePolicy::thread_row_vecs vectors, one output per thread:
 /// each vector folded alone from the identity, then the G partials joined in the order of
 /// group_reduce_n's xor tree (at each level i < w takes i + w, combine(own, other)), i.e. what lane 0
 /// of inner_group_kernel's group of G lanes computes, without the shuffles. A warp reads 32 whole
 /// rows (64 contiguous bytes a thread for 16 floats) and stores 32 consecutive outputs in one
-/// instruction; U outputs a thread in flight, at least 64 bytes (rows of 2 floats ran at 0.64 of the
-/// full sum with lane groups' 8 outputs of 8 bytes, 0.61 with 2). H200, 2^28 floats in rows of 16:
-/// 0.89 of the full sum with lane groups (4 outputs a group in flight, 4 stores of 32 bytes a warp),
-/// 0.91-0.92 here.
+/// instruction (lane groups store 32 bytes a warp); U outputs a thread in flight, at least 64 bytes.
 template <class Op, class T, class Acc, int V, int G>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     inner_thread_kernel(Plan p, const T* __restrict__ in, Acc* __restrict__ out) {
   enter_after_predecessor();
   constexpr int row_bytes = G * V * static_cast<int>(sizeof(T)), U = row_bytes >= 32 ? 2 : row_bytes >= 16 ? 4 : 8;
@@ -150,14 +148,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
   }
 }
 
-/// One row per output (rows == 1) of more than one and at most kRowBatch vectors per lane, ragged
+/// One row per output (rows == 1) of more than one and at most ReducePolicy::row_batch vectors per lane, ragged
 /// (fold_row would give some lanes one more round of loads than others, and the warp waits for
-/// both): every load of a lane's row in one batch, folded in the same order. H200, `vector` on
-/// 64 x 1048 x 1000 floats: 0.88 of the full reduction with fold_row, 1.03 here. A kernel of its own:
-/// inside inner_group_kernel the batch's registers cost every other path occupancy (rows of 1024
-/// floats: 1.00 -> 0.84-0.95) and gave this case only 0.94-0.97.
+/// both): every load of a lane's row in one batch, folded in the same order. A kernel of its own:
+/// inside inner_group_kernel the batch's registers would cost every other path occupancy.
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     inner_row_kernel(Plan p, int G, const T* __restrict__ in, Acc* __restrict__ out) {
   enter_after_predecessor();
   const LaneGroup g(G);
@@ -167,12 +163,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     Acc acc = Op::template identity<Acc>();
     if (o < p.n_out) {
       const T* row = in + out_offset(p, o) + std::int64_t{g.lane} * V;
-      device::Vec<T, V> v[kRowBatch];
+      device::Vec<T, V> v[ReducePolicy::row_batch];
 #pragma unroll
-      for (int u = 0; u < kRowBatch; ++u)
+      for (int u = 0; u < ReducePolicy::row_batch; ++u)
         if (u * step < left) v[u] = device::load_vec<V>(row + u * step);
 #pragma unroll
-      for (int u = 0; u < kRowBatch; ++u)
+      for (int u = 0; u < ReducePolicy::row_batch; ++u)
         if (u * step < left) acc = device::fold<Op, Acc>(acc, v[u]);
     }
     acc = device::group_reduce_n<Op>(acc, G);

@@ -4,8 +4,8 @@
 // inner (contiguous axis reduced): out[o] = reduce_{q<rows, i<n} in[koff(o) + roff(q) + i]
 //   * inner_group_kernel: G lanes per output (G = 1..32 from the row length, so that each lane issues
 //     16-byte loads), a lane-group shuffle tree; for many short segments. inner_row_kernel: the same
-//     for single ragged rows of up to kRowBatch vectors per lane, loaded in one batch.
-//     inner_thread_kernel: single rows of at most kThreadRowVecs vectors, the lane group's order
+//     for single ragged rows of up to ReducePolicy::row_batch vectors per lane, loaded in one batch.
+//     inner_thread_kernel: single rows of at most ReducePolicy::thread_row_vecs vectors, the lane group's order
 //     computed by one thread. (These three are in inner_lanes.cuh; the constants and folds that every
 //     kernel here uses in kernel_folds.cuh.)
 //   * inner_block_kernel: a whole block per (output, chunk); an output's segment is split over S blocks
@@ -46,7 +46,8 @@ namespace tally::reduce::detail::cuda {
 /// converting copy with vector loads, each element still joined with the identity so that a
 /// one-element reduction means the same as on every other path (LogicalAnd/Or give 0 or 1).
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
+__global__ void __launch_bounds__(ReducePolicy::block)
+    copy_kernel(const T* __restrict__ in, Acc* __restrict__ out, std::int64_t n) {
   enter_after_predecessor();
   for (std::int64_t i = device::global_thread_id() * V; i < n; i += device::grid_stride() * V) {
     const auto v = device::load_vec<V>(in + i);
@@ -62,18 +63,18 @@ __global__ void __launch_bounds__(kBlock) copy_kernel(const T* __restrict__ in, 
 // one contiguous run to one value: the full reduction of a contiguous array
 // ---------------------------------------------------------------------------------------------
 /// The block-per-chunk kernel below does this too, but its 64-bit chunk arithmetic before the first
-/// load and its second fold of the partials after the ticket cost about 1 us of a 2^16-element
-/// reduction's 3.7 us (H100, graph replays). Here: 32-bit indices (n < 2^31), a grid-stride loop whose
+/// load and its second fold of the partials after the ticket are a large part of a short array's
+/// time. Here: 32-bit indices (n < 2^31), a grid-stride loop whose
 /// loads issue at once, and the library's own gang_reduce.
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     flat_kernel(const T* __restrict__ in, std::uint32_t n, Acc* __restrict__ out, Acc* __restrict__ partials,
                 unsigned int* __restrict__ ticket) {
   enter_after_predecessor();
   __shared__ device::GangStorage<Acc> tmp;
-  const std::uint32_t step = gridDim.x * std::uint32_t{kBlock} * V;
-  const Acc acc =
-      fold_row<Op, Acc, V>(Op::template identity<Acc>(), in, (blockIdx.x * kBlock + threadIdx.x) * V, n, step);
+  const std::uint32_t step = gridDim.x * std::uint32_t{ReducePolicy::block} * V;
+  const Acc acc = fold_row<Op, Acc, V>(Op::template identity<Acc>(), in,
+                                       (blockIdx.x * ReducePolicy::block + threadIdx.x) * V, n, step);
   Acc r;
   if (device::gang_reduce<Op>(acc, partials, ticket, r, tmp) && threadIdx.x == 0) *out = op_finish<Op>(r, n);
 }
@@ -83,15 +84,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 // ---------------------------------------------------------------------------------------------
 struct InnerBlockArgs {
   Plan p;
-  int X = kBlock;           ///< lanes along a row (power of two); kBlock / X rows at a time
-  std::int64_t Sq = 1;      ///< row chunks per output
-  std::int64_t qchunk = 1;  ///< rows per row chunk
-  std::int64_t Si = 1;      ///< column chunks per row (only with X == kBlock)
-  std::int64_t ichunk = 0;  ///< elements per column chunk (a multiple of kBlock * V)
+  int X = ReducePolicy::block;  ///< lanes along a row (power of two); ReducePolicy::block / X rows at a time
+  std::int64_t Sq = 1;          ///< row chunks per output
+  std::int64_t qchunk = 1;      ///< rows per row chunk
+  std::int64_t Si = 1;          ///< column chunks per row (only with X == ReducePolicy::block)
+  std::int64_t ichunk = 0;      ///< elements per column chunk (a multiple of ReducePolicy::block * V)
 };
 
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     inner_block_kernel(InnerBlockArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
                        unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
@@ -105,17 +106,17 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
     const T* base = in + out_offset(p, o);
     Acc acc = Op::template identity<Acc>();
     if (a.Si > 1 || p.n > std::int64_t{a.X} * V) {
-      // Long rows (X == kBlock): each row chunk's column range [c0, c1), kUnroll vector loads in
-      // flight per thread.
+      // Long rows (X == ReducePolicy::block): each row chunk's column range [c0, c1), ReducePolicy::unroll vector loads
+      // in flight per thread.
       const std::int64_t c0 = (s % a.Si) * a.ichunk, c1 = min(p.n, c0 + a.ichunk);
-      constexpr std::int64_t step = std::int64_t{kBlock} * V;
+      constexpr std::int64_t step = std::int64_t{ReducePolicy::block} * V;
       for (std::int64_t q = q0; q < q1; ++q)
         acc = fold_row<Op, Acc, V>(acc, base + row_offset(p, q), c0 + std::int64_t{threadIdx.x} * V, c1, step);
     } else {
       // Rows of at most the block's vectors: X lanes along a row, each at most one vector of it, Y
       // rows at a time; UQ rows' loads in flight per thread (in row order, as folded).
       const int x = static_cast<int>(threadIdx.x) & (a.X - 1);
-      const int y = static_cast<int>(threadIdx.x) / a.X, Y = kBlock / a.X;
+      const int y = static_cast<int>(threadIdx.x) / a.X, Y = ReducePolicy::block / a.X;
       constexpr int UQ = sizeof(T) * V >= 16 ? 4 : 8;
       if (std::int64_t{x} * V < p.n) {
         for (std::int64_t q = q0 + y; q < q1; q += std::int64_t{UQ} * Y) {
@@ -148,22 +149,22 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
 // ---------------------------------------------------------------------------------------------
 struct OuterArgs {
   Plan p;
-  int X = 32;              ///< threads along the columns (power of two); Y = kBlock / X along the rows
+  int X = 32;              ///< threads along the columns (power of two); Y = ReducePolicy::block / X along the rows
   std::int64_t tiles = 1;  ///< column tiles of X * V columns per b
   std::int64_t S = 1;      ///< row splits per tile
   std::int64_t chunk = 0;  ///< rows per split
 };
 
 template <class Op, class T, class Acc, int V>
-__global__ void __launch_bounds__(kBlock, kMinBlocksSm)
+__global__ void __launch_bounds__(ReducePolicy::block, ReducePolicy::min_blocks_sm)
     outer_kernel(OuterArgs a, const T* __restrict__ in, Acc* __restrict__ out, Acc* __restrict__ partials,
                  unsigned int* __restrict__ tickets) {
   enter_after_predecessor();
-  __shared__ Acc smem[kBlock * V];
+  __shared__ Acc smem[ReducePolicy::block * V];
   __shared__ bool last;
   const Plan& p = a.p;
   const int tid = static_cast<int>(threadIdx.x);
-  const int X = a.X, Y = kBlock / X, TW = X * V;
+  const int X = a.X, Y = ReducePolicy::block / X, TW = X * V;
   const int x = tid & (X - 1), y = tid / X;
   const int lane = tid % device::warp_size, warp = tid / device::warp_size;
   const std::int64_t items = p.nb * a.tiles * a.S;
@@ -204,7 +205,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         for (int k = 0; k < V; ++k)
           acc[k] = Op::template combine<Acc>(acc[k], __shfl_xor_sync(0xffffffffu, acc[k], off));
       }
-      R = kBlock / device::warp_size;
+      R = ReducePolicy::block / device::warp_size;
       if (lane < X) {
 #pragma unroll
         for (int k = 0; k < V; ++k) smem[warp * TW + x * V + k] = acc[k];
@@ -214,7 +215,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
       for (int k = 0; k < V; ++k) smem[y * TW + x * V + k] = acc[k];
     }
     __syncthreads();
-    for (int t = tid; t < TW; t += kBlock) {
+    for (int t = tid; t < TW; t += ReducePolicy::block) {
       Acc v = Op::template identity<Acc>();
       for (int r = 0; r < R; ++r) v = Op::template combine<Acc>(v, smem[r * TW + t]);
       const std::int64_t col = tile * TW + t;
@@ -229,9 +230,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksSm)
         // The tile's last block: each column's S partials in split order; with few columns, P
         // threads per column take every P-th split, then those P values are combined in order.
         const Acc* part = partials + bt * a.S * TW;
-        const int P = TW >= kBlock ? 1 : kBlock / TW;
+        const int P = TW >= ReducePolicy::block ? 1 : ReducePolicy::block / TW;
         __syncthreads();  // smem is reused
-        for (int t0 = 0; t0 < TW; t0 += kBlock) {
+        for (int t0 = 0; t0 < TW; t0 += ReducePolicy::block) {
           const int t = t0 + (P == 1 ? tid : tid % TW), j = P == 1 ? 0 : tid / TW;
           Acc v = Op::template identity<Acc>();
           if (t < TW && j < P) v = fold_partials<Op>(v, part + t, j, a.S, P, TW);
@@ -273,11 +274,8 @@ inline bool aligned_to(const void* ptr, std::size_t bytes) {
 
 /// Blocks that fill the device once (every block resident).
 inline std::int64_t fill_blocks(const Tuning& t) {
-  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), kMinBlocksSm);
+  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), ReducePolicy::min_blocks_sm);
 }
-
-/// Minimum elements a split chunk gets (fewer: the combine would cost more than it saves).
-inline constexpr std::int64_t kMinChunk = 8 * kBlock * 4;
 
 template <class Op, class T, class Acc, int V>
 void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_t stream) {
@@ -285,49 +283,56 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   const std::int64_t target = fill_blocks(tune);
   const std::int64_t per = p.rows * p.n;
   if (p.n_out == 1 && p.rows == 1 && p.n < (std::int64_t{1} << 31)) {
-    // One contiguous run: kUnroll vectors per thread in one pass where the run is short (one block
-    // up to kBlock * V * kUnroll elements: no ticket), a wave of kFlatBlocksSm blocks per SM otherwise.
-    const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * kFlatBlocksSm;
-    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{kBlock} * V * kUnroll), 1, wave);
+    // One contiguous run: ReducePolicy::unroll vectors per thread in one pass where the run is short (one block
+    // up to ReducePolicy::block * V * ReducePolicy::unroll elements: no ticket), a wave of ReducePolicy::flat_blocks_sm
+    // blocks per SM otherwise.
+    const std::int64_t wave = std::int64_t{std::max(tune.sm_count, 1)} * ReducePolicy::flat_blocks_sm;
+    const std::int64_t grid =
+        std::clamp<std::int64_t>(ceil_div(p.n, std::int64_t{ReducePolicy::block} * V * ReducePolicy::unroll), 1, wave);
     ws.reserve(static_cast<std::size_t>(grid) * sizeof(Acc), 1, stream);
-    launch(flat_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, in, static_cast<std::uint32_t>(p.n), d_out,
-           static_cast<Acc*>(ws.scratch()), ws.ticket_array());
+    launch(flat_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, tune, stream, in, static_cast<std::uint32_t>(p.n),
+           d_out, static_cast<Acc*>(ws.scratch()), ws.ticket_array());
     return;
   }
   const int G = pow2_at_least(ceil_div(p.n, V), device::warp_size);
   // Enough independent outputs to keep the lanes busy with G lanes each, or segments so short
   // that a block per output would idle: lane groups.
-  if (p.n_out * G >= target * kBlock || per <= std::int64_t{G} * V * 8 ||
-      (per < kMinChunk && p.n_out * G >= kBlock * 4)) {
-    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, kBlock * 2), 1, target * 16);
+  if (p.n_out * G >= target * ReducePolicy::block || per <= std::int64_t{G} * V * 8 ||
+      (per < ReducePolicy::min_chunk && p.n_out * G >= ReducePolicy::block * 4)) {
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out * G, ReducePolicy::block * 2), 1, target * 16);
     const std::int64_t lane_vecs = ceil_div(p.n, std::int64_t{G} * V);  // vectors per lane and row
-    if (p.rows == 1 && G <= kThreadRowVecs) {
-      const std::int64_t tgrid = std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, target * 16);
-      if (G == 1) launch(inner_thread_kernel<Op, T, Acc, V, 1>, tgrid, kBlock, tune, stream, p, in, d_out);
-      else if (G == 2) launch(inner_thread_kernel<Op, T, Acc, V, 2>, tgrid, kBlock, tune, stream, p, in, d_out);
-      else launch(inner_thread_kernel<Op, T, Acc, V, kThreadRowVecs>, tgrid, kBlock, tune, stream, p, in, d_out);
-    } else if (p.rows == 1 && lane_vecs > 1 && lane_vecs <= kRowBatch && p.n % (std::int64_t{G} * V * kUnroll) != 0)
-      launch(inner_row_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
-    else launch(inner_group_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, p, G, in, d_out);
+    if (p.rows == 1 && G <= ReducePolicy::thread_row_vecs) {
+      const std::int64_t tgrid = std::clamp<std::int64_t>(ceil_div(p.n_out, ReducePolicy::block), 1, target * 16);
+      if (G == 1) launch(inner_thread_kernel<Op, T, Acc, V, 1>, tgrid, ReducePolicy::block, tune, stream, p, in, d_out);
+      else if (G == 2)
+        launch(inner_thread_kernel<Op, T, Acc, V, 2>, tgrid, ReducePolicy::block, tune, stream, p, in, d_out);
+      else
+        launch(inner_thread_kernel<Op, T, Acc, V, ReducePolicy::thread_row_vecs>, tgrid, ReducePolicy::block, tune,
+               stream, p, in, d_out);
+    } else if (p.rows == 1 && lane_vecs > 1 && lane_vecs <= ReducePolicy::row_batch &&
+               p.n % (std::int64_t{G} * V * ReducePolicy::unroll) != 0)
+      launch(inner_row_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, tune, stream, p, G, in, d_out);
+    else launch(inner_group_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, tune, stream, p, G, in, d_out);
     return;
   }
   // A block per (output, chunk). With fewer outputs than resident blocks, split each output into at
   // most target / n_out chunks (rounded down: one wave, no tail of a second one).
   InnerBlockArgs a{p};
   const std::int64_t want = std::max<std::int64_t>(1, target / p.n_out);
-  if (p.n >= std::int64_t{kBlock} * V) {
-    a.X = kBlock;
+  if (p.n >= std::int64_t{ReducePolicy::block} * V) {
+    a.X = ReducePolicy::block;
     a.Sq = std::min(p.rows, want);
     // Chunks of at least one 16-byte load per thread: small inputs spread over many blocks (latency).
-    a.Si = std::clamp<std::int64_t>(want / a.Sq, 1, std::max<std::int64_t>(1, p.n / (std::int64_t{kBlock} * V)));
+    a.Si = std::clamp<std::int64_t>(want / a.Sq, 1,
+                                    std::max<std::int64_t>(1, p.n / (std::int64_t{ReducePolicy::block} * V)));
   } else {
-    a.X = pow2_at_least(ceil_div(p.n, V), kBlock);
-    const std::int64_t min_rows = std::max<std::int64_t>(1, kMinChunk / std::max<std::int64_t>(p.n, 1));
+    a.X = pow2_at_least(ceil_div(p.n, V), ReducePolicy::block);
+    const std::int64_t min_rows = std::max<std::int64_t>(1, ReducePolicy::min_chunk / std::max<std::int64_t>(p.n, 1));
     a.Sq = std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, p.rows / min_rows));
   }
   a.qchunk = ceil_div(p.rows, a.Sq);
   a.Sq = ceil_div(p.rows, a.qchunk);
-  a.ichunk = ceil_div(ceil_div(p.n, a.Si), std::int64_t{kBlock} * V) * kBlock * V;
+  a.ichunk = ceil_div(ceil_div(p.n, a.Si), std::int64_t{ReducePolicy::block} * V) * ReducePolicy::block * V;
   a.Si = ceil_div(p.n, a.ichunk);
   const std::int64_t S = a.Sq * a.Si;
   Acc* partials = nullptr;
@@ -338,7 +343,7 @@ void launch_inner(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     tickets = ws.ticket_array();
   }
   const std::int64_t grid = std::clamp<std::int64_t>(p.n_out * S, 1, target * 16);
-  launch(inner_block_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, a, in, d_out, partials, tickets);
+  launch(inner_block_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, tune, stream, a, in, d_out, partials, tickets);
 }
 
 template <class Op, class T, class Acc, int V>
@@ -349,13 +354,14 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
   const std::int64_t cols_v = ceil_div(p.nc, V);
   a.X = pow2_at_least(cols_v, device::warp_size);
   // Few rows: widen the tile so that each thread still folds >= 64 rows (or every row): long items.
-  while (a.X < kBlock && a.X < cols_v && p.rows < std::int64_t{kBlock / a.X} * 64) a.X *= 2;
-  const int Y = kBlock / a.X;
+  while (a.X < ReducePolicy::block && a.X < cols_v && p.rows < std::int64_t{ReducePolicy::block / a.X} * 64) a.X *= 2;
+  const int Y = ReducePolicy::block / a.X;
   a.tiles = ceil_div(cols_v, a.X);
   const std::int64_t base_items = p.nb * a.tiles;
   a.S = 1;
   if (base_items < target) {
-    const std::int64_t min_rows = std::max<std::int64_t>(std::int64_t{Y} * 8, kMinChunk / (std::int64_t{a.X} * V));
+    const std::int64_t min_rows =
+        std::max<std::int64_t>(std::int64_t{Y} * 8, ReducePolicy::min_chunk / (std::int64_t{a.X} * V));
     a.S = std::clamp<std::int64_t>(target / base_items, 1, std::max<std::int64_t>(1, p.rows / min_rows));  // one wave
   }
   a.chunk = ceil_div(p.rows, a.S);
@@ -370,7 +376,7 @@ void launch_outer(const Plan& p, const T* in, Acc* d_out, Workspace& ws, stream_
     tickets = ws.ticket_array();
   }
   const std::int64_t grid = std::clamp<std::int64_t>(base_items * a.S, 1, target * 16);
-  launch(outer_kernel<Op, T, Acc, V>, grid, kBlock, tune, stream, a, in, d_out, partials, tickets);
+  launch(outer_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, tune, stream, a, in, d_out, partials, tickets);
 }
 
 /// Whether every access of the plan can be a V-element vector load.
@@ -389,8 +395,8 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   const Plan p = make_plan(prob);
   if (p.n_out == 0) return;
   if (p.empty) {
-    launch(fill_kernel<Op, Acc>, std::clamp<std::int64_t>(ceil_div(p.n_out, kBlock), 1, 4096), kBlock, ws.tuning(),
-           stream, d_out, p.n_out);
+    launch(fill_kernel<Op, Acc>, std::clamp<std::int64_t>(ceil_div(p.n_out, ReducePolicy::block), 1, 4096),
+           ReducePolicy::block, ws.tuning(), stream, d_out, p.n_out);
     return;
   }
   const T* in = static_cast<const T*>(prob.data);
@@ -398,11 +404,11 @@ void reduce_cuda_impl(const Problem& prob, Acc* d_out, Workspace& ws, stream_t s
   constexpr int V2 = V / 2 > 1 ? V / 2 : 1;  // 8-byte loads of 4-byte types (rows of 2, 6, ...)
   if (p.kind == Plan::Kind::inner && p.rows * p.n == 1 && p.k_ext2 >= p.n_out && p.k_s2 == 1) {
     // Every reduced axis has extent 1 and the output is the contiguous input: a converting copy.
-    const std::int64_t grid =
-        std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{kBlock} * V * 4), 1, fill_blocks(ws.tuning()) * 8);
+    const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(p.n_out, std::int64_t{ReducePolicy::block} * V * 4), 1,
+                                                       fill_blocks(ws.tuning()) * 8);
     if (aligned_to(in, sizeof(T) * V) && aligned_to(d_out, sizeof(Acc) * V) && p.n_out % V == 0)
-      launch(copy_kernel<Op, T, Acc, V>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
-    else launch(copy_kernel<Op, T, Acc, 1>, grid, kBlock, ws.tuning(), stream, in, d_out, p.n_out);
+      launch(copy_kernel<Op, T, Acc, V>, grid, ReducePolicy::block, ws.tuning(), stream, in, d_out, p.n_out);
+    else launch(copy_kernel<Op, T, Acc, 1>, grid, ReducePolicy::block, ws.tuning(), stream, in, d_out, p.n_out);
     return;
   }
   if (p.kind == Plan::Kind::inner) {

@@ -17,6 +17,19 @@
 // Errors: bad arguments throw std::invalid_argument naming the argument; a failed MPI, NCCL or CUDA
 // call throws tally::Error naming the call, file and line. A rank that fails while others wait in a
 // collective cannot be recovered: run_ranks() then aborts the whole job (every rank exits non-zero).
+//
+// Device buffers travel by NCCL or by MPI through host staging, as the run-time setting
+// TALLY_RANK_TRANSPORT says (read once per process, when the RankSession starts):
+//   auto (or unset)  NCCL where the build has it and no two ranks of a node share a GPU (NCCL refuses
+//                    two ranks on one device of one host), MPI through host staging otherwise;
+//   nccl             NCCL always. Where ranks share a GPU, each rank sets NCCL_HOSTID to a value of its
+//                    own (replacing any other) and, when every rank is on one node, NCCL_SOCKET_IFNAME=lo
+//                    and NCCL_IB_DISABLE=1 unless they are set, before its first NCCL call: NCCL then
+//                    takes each rank for a host of its own and connects them through sockets. Correct,
+//                    not fast: it runs every transport on a one-GPU machine. A build without NCCL
+//                    refuses it (use_device: std::invalid_argument);
+//   host             MPI through host staging always.
+// Any other value ends the program at start: run_ranks prints the setting and its values, exit 2.
 
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +51,15 @@ enum class Memory { host, device };
 /// True when this build has MPI (TALLY_MPI) / NCCL (TALLY_NCCL).
 [[nodiscard]] bool mpi_built();
 [[nodiscard]] bool nccl_built();
+
+/// What device buffers travel by between ranks: the setting TALLY_RANK_TRANSPORT (above).
+enum class RankTransport { automatic, nccl, host };
+/// TALLY_RANK_TRANSPORT, read from the environment on the first call and kept for the process: auto
+/// (or unset, or empty), nccl or host; anything else throws std::invalid_argument naming the setting
+/// and its values (RankSession makes the first call, so run_ranks refuses it at start, exit 2).
+[[nodiscard]] RankTransport rank_transport();
+/// The setting's spelling: "auto", "nccl" or "host".
+[[nodiscard]] const char* to_string(RankTransport t);
 
 /// Per-rank statistics of one number (a phase's seconds): min, median, max over ranks, and each
 /// rank's value in rank order (on every rank).
@@ -101,13 +123,14 @@ class Comm {
   /// The GPU this rank uses: local_rank() % (number of CUDA devices), or `requested` when the job
   /// has one rank (the --device option). -1 when the build or the node has no GPU.
   [[nodiscard]] int pick_device(int requested = 0) const;
-  /// Collective. Makes `device` current and sets up device-buffer transport: NCCL when built with
-  /// it and no two ranks of a node share a GPU; otherwise MPI through host staging. Once per
-  /// communicator: a second call for the same device does nothing, for another device it throws.
+  /// Collective. Makes `device` current and sets up device-buffer transport as rank_transport()
+  /// says: NCCL, or MPI through host staging (TALLY_RANK_TRANSPORT, above). Once per communicator:
+  /// a second call for the same device does nothing, for another device it throws.
   void use_device(int device, stream_t stream = nullptr);
-  /// Whether several ranks of this node run on one GPU (for testing; the summary says so).
+  /// Whether several ranks of a node run on one GPU (for testing; the summary says so).
   [[nodiscard]] bool shares_device() const;
-  /// "none" (one rank), "mpi", "nccl" or "mpi (host-staged)": what device/host buffers travel by.
+  /// What host or device buffers travel by: "none" (one rank), "mpi" (host buffers), and for device
+  /// buffers "nccl", "nccl (sockets: ranks share a GPU)" or "mpi (host-staged)".
   [[nodiscard]] std::string transport(Memory where) const;
 
   // ---- the cross-rank step ------------------------------------------------------------------------

@@ -19,7 +19,9 @@ namespace tally::ranks {
 [[nodiscard]] int launcher_world_size();
 
 /// MPI for the life of a process: MPI_Init_thread (funneled) in the constructor, MPI_Finalize in
-/// the destructor; without MPI (or TALLY_MPI=OFF) a single rank. world() is MPI_COMM_WORLD.
+/// the destructor; without MPI (or TALLY_MPI=OFF) a single rank. world() is MPI_COMM_WORLD. The
+/// constructor reads TALLY_RANK_TRANSPORT first (rank_transport(), comm.hpp): std::invalid_argument
+/// for a value other than auto, nccl or host.
 class RankSession {
  public:
   RankSession(int& argc, char**& argv);
@@ -39,7 +41,8 @@ class RankSession {
 ///  * an AgreedError: every rank exits with its code, rank 0 prints the message;
 ///  * an exception on one rank of several (the others may be waiting in a collective): that rank
 ///    prints "name: rank r of n: error: ..." and aborts the job (Comm::abort), so no rank hangs;
-///  * a build without MPI started by a launcher with several ranks: a message, exit 2.
+///  * a build without MPI started by a launcher with several ranks, or a bad TALLY_RANK_TRANSPORT:
+///    a message, exit 2.
 int run_ranks(const std::string& name, int argc, char** argv, const std::function<int(Comm&)>& body);
 
 }  // namespace tally::ranks

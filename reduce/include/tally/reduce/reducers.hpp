@@ -157,7 +157,7 @@ inline T run_extreme(const T* x, std::int64_t n, bool* special) {
 /// min and max of x[0..n) in one pass, as run_extreme, in minmax_lanes lanes (the two extremes'
 /// chains and the check's need more registers in flight than one extreme's). The check is a plain
 /// sum of x: NaN or infinite exactly when a NaN or an infinity is there or the sum overflowed (the
-/// caller's slow path is then merely unneeded), one add per element where x - x took two.
+/// caller's slow path is then merely unneeded), one add per element where x - x would take two.
 inline constexpr int minmax_lanes = 16;
 inline constexpr std::int64_t minmax_block = 4096;  ///< MinMax::fold_run's blocks: the join per block amortised
 template <class T>

@@ -1,9 +1,9 @@
 #pragma once
 // Error-free binning in front of the exact sum's filter (detail/exact.hpp): the CUDA flat kernel's hot loop.
 // ExBLAS's filter costs a float->double conversion and 6-9 FP64 operations per float, which bounds
-// the exact sum below the H200's bandwidth; binning (Demmel and Nguyen, ReproBLAS) takes a value in
-// six additions of its own type and two integer additions, and is exact, so the result is unchanged:
-// the exact sum correctly rounded, the same bits as every other path.
+// the exact sum below the memory bandwidth of a GPU with few FP64 units per byte; binning (Demmel and Nguyen,
+// ReproBLAS) takes a value in six additions of its own type and two integer additions, and is exact, so the result is
+// unchanged: the exact sum correctly rounded, the same bits as every other path.
 //
 // A thread keeps a window exponent p (raised, never lowered, when a value at or above 2^(p-2)
 // arrives) and, with u = 2^(p-m) (m: T's fraction bits) and M = 1.5 2^p (a T):

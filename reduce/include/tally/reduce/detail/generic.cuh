@@ -3,7 +3,7 @@
 // launch each, no floating-point atomics; the combination tree is fixed by the launch shape, so a
 // deterministic combine gives the same bits run to run):
 // * flat_kernel: one contiguous run to one value (e.g. the full reduction of a contiguous array, any
-//   length: 64-bit indices): 16-byte loads, kUnroll of them per thread folded as one pairwise tree
+//   length: 64-bit indices): 16-byte loads, GenericPolicy::unroll of them per thread folded as one pairwise tree
 //   (device::fold_batch), then device::gang_reduce (per-block partials, the last block combines them
 //   in block order).
 // * block_kernel: a block per (output, chunk) over the X x Y layout of (innermost reduced axis, rows);
@@ -22,17 +22,13 @@
 #include "tally/common/cuda_check.cuh"
 #include "tally/reduce/detail/generic.hpp"
 #include "tally/reduce/detail/launch.cuh"
+#include "tally/reduce/detail/tuning_cuda.hpp"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
 
 namespace tally::reduce {
 
 namespace detail::generic {
-
-inline constexpr int kBlock = 256;
-inline constexpr int kUnroll = 4;                       ///< 16-byte loads per thread per batch
-inline constexpr std::int64_t kMinChunk = 8 * 256 * 4;  ///< least elements a split chunk gets
-inline constexpr int kRowBatch = 8;                     ///< block_kernel's loads in flight per thread
 
 /// Elements per vector load of T: 16 bytes where T's size divides it, else one element.
 template <class T>
@@ -45,25 +41,25 @@ __device__ __forceinline__ auto load_pack(const T* p) {
 }
 
 template <class R, class T, int V>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(GenericPolicy::block)
     flat_kernel(const T* __restrict__ in, std::int64_t n, typename R::value_type* __restrict__ out,
                 typename R::value_type* __restrict__ partials, unsigned int* __restrict__ ticket) {
   using Val = typename R::value_type;
   using P = decltype(load_pack<T, V>(in));
   __shared__ device::GangStorage<Val> tmp;
   Val acc = R::identity();
-  const std::int64_t nvec = n / V, nthreads = std::int64_t{gridDim.x} * kBlock;
-  const std::int64_t first = std::int64_t{blockIdx.x} * kBlock + threadIdx.x;
+  const std::int64_t nvec = n / V, nthreads = std::int64_t{gridDim.x} * GenericPolicy::block;
+  const std::int64_t first = std::int64_t{blockIdx.x} * GenericPolicy::block + threadIdx.x;
   std::int64_t j = first;
-  for (; j + (kUnroll - 1) * nthreads < nvec; j += kUnroll * nthreads) {
-    P v[kUnroll];
-    std::int64_t idx[kUnroll];
+  for (; j + (GenericPolicy::unroll - 1) * nthreads < nvec; j += GenericPolicy::unroll * nthreads) {
+    P v[GenericPolicy::unroll];
+    std::int64_t idx[GenericPolicy::unroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < GenericPolicy::unroll; ++u) {
       idx[u] = (j + u * nthreads) * V;
       v[u] = load_pack<T, V>(in + idx[u]);
     }
-    acc = device::fold_batch<R, V, kUnroll>(acc, v, idx);
+    acc = device::fold_batch<R, V, GenericPolicy::unroll>(acc, v, idx);
   }
   for (; j < nvec; j += nthreads) {
     const P v[1] = {load_pack<T, V>(in + j * V)};
@@ -78,20 +74,21 @@ __global__ void __launch_bounds__(kBlock)
 
 struct BlockArgs {
   Walk w;
-  int X = kBlock;                   ///< threads along the innermost reduced axis (power of two)
+  int X = GenericPolicy::block;     ///< threads along the innermost reduced axis (power of two)
   std::int64_t Sr = 1, rchunk = 1;  ///< row chunks per output and rows per chunk
   std::int64_t Sc = 1, cchunk = 1;  ///< column chunks per row and columns per chunk
 };
 
 template <class R, class T>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(GenericPolicy::block)
     block_kernel(BlockArgs a, const T* __restrict__ in, typename R::value_type* __restrict__ out,
                  typename R::value_type* __restrict__ partials, unsigned int* __restrict__ tickets) {
   using Val = typename R::value_type;
   __shared__ device::GangStorage<Val> tmp;
   const Walk& w = a.w;
   const std::int64_t m = w.m(), s = w.s(), rows = w.rows(), S = a.Sr * a.Sc;
-  const int x = static_cast<int>(threadIdx.x) & (a.X - 1), Y = kBlock / a.X, y = static_cast<int>(threadIdx.x) / a.X;
+  const int x = static_cast<int>(threadIdx.x) & (a.X - 1), Y = GenericPolicy::block / a.X,
+            y = static_cast<int>(threadIdx.x) / a.X;
   for (std::int64_t item = blockIdx.x; item < w.n_out * S; item += gridDim.x) {
     const std::int64_t o = item / S, k = item % S;
     const std::int64_t r0 = (k / a.Sc) * a.rchunk, r1 = min(rows, r0 + a.rchunk);
@@ -104,20 +101,20 @@ __global__ void __launch_bounds__(kBlock)
       std::int64_t c = c0 + x;
       if constexpr (constexpr int V = vec_width<T>; V > 1) {
         // A contiguous row aligned for 16-byte loads (the common last-axis reduction): whole vectors
-        // of V, kUnroll in flight per thread as in flat_kernel (64 bytes a thread, twice the scalar
-        // batch's, a V-th of its load instructions: H200, 2^14 rows of 2^14 floats, argmax/aminmax
-        // over rows ran at 0.75-1.0x PyTorch's with scalar loads), then the last < V elements below.
+        // of V, GenericPolicy::unroll in flight per thread as in flat_kernel (64 bytes a thread, twice
+        // the scalar batch's, a V-th of its load instructions), then the last < V elements below.
         if (s == 1 && device::is_aligned<V>(row + c0)) {
           using P = decltype(load_pack<T, V>(row));
           const std::int64_t cv1 = c0 + (c1 - c0) / V * V, step = std::int64_t{a.X} * V;
           std::int64_t cv = c0 + std::int64_t{x} * V;
-          for (; cv + (kUnroll - 1) * step + V <= cv1; cv += kUnroll * step) {
-            P v[kUnroll];
-            std::int64_t idx[kUnroll];
+          for (; cv + (GenericPolicy::unroll - 1) * step + V <= cv1; cv += GenericPolicy::unroll * step) {
+            P v[GenericPolicy::unroll];
+            std::int64_t idx[GenericPolicy::unroll];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) v[u] = load_pack<T, V>(row + cv + u * step), idx[u] = i0 + cv + u * step;
+            for (int u = 0; u < GenericPolicy::unroll; ++u)
+              v[u] = load_pack<T, V>(row + cv + u * step), idx[u] = i0 + cv + u * step;
             asm volatile("" ::: "memory");  // as below: every load issued before the first combine
-            acc = device::fold_batch<R, V, kUnroll>(acc, v, idx);
+            acc = device::fold_batch<R, V, GenericPolicy::unroll>(acc, v, idx);
           }
           for (; cv + V <= cv1; cv += step) {
             const P v[1] = {load_pack<T, V>(row + cv)};
@@ -127,17 +124,18 @@ __global__ void __launch_bounds__(kBlock)
           c = cv1 + x;  // fewer than V left: the scalar loops below
         }
       }
-      // kRowBatch loads issued before they are combined by fold_batch (one fixed pairwise tree joined
+      // GenericPolicy::row_batch loads issued before they are combined by fold_batch (one fixed pairwise tree joined
       // to acc: off acc's chain, MeanVar's counts constant, so one division per batch): one load in
       // flight per thread left row reductions at half the bandwidth (argmax over rows: 0.55x
       // PyTorch's), a division per element MeanVar's rows at 0.76x.
-      for (; c + (kRowBatch - 1) * a.X < c1; c += kRowBatch * a.X) {
-        device::Pack<T, 1> v[kRowBatch];
-        std::int64_t idx[kRowBatch];
+      for (; c + (GenericPolicy::row_batch - 1) * a.X < c1; c += GenericPolicy::row_batch * a.X) {
+        device::Pack<T, 1> v[GenericPolicy::row_batch];
+        std::int64_t idx[GenericPolicy::row_batch];
 #pragma unroll
-        for (int u = 0; u < kRowBatch; ++u) v[u].v[0] = row[(c + u * a.X) * s], idx[u] = i0 + c + u * a.X;
+        for (int u = 0; u < GenericPolicy::row_batch; ++u)
+          v[u].v[0] = row[(c + u * a.X) * s], idx[u] = i0 + c + u * a.X;
         asm volatile("" ::: "memory");  // else nvcc sinks each load to its combine (ArgMax's SASS)
-        acc = device::fold_batch<R, 1, kRowBatch>(acc, v, idx);
+        acc = device::fold_batch<R, 1, GenericPolicy::row_batch>(acc, v, idx);
       }
       for (; c < c1; c += a.X) acc = R::combine(acc, reducer_load<R>(row[c * s], i0 + c));
     }
@@ -149,7 +147,7 @@ __global__ void __launch_bounds__(kBlock)
     if (threadIdx.x == 0) partials[item] = acc;
     if (device::gang_arrive(tickets + o, static_cast<unsigned int>(S), tmp.last)) {
       Val v = R::identity();  // chunk order: strided per thread, then the fixed block tree
-      for (std::int64_t b = threadIdx.x; b < S; b += kBlock)
+      for (std::int64_t b = threadIdx.x; b < S; b += GenericPolicy::block)
         v = R::combine(v, device::load_coherent(partials + o * S + b));
       v = device::block_reduce<R>(v, tmp.block);
       if (threadIdx.x == 0) out[o] = v;
@@ -159,23 +157,22 @@ __global__ void __launch_bounds__(kBlock)
 
 struct TileArgs {
   Walk w;
-  std::int64_t tiles = 1;  ///< tiles of kTileX consecutive outputs
+  std::int64_t tiles = 1;  ///< tiles of GenericPolicy::tile_x consecutive outputs
   std::int64_t S = 1;      ///< element chunks per tile
   std::int64_t chunk = 1;  ///< elements per chunk
 };
-inline constexpr int kTileX = 32;  ///< consecutive outputs per tile (one warp's lanes); kBlock / kTileX element strands
 
 /// The outputs are the contiguous axis (e.g. gang or worker reduced, vector kept): lanes x of a warp
-/// take kTileX consecutive outputs, so each load instruction reads contiguous memory; the block's
+/// take GenericPolicy::tile_x consecutive outputs, so each load instruction reads contiguous memory; the block's
 /// warps y take elements e = e0 + y, e0 + y + Y, ... of the chunk, joined in y order; a tile's
 /// element range split over S blocks is combined in chunk order by its last block.
 template <class R, class T>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(GenericPolicy::block)
     tile_kernel(TileArgs a, const T* __restrict__ in, typename R::value_type* __restrict__ out,
                 typename R::value_type* __restrict__ partials, unsigned int* __restrict__ tickets) {
   using Val = typename R::value_type;
-  constexpr int X = kTileX, Y = kBlock / kTileX;
-  __shared__ Val sm[kBlock];
+  constexpr int X = GenericPolicy::tile_x, Y = GenericPolicy::block / GenericPolicy::tile_x;
+  __shared__ Val sm[GenericPolicy::block];
   __shared__ bool last;
   const Walk& w = a.w;
   const int x = static_cast<int>(threadIdx.x) % X, y = static_cast<int>(threadIdx.x) / X;
@@ -211,7 +208,7 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 template <class R, class T>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(GenericPolicy::block)
     thread_kernel(Walk w, const T* __restrict__ in, typename R::value_type* __restrict__ out) {
   using Val = typename R::value_type;
   const std::int64_t m = w.m(), s = w.s(), rows = w.rows();
@@ -231,10 +228,10 @@ __global__ void fill_kernel(typename R::value_type* out, std::int64_t n) {
   for (std::int64_t i = device::global_thread_id(); i < n; i += device::grid_stride()) out[i] = R::identity();
 }
 
-/// Resident blocks per SM of a kernel at kBlock threads (once per kernel).
+/// Resident blocks per SM of a kernel at GenericPolicy::block threads (once per kernel).
 template <class K>
 int occupancy(K kernel) {
-  return cuda::resident_blocks(kernel, kBlock);
+  return cuda::resident_blocks(kernel, GenericPolicy::block);
 }
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -271,7 +268,7 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
     constexpr int V16 = vec_width<T>;
     V = reinterpret_cast<std::uintptr_t>(in.data) % (sizeof(T) * V16) == 0 ? V16 : 1;
     static const int occ16 = occupancy(flat_kernel<R, T, V16>), occ1 = occupancy(flat_kernel<R, T, 1>);
-    grid = std::clamp<std::int64_t>(ceil_div(w.per, std::int64_t{kBlock} * V * kUnroll), 1,
+    grid = std::clamp<std::int64_t>(ceil_div(w.per, std::int64_t{GenericPolicy::block} * V * GenericPolicy::unroll), 1,
                                     std::int64_t{sms} * (V == 1 ? occ1 : occ16));
     part_bytes = static_cast<std::size_t>(grid) * sizeof(Val);
   } else {
@@ -280,27 +277,27 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
     if (w.nk >= 1 && w.kstr[w.nk - 1] == 1) {
       kind = K::tile;  // the outputs are the contiguous axis
       a2.w = w;
-      a2.tiles = ceil_div(w.n_out, kTileX);
-      const std::int64_t min_chunk = std::int64_t{kBlock / kTileX} * 64;
+      a2.tiles = ceil_div(w.n_out, GenericPolicy::tile_x);
+      const std::int64_t min_chunk = std::int64_t{GenericPolicy::block / GenericPolicy::tile_x} * 64;
       a2.S = std::clamp<std::int64_t>(resident / a2.tiles, 1, std::max<std::int64_t>(1, w.per / min_chunk));
       a2.chunk = ceil_div(w.per, a2.S), a2.S = ceil_div(w.per, a2.chunk);
       grid = std::clamp<std::int64_t>(a2.tiles * a2.S, 1, resident * 16);
       if (a2.S > 1) {
-        part_bytes = static_cast<std::size_t>(a2.tiles * a2.S * kTileX) * sizeof(Val);
+        part_bytes = static_cast<std::size_t>(a2.tiles * a2.S * GenericPolicy::tile_x) * sizeof(Val);
         tickets = static_cast<std::size_t>(a2.tiles);
       }
-    } else if ((w.s() != 1 || w.m() < 32) && (w.per <= 16 || w.n_out >= resident * kBlock)) {
+    } else if ((w.s() != 1 || w.m() < 32) && (w.per <= 16 || w.n_out >= resident * GenericPolicy::block)) {
       kind = K::thread;  // many outputs whose rows are strided or short
-      grid = std::clamp<std::int64_t>(ceil_div(w.n_out, kBlock), 1, resident * 8);
+      grid = std::clamp<std::int64_t>(ceil_div(w.n_out, GenericPolicy::block), 1, resident * 8);
     } else {
       kind = K::block;
       const std::int64_t m = w.m(), rows = w.rows();
-      a.X = pow2_at_least(m, kBlock);
+      a.X = pow2_at_least(m, GenericPolicy::block);
       const std::int64_t want = std::max<std::int64_t>(1, resident / w.n_out);
-      const std::int64_t max_s = std::max<std::int64_t>(1, w.per / kMinChunk);
+      const std::int64_t max_s = std::max<std::int64_t>(1, w.per / GenericPolicy::min_chunk);
       const std::int64_t S = std::min(want, max_s);
       a.Sr = std::min(rows, S);
-      a.Sc = std::clamp<std::int64_t>(S / a.Sr, 1, std::max<std::int64_t>(1, m / kBlock));
+      a.Sc = std::clamp<std::int64_t>(S / a.Sr, 1, std::max<std::int64_t>(1, m / GenericPolicy::block));
       a.rchunk = ceil_div(rows, a.Sr), a.Sr = ceil_div(rows, a.rchunk);
       a.cchunk = ceil_div(m, a.Sc), a.Sc = ceil_div(m, a.cchunk);
       const std::int64_t items = w.n_out * a.Sr * a.Sc;
@@ -319,26 +316,28 @@ void run(View<const T> in, Levels levels, typename R::value_type* d_out, Workspa
   switch (kind) {
     case K::fill:
       fill_kernel<R>
-          <<<static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(w.n_out, kBlock), 1, 4096)), kBlock, 0, stream>>>(
-              d_out, w.n_out);
+          <<<static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(w.n_out, GenericPolicy::block), 1, 4096)),
+             GenericPolicy::block, 0, stream>>>(d_out, w.n_out);
       break;
     case K::flat:
       if (V == 1)
-        flat_kernel<R, T, 1>
-            <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
+        flat_kernel<R, T, 1><<<static_cast<unsigned>(grid), GenericPolicy::block, 0, stream>>>(
+            data, w.per, d_out, partials, ws.ticket_array());
       else
-        flat_kernel<R, T, vec_width<T>>
-            <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(data, w.per, d_out, partials, ws.ticket_array());
+        flat_kernel<R, T, vec_width<T>><<<static_cast<unsigned>(grid), GenericPolicy::block, 0, stream>>>(
+            data, w.per, d_out, partials, ws.ticket_array());
       break;
     case K::block:
-      block_kernel<R, T>
-          <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a, data, d_out, partials, ws.ticket_array());
+      block_kernel<R, T><<<static_cast<unsigned>(grid), GenericPolicy::block, 0, stream>>>(a, data, d_out, partials,
+                                                                                           ws.ticket_array());
       break;
     case K::tile:
-      tile_kernel<R, T>
-          <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(a2, data, d_out, partials, ws.ticket_array());
+      tile_kernel<R, T><<<static_cast<unsigned>(grid), GenericPolicy::block, 0, stream>>>(a2, data, d_out, partials,
+                                                                                          ws.ticket_array());
       break;
-    case K::thread: thread_kernel<R, T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(w, data, d_out); break;
+    case K::thread:
+      thread_kernel<R, T><<<static_cast<unsigned>(grid), GenericPolicy::block, 0, stream>>>(w, data, d_out);
+      break;
   }
   TALLY_CHECK_LAUNCH();
   if (host) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tally/reduce/detail/tuning_cpu.hpp"
 #include "tally/reduce/reduce.hpp"
 
 // OpenMP where the including translation unit has it (nvcc's host pass usually does not); the loops
@@ -77,8 +78,6 @@ Walk make_walk(View<const T> in, Levels levels) {
   return w;
 }
 
-inline constexpr int cpu_batch = 16;  ///< elements per pairwise tree on the CPU
-
 /// The N elements at x[0], x[s], ... (flat indices index0, index0 + 1, ...) as a pairwise tree of
 /// values, not an array: the compiler keeps it in registers and folds what the loads make constant
 /// (MeanVar's counts, so its tree has no division).
@@ -95,8 +94,8 @@ typename R::value_type cpu_fold_run(typename R::value_type acc, const T* base, s
   if constexpr (HasFoldRun<R, T>)
     if (s == 1) return R::fold_run(acc, base + c0, c1 - c0, index0 + c0);
   std::int64_t c = c0;
-  for (; c + cpu_batch <= c1; c += cpu_batch)
-    acc = R::combine(acc, cpu_tree<R, cpu_batch>(base + c * s, s, index0 + c));
+  for (; c + GenericCpuPolicy::batch <= c1; c += GenericCpuPolicy::batch)
+    acc = R::combine(acc, cpu_tree<R, GenericCpuPolicy::batch>(base + c * s, s, index0 + c));
   for (; c < c1; ++c) acc = R::combine(acc, reducer_load<R>(base[c * s], index0 + c));
   return acc;
 }
@@ -125,11 +124,11 @@ void generic_cpu(View<const T> in, Levels levels, typename R::value_type* out) {
     std::fill(out, out + w.n_out, R::identity());
     return;
   }
-  // Chunks of at least 2^14 elements, about 256 of them in a long reduction: fixed by the problem.
-  constexpr std::int64_t grain = std::int64_t{1} << 14, target = 256;
-  const std::int64_t chunk = std::max(grain, (w.per + target - 1) / target);
+  // Chunks of at least grain elements, about target_tasks of them in a long reduction: fixed by the problem.
+  const std::int64_t chunk =
+      std::max(GenericCpuPolicy::grain, (w.per + GenericCpuPolicy::target_tasks - 1) / GenericCpuPolicy::target_tasks);
   const std::int64_t nc = (w.per + chunk - 1) / chunk;
-  [[maybe_unused]] const bool team = w.n_out * w.per >= (std::int64_t{1} << 16);
+  [[maybe_unused]] const bool team = w.n_out * w.per >= GenericCpuPolicy::serial_below;
   if (nc == 1) {
     TALLY_GENERIC_OMP_FOR_TEAM
     for (std::int64_t o = 0; o < w.n_out; ++o) out[o] = cpu_fold_range<R>(w, in.data, o, 0, w.per);

@@ -19,8 +19,8 @@
 //      before; staged_pair_kernel, where segments average at most 32 bytes, takes two tiles at once.
 //   2. scan_list_kernel, one block: the list's inclusive scan, the global chunk numbering; it moves
 //      the count to the list's size and zeroes the ticket. A call without long segments finds an
-//      empty list (a scan of every tile's count, 8.6 us for the 524 288 tiles of 2^28 floats in
-//      segments of 16, was 3% of that call; H200).
+//      empty list, whose scan is a load and two stores (the list holds only the tiles with long
+//      segments, not every tile's count).
 //   3. long_kernel: a persistent grid, block b taking the consecutive chunks [b total / grid,
 //      (b + 1) total / grid), located 32 at a time by its first warp (locate_chunks: the first list
 //      entry whose scan exceeds the batch's first chunk by a 32-ary warp search, then a warp scan of
@@ -78,9 +78,9 @@ __device__ __forceinline__ std::int64_t find_tile(const int* __restrict__ prefix
 /// slots[0, nb) by the calling warp (one 32-ary search for c0's entry, then each entry's tile's offsets
 /// loaded a lane a segment, four entries' loads in flight at once, and each segment writing the slots
 /// of its chunks in the batch); a chunk no segment claims (only from offsets that break the rules)
-/// keeps count 0. Returns nb. The block's earlier form looked each segment up when it entered it:
-/// a search, the offsets and a block barrier, five dependent round trips, for every one of the power
-/// law's 5300 long segments, most of them a single chunk.
+/// keeps count 0. Returns nb. Locating a batch at once spares each segment its own search, offsets
+/// and block barrier (five dependent round trips), which most long segments, a single chunk each,
+/// would otherwise pay.
 template <class Off>
 __device__ __forceinline__ int locate_chunks(ChunkSlot* slots, const int* __restrict__ prefix, std::int64_t entries,
                                              const LongList& list, const Off* __restrict__ off, std::int64_t n_seg,
@@ -131,13 +131,11 @@ __device__ __forceinline__ std::int64_t list_size(std::int64_t count, const Long
   return min(count, list.cap);
 }
 
-inline constexpr int kScanBlock = 1024;
-
 /// The list's chunk counts made their inclusive scan, in place, by one block: thread t sums a
 /// contiguous run, a block scan of the runs, then each run rewritten from its offset. The count is
 /// moved to size and its ticket zeroed (after every thread has read it). An empty list (no long
 /// segment) is a load and two stores.
-template <int Block = kScanBlock>  // a template: defined in every translation unit that launches it
+template <int Block = SegmentedPolicy::scan_block>  // a template: defined in every translation unit that launches it
 __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
   enter_after_predecessor();
   using Scan = cub::BlockScan<int, Block>;
@@ -154,28 +152,30 @@ __global__ void __launch_bounds__(Block) scan_list_kernel(LongList list) {
   for (std::int64_t i = b; i < e; ++i) list.chunks[i] = run += list.chunks[i];
 }
 
-/// This thread's fold of a chunk x[0, len), len <= kChunk: elements t, t + kBlock, ... in order
-/// (block_segment_reduce's), every load of a round of kLongRound bytes a thread issued before the
-/// first combine: a full float chunk costs two round trips (16 loads at a time took four, and a
-/// part-full chunk one more for its remainder).
+/// This thread's fold of a chunk x[0, len), len <= kChunk: elements t, t + SegmentedPolicy::block, ... in order
+/// (block_segment_reduce's), every load of a round of SegmentedPolicy::long_round bytes a thread issued before the
+/// first combine: a full float chunk costs two round trips (at 16 loads a round it would cost four,
+/// and a part-full chunk one more for its remainder).
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc chunk_fold(const T* __restrict__ x, int len, std::int64_t index0) {
-  constexpr int per = static_cast<int>(kChunk / kBlock), fit = kLongRound / static_cast<int>(sizeof(T));
+  constexpr int per = static_cast<int>(kChunk / SegmentedPolicy::block),
+                fit = SegmentedPolicy::long_round / static_cast<int>(sizeof(T));
   constexpr int R = fit < 1 ? 1 : fit > per ? per : fit;  // loads a round
   Acc acc = detail::op_identity<Op, Acc>();
 #pragma unroll 1
-  for (int base = static_cast<int>(threadIdx.x); base < len; base += R * kBlock) {
+  for (int base = static_cast<int>(threadIdx.x); base < len; base += R * SegmentedPolicy::block) {
     // One address, the loads at constant offsets from it; the bound a compare with a constant.
     const T* __restrict__ p = x + base;
     const int rem = len - base;
     T v[R];
 #pragma unroll
     for (int u = 0; u < R; ++u)
-      if (u * kBlock < rem) v[u] = p[u * kBlock];
+      if (u * SegmentedPolicy::block < rem) v[u] = p[u * SegmentedPolicy::block];
 #pragma unroll
     for (int u = 0; u < R; ++u)
-      if (u * kBlock < rem)
-        acc = detail::op_combine<Op, Acc>(acc, detail::segment_load<Op, Acc>(v[u], index0 + base + u * kBlock));
+      if (u * SegmentedPolicy::block < rem)
+        acc = detail::op_combine<Op, Acc>(
+            acc, detail::segment_load<Op, Acc>(v[u], index0 + base + u * SegmentedPolicy::block));
   }
   return acc;
 }
@@ -196,7 +196,7 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
     if (device::gang_arrive(tickets + my.first, static_cast<unsigned int>(my.count), last)) {
       // The segment's partials in chunk order: strided over the threads, then the block tree.
       v = detail::op_identity<Op, Acc>();
-      for (std::int64_t k = threadIdx.x; k < my.count; k += kBlock)
+      for (std::int64_t k = threadIdx.x; k < my.count; k += SegmentedPolicy::block)
         v = detail::op_combine<Op, Acc>(v, device::load_coherent(partials + my.first + k));
       v = device::block_reduce<Op>(v, tmp);
       if (threadIdx.x == 0) out[my.seg] = v;
@@ -206,7 +206,7 @@ __device__ __forceinline__ void long_chunk(const T* __restrict__ in, Acc* __rest
 }
 
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kBlock, kLongBlocksSm)
+__global__ void __launch_bounds__(SegmentedPolicy::block, SegmentedPolicy::long_blocks_sm)
     long_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
                 LongList list, std::int64_t max_chunks, Acc* __restrict__ partials,
                 unsigned int* __restrict__ tickets) {
@@ -242,8 +242,9 @@ __global__ void __launch_bounds__(kBlock, kLongBlocksSm)
 }
 
 template <class Off>
-__global__ void __launch_bounds__(kBlock) check_kernel(const Off* __restrict__ off, std::int64_t n_seg, std::int64_t n,
-                                                       unsigned long long* __restrict__ first_bad) {
+__global__ void __launch_bounds__(SegmentedPolicy::block)
+    check_kernel(const Off* __restrict__ off, std::int64_t n_seg, std::int64_t n,
+                 unsigned long long* __restrict__ first_bad) {
   enter_after_predecessor();
   for (std::int64_t i = device::global_thread_id(); i <= n_seg; i += device::grid_stride()) {
     const std::int64_t a = off[i];
@@ -276,22 +277,20 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
                     reinterpret_cast<std::int64_t*>(base + tile_at), reinterpret_cast<int*>(base + chunks_at), cap};
     partials = reinterpret_cast<Acc*>(base + part_at);
   }
-  // Whole rounds of the blocks the device holds (registers allowing, 5 an SM where fill_blocks counts
-  // 4: a grid of 4 x 4 an SM ran a fifth of a round last, uniform 16 4% slower), how many by the mean
-  // segment length. Where it is 16 or more a tile is full 16-byte rounds, bandwidth-bound, and short
-  // blocks even out the end: 32 rounds, ~3 tiles a warp for segments of 16. Shorter segments are
-  // latency-bound and each warp's first tile waits for its offsets, which later tiles find loaded:
-  // 8 rounds. H200, 2^28 floats, us by rounds 4 / 8 / 16 / 32 / 64: uniform 16 287.0 / 285.3 /
-  // 283.6 / 281.7 / 282.0, power law 649.9 / 643.2 / 644.0 / 656.8 / 683.6 (one tile a warp: 865.8).
-  const int rounds = n >= 16 * n_seg ? 32 : 8;
+  // Whole rounds of the blocks the device holds (the kernel's own residency, registers allowing, not
+  // fill_blocks' count: a grid of a smaller count runs a fraction of a round last), how many by the
+  // mean segment length. Where it is 16 or more a tile is full 16-byte rounds, bandwidth-bound, and
+  // short blocks even out the end (rounds_long, ~3 tiles a warp for segments of 16). Shorter segments
+  // are latency-bound and each warp's first tile waits for its offsets, which later tiles find loaded
+  // (rounds_short).
+  const int rounds = n >= 16 * n_seg ? SegmentedPolicy::rounds_long : SegmentedPolicy::rounds_short;
   const auto grid_of = [&](int resident, std::int64_t warp_tiles, int block) {  // a warp a tile
     return std::clamp<std::int64_t>(ceil_div(warp_tiles, block / device::warp_size), 1,
                                     std::int64_t{std::max(tune.sm_count, 1)} * resident * rounds);
   };
   // The staged kernels wherever they can run: 16-byte aligned input of a type cp.async copies whole,
   // 32-bit offsets (segment numbers below 2^31); the pair kernel where segments average at most 32
-  // bytes (H200: the power law's 21 bytes, uniform 4 and 8 faster there, uniform 16 slower);
-  // short_kernel otherwise.
+  // bytes (the power law's average is 21), where it is the faster; short_kernel otherwise.
   bool staged = false;
   if constexpr (stageable<T> && sizeof(Off) == 4) {
     staged = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && n_seg < (std::int64_t{1} << 31);
@@ -300,37 +299,38 @@ void segmented_cuda_impl(const T* in, std::int64_t n, const Off* off, std::int64
       constexpr std::int64_t v = device::vec16<T>;
       const std::int64_t window_end = std::min(n, (std::int64_t{1} << 32) - v) / v * v;
       if (n * static_cast<std::int64_t>(sizeof(T)) <= 32 * n_seg) {
-        static const int resident = resident_blocks(staged_pair_kernel<Op, T, Acc, Off>, kPairBlock);
+        static const int resident = resident_blocks(staged_pair_kernel<Op, T, Acc, Off>, SegmentedPolicy::pair_block);
         const std::int64_t pairs = ceil_div(n_seg, 2 * kTile);
-        launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, kPairBlock), kPairBlock, tune, stream, in,
-               off, n_seg, out, list, pairs, window_end);
+        launch(staged_pair_kernel<Op, T, Acc, Off>, grid_of(resident, pairs, SegmentedPolicy::pair_block),
+               SegmentedPolicy::pair_block, tune, stream, in, off, n_seg, out, list, pairs, window_end);
       } else {
-        static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, kBlock);
-        launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, off, n_seg,
-               out, list, tiles, window_end);
+        static const int resident = resident_blocks(staged_kernel<Op, T, Acc, Off>, SegmentedPolicy::block);
+        launch(staged_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, SegmentedPolicy::block), SegmentedPolicy::block,
+               tune, stream, in, off, n_seg, out, list, tiles, window_end);
       }
     }
   }
   if (!staged) {
-    static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, kBlock);
-    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, kBlock), kBlock, tune, stream, in, n, off, n_seg,
-           out, list);
+    static const int resident = resident_blocks(short_kernel<Op, T, Acc, Off>, SegmentedPolicy::block);
+    launch(short_kernel<Op, T, Acc, Off>, grid_of(resident, tiles, SegmentedPolicy::block), SegmentedPolicy::block,
+           tune, stream, in, n, off, n_seg, out, list);
   }
   if (max_chunks == 0) return;  // no segment can be long
-  launch(scan_list_kernel<>, 1, kScanBlock, tune, stream, list);
-  static const int long_resident = resident_blocks(long_kernel<Op, T, Acc, Off>, kBlock);
+  launch(scan_list_kernel<>, 1, SegmentedPolicy::scan_block, tune, stream, list);
+  static const int long_resident = resident_blocks(long_kernel<Op, T, Acc, Off>, SegmentedPolicy::block);
   const std::int64_t long_grid =
       std::clamp<std::int64_t>(max_chunks, 1, std::int64_t{std::max(tune.sm_count, 1)} * long_resident);
-  launch(long_kernel<Op, T, Acc, Off>, long_grid, kBlock, tune, stream, in, off, n_seg, out, list, max_chunks, partials,
-         ws.ticket_array());
+  launch(long_kernel<Op, T, Acc, Off>, long_grid, SegmentedPolicy::block, tune, stream, in, off, n_seg, out, list,
+         max_chunks, partials, ws.ticket_array());
 }
 
 template <class Off>
 void check_offsets_cuda_impl(const Off* d_off, std::int64_t n_seg, std::int64_t n, Workspace& ws, stream_t stream) {
   auto* const slot = static_cast<unsigned long long*>(ws.result_slot());
   TALLY_CUDA_TRY(cudaMemsetAsync(slot, 0xFF, sizeof(unsigned long long), stream));
-  const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(n_seg + 1, kBlock), 1, fill_blocks(ws.tuning()) * 4);
-  launch(check_kernel<Off>, grid, kBlock, ws.tuning(), stream, d_off, n_seg, n, slot);
+  const std::int64_t grid =
+      std::clamp<std::int64_t>(ceil_div(n_seg + 1, SegmentedPolicy::block), 1, fill_blocks(ws.tuning()) * 4);
+  launch(check_kernel<Off>, grid, SegmentedPolicy::block, ws.tuning(), stream, d_off, n_seg, n, slot);
   unsigned long long first = 0;
   TALLY_CUDA_TRY(cudaMemcpyAsync(&first, slot, sizeof first, cudaMemcpyDeviceToHost, stream));
   TALLY_CUDA_TRY(cudaStreamSynchronize(stream));

@@ -15,34 +15,22 @@
 
 #include "tally/reduce/detail/launch.cuh"
 #include "tally/reduce/detail/segmented_generic.hpp"
+#include "tally/reduce/detail/tuning_cuda.hpp"
 #include "tally/reduce/device/segment.cuh"
 
 namespace tally::reduce::detail::cuda::seg {
 
-inline constexpr int kBlock = 256;      ///< threads per block (the library's production kernels' too)
-inline constexpr int kMinBlocksSm = 4;  ///< residency the register budget is held to (launch bounds)
-/// The tile kernel's (its warps wait on one dependent round trip after another, so more of them hide
-/// more). H200, power law: 5 blocks (48 registers) 668 us; 4 (55 registers, the medium loop 16 loads
-/// deep) 734; 6 (40 registers) spilled, 732, uniform 16 and 1000 5-7% slower than at 5.
-inline constexpr int kShortBlocksSm = 5;
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-/// Blocks that fill the device once at kMinBlocksSm per SM (the Tuning's SM count).
+/// Blocks that fill the device once at SegmentedPolicy::min_blocks_sm per SM (the Tuning's SM count).
 inline std::int64_t fill_blocks(const Tuning& t) {
-  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), kMinBlocksSm);
+  return std::int64_t{std::max(t.sm_count, 1)} * std::min(std::max(t.blocks_per_sm, 1), SegmentedPolicy::min_blocks_sm);
 }
 
 // The segment classes (segmented.hpp states them for fused kernels).
 inline constexpr std::int64_t kThreadMax = segment_thread_max;  ///< short: at most this many elements
 inline constexpr std::int64_t kWarpMax = segment_warp_max;      ///< medium: at most this many
 inline constexpr std::int64_t kChunk = segment_chunk;           ///< long: chunks of this many (64 per thread)
-static_assert(kBlock == segment_block, "a long chunk is folded by a block of segment_block threads");
-// The long kernel's rounds: 32 floats (16 doubles) a thread in flight, 3 blocks an SM (80 registers).
-// H200, 2^28 floats, against 16 loads at 4 blocks (us): power law 497.1 -> 486.0 (its long kernel
-// 96.8 -> 84.0 under ncu), uniform 2^20 266.5 -> 258.4, 10^5 ones + 1 giant 274.3 -> 263.7; 256-byte
-// rounds at 2 blocks 496.4 / 263.7 / 280.6, 128-byte rounds at 4 blocks (spilling) 494.5 / 276.3 / 282.6.
-inline constexpr int kLongRound = 128;           ///< bytes a thread loads before folding them
-inline constexpr int kLongBlocksSm = 3;          ///< the long kernel's residency (launch bounds)
-inline constexpr int kTile = device::warp_size;  ///< segments per tile (one per lane)
+inline constexpr int kTile = device::warp_size;                 ///< segments per tile (one per lane)
 
 /// An offset as int64, int32 ones zero-extended (offsets are >= 0): no instruction reads the loaded word
 /// until the value is used.
@@ -55,8 +43,8 @@ TALLY_HD std::int64_t chunks_of(std::int64_t len) { return len > kWarpMax ? (len
 
 /// The tiles holding long segments, in the order they were appended, and their chunk counts (made
 /// their inclusive scan by scan_list_kernel). count is a workspace ticket (zero between calls: the
-/// scan kernel copies it to size and zeroes it, so no memset node precedes the short kernel, 1-2 us
-/// a call on the H200); entries past cap (only from offsets that break the rules) are dropped.
+/// scan kernel copies it to size and zeroes it, so no memset node precedes the short kernel); entries
+/// past cap (only from offsets that break the rules) are dropped.
 struct LongList {
   unsigned int* count = nullptr;  ///< null: no segment can be long, nothing appended
   std::int64_t* size = nullptr;   ///< the count, as the long kernel reads it
@@ -64,12 +52,6 @@ struct LongList {
   int* chunks = nullptr;
   std::int64_t cap = 0;
 };
-
-/// Loads a lane issues at a time for a medium segment in a staged window (not the order): shared
-/// memory answers in tens of cycles, and the fold's tail runs U - 1 predicated loads whatever the
-/// length. 4 against 8: the pair kernel 1344 -> 1280 SASS instructions, the power law 474.4-479.3 us
-/// against 479.4-481.2 (H200, same machine, 2026-11-29).
-inline constexpr int kWindowUnroll = 4;
 
 /// A tile's medium segments (lanes with kThreadMax < len <= kWarpMax), one after the other by the whole
 /// warp, each read from the staged window win = in[wb, wend) where it lies inside (the staged kernel)
@@ -83,9 +65,9 @@ __device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const
     const P sb = __shfl_sync(0xffffffffu, b, src);
     const int sl = __shfl_sync(0xffffffffu, static_cast<int>(len), src);
     // Two calls, not one on a selected pointer: each is compiled for its own memory (LDS, LDG), shared
-    // memory with fewer loads a lane in flight (kWindowUnroll).
+    // memory with fewer loads a lane in flight (SegmentedPolicy::window_unroll).
     const Acc r = Staged && sb >= wb && sb + sl <= wend
-                      ? device::warp_segment_reduce<Op, Acc, kWindowUnroll>(win + (sb - wb), sl, lane)
+                      ? device::warp_segment_reduce<Op, Acc, SegmentedPolicy::window_unroll>(win + (sb - wb), sl, lane)
                       : device::warp_segment_reduce<Op, Acc>(in + sb, sl, lane);
     if (lane == 0) out[tile * kTile + src] = r;
   }
@@ -99,21 +81,20 @@ __device__ __forceinline__ void tile_medium_long(const T* __restrict__ in, const
 }
 
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kBlock, kShortBlocksSm)
+__global__ void __launch_bounds__(SegmentedPolicy::block, SegmentedPolicy::short_blocks_sm)
     short_kernel(const T* __restrict__ in, std::int64_t n, const Off* __restrict__ off, std::int64_t n_seg,
                  Acc* __restrict__ out, LongList list) {
   enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kBlock / device::warp_size);
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (SegmentedPolicy::block / device::warp_size);
   const std::int64_t tiles = (n_seg + kTile - 1) / kTile;
-  std::int64_t tile =
-      (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) / device::warp_size;  // warp-uniform
+  std::int64_t tile = (static_cast<std::int64_t>(blockIdx.x) * SegmentedPolicy::block + threadIdx.x) /
+                      device::warp_size;  // warp-uniform
   // The next tile's offsets are loaded while this one is reduced: one dependent round trip per tile
   // fewer (a tile of short segments is otherwise two: its offsets, then its elements). Held as int64
-  // whatever Off is (with int32 registers the kernel spilled 8 bytes), and widened from int32 by zero
-  // extension (offsets are >= 0): a sign extension reads the loaded word, so the warp waited for the
-  // next tile's offsets right after asking for them (ncu, H200: 18% of the tile kernel's stall samples
-  // on that one instruction, which is why int64 offsets ran the power law faster than int32 ones).
+  // whatever Off is (in int32 registers the kernel spills), and widened from int32 by zero
+  // extension (offsets are >= 0): a sign extension reads the loaded word, so the warp would wait for
+  // the next tile's offsets right after asking for them.
   // The loads are unconditional (a lane past the end rereads the last segment's offsets and takes
   // length 0), so that nothing is selected or copied from the loaded words before their use.
   std::int64_t nb = 0, ne = 0;
@@ -196,40 +177,30 @@ __device__ __forceinline__ void staged_short(const T* __restrict__ in, const T* 
   out[s] = r;
 }
 
-/// Bytes of each of a warp's two staging buffers in the staged kernel: 512 floats, which hold every
-/// short segment of 99% of the power law's tiles and 95% of its medium segments (a tile's 32 segments
-/// span 172 floats on average, with a heavy tail).
-inline constexpr int kStageBytes = 2048;
-/// The staged kernel's residency: 4 blocks an SM (64 registers; at 5, i.e. 48 registers, its loop
-/// state spilled), 4 x 33 KB of shared memory.
-inline constexpr int kStagedBlocksSm = 4;
-
 /// short_kernel for 16-byte aligned input, its tiles' elements staged: while a warp reduces a tile, the
-/// next tile's elements (from its first segment's 16-byte block, at most kStageBytes) are copied to
+/// next tile's elements (from its first segment's 16-byte block, at most SegmentedPolicy::stage_bytes) are copied to
 /// the warp's other buffer by cp.async, which holds no registers; segments lying inside the window are
 /// folded from shared memory, those past it (rare: a window of 512 floats holds 99% of the power
 /// law's short segments and 95% of its medium ones) from global memory as short_kernel does. The folds
 /// are short_kernel's (the window starts on a 16-byte block of in, so thread_segment_fold's rounds and
 /// masks are the same): the same bits. Offsets are loaded two tiles ahead, a tile's window issued
 /// one tile ahead: the round trips that short_kernel waits for (its offsets, then its short
-/// segments' rounds, then each medium segment's) are overlapped with the reduction of the tile before.
-/// H200, 2^28 floats, int32 offsets: power law 549-552 us against short_kernel's 625-627 (ncu: issue
-/// active 86% of cycles against ~65%, long-scoreboard stalls 0.27 per issue), uniform 1000 0.87 of
-/// the full sum against 0.86, uniform 16 unchanged (0.86).
+/// segments' rounds, then each medium segment's) are overlapped with the reduction of the tile before
+/// (BENCHMARKS.md#segments).
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
+__global__ void __launch_bounds__(SegmentedPolicy::block, SegmentedPolicy::staged_blocks_sm)
     staged_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
                   LongList list, std::int64_t n_tiles, std::int64_t n_window_end) {
-  // Positions and segment numbers in 32 bits, as the offsets are (the loop's state is ten of them;
-  // in 64 bits it spilled, and with int64 offsets the kernel ran uniform 1000 at 0.30 of the full sum,
-  // short_kernel at 0.86: H200, 2026-11-29).
+  // Positions and segment numbers in 32 bits, as the offsets are: the loop's state is ten of them,
+  // which in 64 bits spill.
   static_assert(sizeof(Off) == 4, "staged_kernel takes 32-bit offsets");
   using P = std::uint32_t;
-  constexpr int W = kStageBytes / static_cast<int>(sizeof(T));
-  constexpr int kWarps = kBlock / device::warp_size;
+  constexpr int W = SegmentedPolicy::stage_bytes / static_cast<int>(sizeof(T));
+  constexpr int kWarps = SegmentedPolicy::block / device::warp_size;
   // Padded by a round of thread_segment_fold_blocks (which reads whole rounds; what lies past a
   // window is never folded).
-  __shared__ __align__(16) unsigned char stage[kWarps * 2 * kStageBytes + device::segment_round_blocks * 16];
+  __shared__ __align__(
+      16) unsigned char stage[kWarps * 2 * SegmentedPolicy::stage_bytes + device::segment_round_blocks * 16];
   enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size,
             wid = static_cast<int>(threadIdx.x) / device::warp_size;
@@ -241,7 +212,7 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
     const P s = min(t * kTile + lane, last);
     b = static_cast<P>(off[s]), e = static_cast<P>(off[s + 1]);
   };
-  const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kStageBytes); };
+  const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * SegmentedPolicy::stage_bytes); };
   const auto issue = [&](P b, P e, int k, P& wb, int& wlen) {  // tile (b, e)'s window to buffer k
     copy_window<W>(buffer(k), in, __shfl_sync(0xffffffffu, b, 0), __shfl_sync(0xffffffffu, e, device::warp_size - 1),
                    n_end, lane, wb, wlen);
@@ -269,32 +240,24 @@ __global__ void __launch_bounds__(kBlock, kStagedBlocksSm)
   }
 }
 
-/// The pair kernel's blocks (4 warps, 8 an SM: registers held to 64, and 8 x (27.3 KB of shared
-/// memory + 1 KB the system reserves a block) = 226 KB of the SM's 228), its tiles (two of 32
-/// segments, a pair a warp) and its windows (768 floats: a pair of the power law's segments spans
-/// 344 on average).
-inline constexpr int kPairBlock = 128;
-inline constexpr int kPairBlocksSm = 8;
-inline constexpr int kPairStageBytes = 3072;
-
 /// staged_kernel for short segments (at most 32 bytes on average): tiles of 64 segments, lane l reducing
 /// segments l and l + 32 (the per-tile work of the window, its copies and the wait paid once for two
 /// of staged_kernel's tiles), the offsets staged too (tile t's 65 copied to shared memory two tiles
 /// ahead, its elements one tile ahead, one cp.async group a tile: the loop holds no offsets in
-/// registers). The same folds from the same windowed or global memory: the same bits.
-/// H200, 2^28 floats: power law 486-490 us against staged_kernel's 548-552 (0.50 of the full sum
-/// against 0.44), uniform 4 397-400 against 472-474, uniform 8 316 against 323; longer segments are
-/// slower here (uniform 16 365 against 281: the window holds three quarters of a tile's 1024 floats).
+/// registers). The same folds from the same windowed or global memory: the same bits. Faster than
+/// staged_kernel where segments are that short, slower for longer ones (a window then holds only part
+/// of a tile's elements).
 template <class Op, class T, class Acc, class Off>
-__global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
+__global__ void __launch_bounds__(SegmentedPolicy::pair_block, SegmentedPolicy::pair_blocks_sm)
     staged_pair_kernel(const T* __restrict__ in, const Off* __restrict__ off, std::int64_t n_seg, Acc* __restrict__ out,
                        LongList list, std::int64_t n_pairs, std::int64_t n_window_end) {
   static_assert(sizeof(Off) == 4, "staged_pair_kernel copies 32-bit offsets");
   using P = std::uint32_t;
-  constexpr int W = kPairStageBytes / static_cast<int>(sizeof(T)), S = 2 * kTile,
-                kWarps = kPairBlock / device::warp_size;
+  constexpr int W = SegmentedPolicy::pair_stage_bytes / static_cast<int>(sizeof(T)), S = 2 * kTile,
+                kWarps = SegmentedPolicy::pair_block / device::warp_size;
   constexpr int OS = (S + 1 + 3) / 4 * 4;  // a tile's offsets, padded to 16 bytes
-  __shared__ __align__(16) unsigned char stage[kWarps * 2 * kPairStageBytes + device::segment_round_blocks * 16];
+  __shared__ __align__(
+      16) unsigned char stage[kWarps * 2 * SegmentedPolicy::pair_stage_bytes + device::segment_round_blocks * 16];
   __shared__ __align__(16) P offs[kWarps][3][OS];
   enter_after_predecessor();
   const int lane = static_cast<int>(threadIdx.x) % device::warp_size,
@@ -310,7 +273,9 @@ __global__ void __launch_bounds__(kPairBlock, kPairBlocksSm)
       copy4_async(&offs[wid][q][at], off + min(t * S + at, segs), at <= S);
     }
   };
-  const auto buffer = [&](int k) { return reinterpret_cast<T*>(stage + (2 * wid + k) * kPairStageBytes); };
+  const auto buffer = [&](int k) {
+    return reinterpret_cast<T*>(stage + (2 * wid + k) * SegmentedPolicy::pair_stage_bytes);
+  };
   const auto issue = [&](int q, int k, P& wb, int& wlen) {
     copy_window<W>(buffer(k), in, offs[wid][q][0], offs[wid][q][S], n_end, lane, wb, wlen);
   };

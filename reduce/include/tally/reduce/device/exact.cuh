@@ -49,9 +49,8 @@ struct ExactStorage {
   static constexpr int groups = kExactMergeThreads / W > 1 ? kExactMergeThreads / W : 1;
   exact::Accumulator<T> acc;
   std::int64_t part[groups > 1 ? groups - 1 : 1][W];
-  // The rounding's scratch for wide windows (Accumulator::round_window): in shared memory, not a stack frame. A kernel
-  // with the out-of-line round() and its local arrays ran its unrelated main loop 1.6x slower on
-  // the H200 (fewer blocks resident: SMs idle for a quarter of the time, ncu).
+  // The rounding's scratch for wide windows (Accumulator::round_window): in shared memory, not a
+  // stack frame, whose local arrays would cost the kernel's unrelated main loop its residency.
   std::int64_t round_a[exact::Accumulator<T>::limbs];
   std::uint32_t round_d[exact::Accumulator<T>::limbs + 1];
   // Per warp (exact_block_flush): its bins' common window and count sums, and whether it saw an
@@ -208,10 +207,10 @@ __device__ __forceinline__ void exact_thread_flush(exact::Filter& f, SharedSink<
 inline constexpr int kNoWindow = -0x7fffffff - 1;
 
 /// The batches of U vectors of V values at in + i, in + i + step, ... (while i + (U - 1) step < n)
-/// into t's add_batch; returns the first i not taken. Prefetch: the next batch's loads are issued
+/// into t's add_batch; returns the first i it did not add. Prefetch: the next batch's loads are issued
 /// before this one is binned, so that the binning's arithmetic (about 8 operations a value) does not
-/// leave a warp with nothing in flight (without, the loop ran 2.5% below the ordinary sum's bandwidth
-/// at 2^28 floats); without Prefetch fewer registers, for threads with one batch (nothing to prefetch).
+/// leave a warp with nothing in flight; without Prefetch fewer registers, for threads with one batch
+/// (nothing to prefetch).
 template <bool Prefetch, int U, int V, class T>
 __device__ __forceinline__ std::int64_t exact_add_batches(ExactThread<T>& t, const T* __restrict__ in, std::int64_t i,
                                                           std::int64_t n, std::int64_t step) {
@@ -509,9 +508,8 @@ __device__ __forceinline__ bool exact_gang_sum(ExactThread<T>& t, exact::Accumul
   // Word k of every block's accumulator, integer adds (the order does not matter): `groups` groups
   // of W threads, group g adding blocks g, g + groups, ... with kExactMergeLoads independent L2 loads in flight
   // (ld.cg: the ticket's acquire made them visible; L1 never holds them), then word k's thread adds
-  // the groups' sums. (A double accumulator's 72 words leave 3 groups: 396 blocks are 132 loads a
-  // thread, which two or four in flight turned into 8 us of the H200's 2^28 sum, phases; sixteen
-  // made the kernels spill, ptxas.)
+  // the groups' sums. (A double accumulator's 72 words leave 3 groups: a grid of 396 blocks is 132
+  // loads a thread, latency-bound with fewer in flight; sixteen make the kernels spill.)
   const int groups = min(ExactStorage<T>::groups, static_cast<int>(block_size()) / W);
   const int g = k / W, kk = k - g * W;
   if (g < groups) {

@@ -57,11 +57,10 @@ __device__ __forceinline__ Out exact_warp_round(const exact::Accumulator<T>& acc
 /// negative sum is its two's complement by one ballot (the lowest non-zero limb), and Accumulator's
 /// rounding tail (round_magnitude) reads its digits by shuffles. The same bits as round_window: it is
 /// the same exact value, normalised, rounded by the same code; a dependent chain of a few shuffles
-/// and ballots where round_narrow ran 64-bit carry chains and digit selects in one lane.
+/// and ballots, not 64-bit carry chains and digit selects in one lane.
 /// Ripples are common, not rare: a negative bins' sum S = -1 enters three limbs as 2^32 - 1,
-/// 2^32 - 1, -1, so blocks of both signs leave limbs of 2^32 - 1 that a carry must cross (the
-/// previous two steps, then round_window in lane 0 with its local arrays, took the sum of 2^16
-/// uniform doubles in (-1, 1) of exact_phases: ncu, H200).
+/// 2^32 - 1, -1, so blocks of both signs leave limbs of 2^32 - 1 that a carry must cross (any sum of
+/// values of both signs, e.g. uniform in (-1, 1), has them).
 template <class Out, class T>
 __device__ __forceinline__ Out exact_warp_round_window(const exact::Accumulator<T>& acc, int lo, int hi) {
   using A = exact::Accumulator<T>;

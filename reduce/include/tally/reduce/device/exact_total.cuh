@@ -51,9 +51,8 @@ constexpr std::size_t exact_total_bytes() {
 /// parts (one barrier) warp 0 alone finishes the block: lane k adds word k by one atomic (limb k
 /// carried once on the fly plus its share of the bins' sums: below 2^35, so 2^28 blocks fit), lane 0
 /// takes the ticket, and in the last block the warp reads d_total and rounds; no block-wide barrier
-/// after the first (main's tail had eight, a block-wide carry step and lane 0's serial limb adds;
-/// with the warp rounding and one window a warp, H200 phases of 2^16: float 5.19 -> 4.80 us,
-/// double 7.55 -> 5.40). Whole grid only; returns true in warp 0 of the last block, whose thread 0
+/// after the first (no block-wide carry step, no serial limb adds in lane 0: short arrays spend their
+/// time in this tail). Whole grid only; returns true in warp 0 of the last block, whose thread 0
 /// holds the result. Needs block_size() >= 32.
 template <class Out, class T>
 __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t* d_total, unsigned int* d_ticket,
@@ -87,10 +86,9 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
     if (lane == 0) last = take_ticket(d_ticket, static_cast<unsigned int>(nblocks));
     if (!__shfl_sync(0xffffffffu, last, 0)) return false;
     __syncwarp();  // lane 0's acquire before the lanes' loads
-    // Every load of a lane in flight at once: a loop over k = lane, lane + 32, ... waited for each
-    // load before the next (its store to shared memory), three L2 round trips in a row for a
-    // double's 72 words (SASS) against one for a float's 17 (H200 phases, double 2^16, same run:
-    // 5.14 -> 4.66 us).
+    // Every load of a lane in flight at once: a loop over k = lane, lane + 32, ... would wait for each
+    // load before the next (its store to shared memory), three L2 round trips in a row for a double's
+    // 72 words instead of one.
     constexpr int R = (W + warp_size - 1) / warp_size;
     std::int64_t v[R];
 #pragma unroll

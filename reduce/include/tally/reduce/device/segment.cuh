@@ -35,14 +35,13 @@
 namespace tally::reduce::device {
 
 /// Loads in flight per thread in the thread (unaligned x) and warp forms (scalar loads: 32 bytes of
-/// floats; 16 in the warp form took the segmented tile kernel's registers past the 48 its 5 blocks
-/// an SM allow, and it spilled: power law 800 against 668 us, H200).
+/// floats; more would take the segmented tile kernel past the 48 registers of its residency).
 inline constexpr int segment_unroll = 8;
-/// Loads in flight per thread in the block form: 64 bytes of T (16 floats, 8 doubles). 32 bytes per
-/// thread left a long chunk's block latency-bound on the H200 (4 blocks of 256 threads per SM kept
-/// 32 KB in flight). The fold order does not depend on it. (The library's long-segment kernel now
-/// folds its chunks in this order with chunk_fold, segmented.cuh: a whole round of predicated loads
-/// at constant offsets, which needs the chunk bound and block size at compile time.)
+/// Loads in flight per thread in the block form: 64 bytes of T (16 floats, 8 doubles), enough to
+/// keep a chunk's block from being latency-bound at 4 blocks of 256 threads an SM. The fold order
+/// does not depend on it. (The library's long-segment kernel folds its chunks in this order with
+/// chunk_fold, segmented.cuh: a whole round of predicated loads at constant offsets, which needs the
+/// chunk bound and block size at compile time.)
 template <class T>
 inline constexpr int block_segment_unroll = sizeof(T) >= 8 ? 8 : 16;
 
@@ -74,9 +73,8 @@ inline constexpr int segment_round_blocks = 4;
 template <class Op, class Acc, class T, int V, int B>
 __device__ __forceinline__ Acc fold_round(Acc acc, const Vec<T, V> (&v)[B], int db, int de, std::int64_t index0) {
   // Slot p is the run's when db <= p < de: bit p of a mask made once a round, so each element costs
-  // one bit test (a pair of compares against constants each was a quarter more instructions;
-  // per-element 64-bit index tests and per-block branches made the fold ~250 instructions a round,
-  // the short-segment kernel's bottleneck).
+  // one bit test, not a pair of compares or a 64-bit index test (the fold is the short-segment
+  // kernel's inner loop).
   const int lo = db > 0 ? db : 0, hi = de < B * V ? de : B * V;                  // lo < hi: the run meets this round
   using Mask = std::conditional_t<(B * V >= 32), std::uint64_t, std::uint32_t>;  // 1 << hi defined: hi < bits
   Mask below_hi = ~Mask{0};
@@ -102,10 +100,8 @@ template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __restrict__ x, int begin, int len,
                                                           std::int64_t index0 = 0) {
   constexpr int V = vec16<T>, B = segment_round_blocks;
-  // begin >= 0 and len > 0: the remainder unsigned (a mask) and no test before the first round. The
-  // signed remainder (recomputed where the loop started) and that test were 8 instructions of each
-  // segment's path in the pair kernel (SASS); without them the power law ran 479-482 us against
-  // 485.4-485.6 (H200, same machine).
+  // begin >= 0 and len > 0: the remainder unsigned (a mask) and no test before the first round, which
+  // keeps each segment's path in the pair kernel short.
   const int a = static_cast<int>(static_cast<unsigned>(begin) % V),
             last = a + len;  // the run is flat positions [a, last) of xk
   const T* xk = x + (begin - a);
@@ -125,8 +121,7 @@ __device__ __forceinline__ Acc thread_segment_fold_blocks(Acc acc, const T* __re
 /// 16-byte aligned, the aligned 16-byte blocks covering the run are loaded whole (those inside
 /// x[0, n)) and only the run's elements folded: a warp of short segments reads whole sectors, not one
 /// element per sector per load. Positions are 32-bit and relative to the first block, so a round's
-/// bounds are two subtractions (64-bit clamps and divisions were a fifth of the short-segment kernel's
-/// instructions; ncu, H200).
+/// bounds are two subtractions, not 64-bit clamps and divisions.
 template <class Op, class Acc, class T>
 __device__ __forceinline__ Acc thread_segment_fold(Acc acc, const T* __restrict__ x, std::int64_t n, std::int64_t begin,
                                                    int len, std::int64_t index0 = 0) {

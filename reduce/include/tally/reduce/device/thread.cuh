@@ -32,7 +32,7 @@ __device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
 
 /// Folds V elements into acc as a fixed pairwise tree joined last: acc = op(acc, tree(x)), e.g.
 /// op(acc, op(op(x0, x1), op(x2, x3))). The tree is off acc's dependency chain, so a thread's chain
-/// grows by one operation per vector, not per element (4 float4 loads were 16 dependent adds).
+/// grows by one operation per vector, not per element (4 float4 loads: 4 dependent adds, not 16).
 template <class Op, class Acc, class T, int V>
 __device__ __forceinline__ Acc fold(Acc acc, const Vec<T, V>& x) {
   Acc t[V];
