@@ -1,0 +1,7 @@
+# heat2d's implicit mode (apps/heat2d/implicit, TeaLeaf's decks and solvers), included by this
+# folder's CMakeLists.txt.
+set(tea_data ${PROJECT_SOURCE_DIR}/data/tealeaf)
+
+# The deck parser, and a thousand mutated decks fed to it (run under the sanitizers by the CI's asan build).
+ConfigureTest(tea_deck_test SOURCES test_tea_deck.cpp test_tea_deck_fuzz.cpp LIBS heat2d_implicit)
+target_compile_definitions(tea_deck_test PRIVATE TEA_DATA_DIR="${tea_data}")
