@@ -5,3 +5,7 @@ set(tea_data ${PROJECT_SOURCE_DIR}/data/tealeaf)
 # The deck parser, and a thousand mutated decks fed to it (run under the sanitizers by the CI's asan build).
 ConfigureTest(tea_deck_test SOURCES test_tea_deck.cpp test_tea_deck_fuzz.cpp LIBS heat2d_implicit)
 target_compile_definitions(tea_deck_test PRIVATE TEA_DATA_DIR="${tea_data}")
+
+# The CPU engine: TeaLeaf's published temperatures, the exact field summary, thread-count independence.
+ConfigureTest(tea_solve_test SOURCES test_tea_solve.cpp LIBS heat2d_implicit OpenMP::OpenMP_CXX)
+target_compile_definitions(tea_solve_test PRIVATE TEA_DATA_DIR="${tea_data}")
