@@ -8,6 +8,7 @@
 #include "cell_ops.hpp"
 #include "engine.hpp"
 #include "tally/common/error.hpp"
+#include "tally/common/interrupt.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/dot.hpp"
 #include "tally/reduce/reduce.hpp"
@@ -42,6 +43,7 @@ namespace {
 
 using Field = std::vector<double>;
 constexpr std::int64_t kJacBlock = 4;  // TeaLeaf_ref's jac_block_size: rows a block solve couples
+constexpr std::int64_t kPoll = 64;     // iterations between two looks for SIGINT / SIGTERM
 
 class CpuEngine final : public Engine {
  public:
@@ -325,6 +327,7 @@ class CpuEngine final : public Engine {
     ChebyCoefficients cc;
     s.status = SolveStatus::max_iters;
     for (std::int64_t k = 0; k < o_.max_iters; ++k) {
+      if (k % kPoll == 0) interrupt::check("at iteration " + std::to_string(k) + " of a solve");
       const bool cg = o_.solver == SolverKind::cg || (n == 0 && !switch_due(k, error));
       bool tested = true;
       if (cg) {
@@ -413,6 +416,7 @@ class CpuEngine final : public Engine {
     const std::size_t st = static_cast<std::size_t>(g_.stride());
     s.status = SolveStatus::max_iters;
     for (std::int64_t k = 0; k < o_.max_iters; ++k) {
+      if (k % kPoll == 0) interrupt::check("at iteration " + std::to_string(k) + " of a solve");
       std::swap(u_, r_);  // r: the old values (halo included)
       cells([&](std::size_t c) {
         u_[c] = ops::jacobi(u0_[c], kx_[c], kx_[c + 1], ky_[c], ky_[c + st], r_[c - 1], r_[c + 1], r_[c - st], r_[c + st]);

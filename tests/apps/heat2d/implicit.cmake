@@ -9,3 +9,8 @@ target_compile_definitions(tea_deck_test PRIVATE TEA_DATA_DIR="${tea_data}")
 # The CPU engine: TeaLeaf's published temperatures, the exact field summary, thread-count independence.
 ConfigureTest(tea_solve_test SOURCES test_tea_solve.cpp LIBS heat2d_implicit OpenMP::OpenMP_CXX)
 target_compile_definitions(tea_solve_test PRIVATE TEA_DATA_DIR="${tea_data}")
+
+# heat2d --deck: exit codes, the JSON line, the result file.
+ConfigureTest(tea_cli_test SOURCES test_tea_cli.cpp LIBS heat2d_implicit)
+target_compile_definitions(tea_cli_test PRIVATE TEA_DATA_DIR="${tea_data}" HEAT2D_EXE="$<TARGET_FILE:heat2d>")
+add_dependencies(tea_cli_test heat2d)

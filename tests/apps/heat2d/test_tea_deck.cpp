@@ -3,7 +3,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "deck.hpp"
+#include "implicit/deck.hpp"
 #include "tally/common/error.hpp"
 
 namespace {

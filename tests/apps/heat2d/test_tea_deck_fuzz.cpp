@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "deck.hpp"
+#include "implicit/deck.hpp"
 #include "tally/common/error.hpp"
 
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "deck.hpp"
-#include "run.hpp"
+#include "implicit/deck.hpp"
+#include "implicit/run.hpp"
 
 namespace {
 
