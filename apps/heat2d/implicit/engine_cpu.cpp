@@ -42,7 +42,6 @@ SolveOptions solve_options(const Deck& d) {
 namespace {
 
 using Field = std::vector<double>;
-constexpr std::int64_t kJacBlock = 4;  // TeaLeaf_ref's jac_block_size: rows a block solve couples
 constexpr std::int64_t kPoll = 64;     // iterations between two looks for SIGINT / SIGTERM
 
 class CpuEngine final : public Engine {
@@ -203,38 +202,20 @@ class CpuEngine final : public Engine {
     return nan ? std::numeric_limits<double>::quiet_NaN() : m;
   }
 
-  // ---- preconditioners (TeaLeaf_ref's tea_diag_init / tea_block_init and their solves) -----------
+  // ---- preconditioners (TeaLeaf_ref's tea_diag_solve / tea_block_solve) ------------------------
   void setup_preconditioner(Preconditioner p) {
     prec_ = p;
-    if (p == Preconditioner::none) return;
-    const std::size_t s = static_cast<std::size_t>(g_.stride());
-    if (mi_.empty()) mi_.assign(u_.size(), 0.0);
-    cells([&](std::size_t c) {
-      const double di = ops::diagonal(kx_[c], kx_[c + 1], ky_[c], ky_[c + s]);
-      mi_[c] = ops::div(1.0, di);
-    });
-    if (p != Preconditioner::jac_block) return;
-    if (cp_.empty()) cp_.assign(u_.size(), 0.0), bfp_.assign(u_.size(), 0.0);
-    block_columns([&](std::size_t c0, std::int64_t n) {
-      // cp_k = -ky_{k+1} / (D_k - (-ky_k) cp_{k-1}), stored as cp and the reciprocal pivot bfp.
-      cp_[c0] = ops::div(-ky_[c0 + s], diag_at(c0));
-      for (std::int64_t k = 1; k < n; ++k) {
-        const std::size_t c = c0 + static_cast<std::size_t>(k) * s;
-        bfp_[c] = ops::div(1.0, ops::add(diag_at(c), ops::mul(ky_[c], cp_[c - s])));
-        cp_[c] = ops::mul(-ky_[c + s], bfp_[c]);
-      }
-    });
+    PreconditionerCoefficients pc = preconditioner_coefficients(g_, p, kx_, ky_);
+    mi_ = std::move(pc.mi), cp_ = std::move(pc.cp), bfp_ = std::move(pc.bfp);
   }
   [[nodiscard]] double diag_at(std::size_t c) const {
     const std::size_t s = static_cast<std::size_t>(g_.stride());
     return ops::diagonal(kx_[c], kx_[c + 1], ky_[c], ky_[c + s]);
   }
-  /// f(first cell, rows) for every column of every block of kJacBlock rows (aligned to global rows).
+  /// f(first cell, rows) for every column of every block of kJacBlock rows.
   template <class F>
   void block_columns(F&& f) {
     const std::int64_t s = g_.stride();
-    const std::int64_t first = (g_.row0 + kJacBlock - 1) / kJacBlock * kJacBlock;  // blocks start at multiples of 4
-    if (first != g_.row0) throw Error("jac_block: this rank's rows must start at a multiple of 4");
     const std::int64_t blocks = (g_.rows + kJacBlock - 1) / kJacBlock;
 #pragma omp parallel for schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {

@@ -1,9 +1,12 @@
 // The problem's set-up on the host (tea_problem.hpp): grid, steps, states, coefficients.
 #include "tea_problem.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "cell_ops.hpp"
+#include "tally/common/error.hpp"
 
 namespace tally::heat2d::implicit {
 
@@ -95,6 +98,43 @@ void face_coefficients(const Deck& d, const Grid& g, double dt, std::span<const 
     const std::int64_t c = g.at(j, i);
     ky[static_cast<std::size_t>(c)] = j == g.ny ? 0.0 : ops::face(ry, w(c - s), w(c));
   }
+}
+
+PreconditionerCoefficients preconditioner_coefficients(const Grid& g, Preconditioner p, std::span<const double> kx,
+                                                       std::span<const double> ky) {
+  PreconditionerCoefficients pc;
+  if (p == Preconditioner::none) return pc;
+  const std::int64_t st = g.stride();
+  const auto s = static_cast<std::size_t>(st);
+  const auto diag = [&](std::size_t c) { return ops::diagonal(kx[c], kx[c + 1], ky[c], ky[c + s]); };
+  if (p == Preconditioner::jac_diag) {
+    pc.mi.assign(static_cast<std::size_t>(g.size()), 0.0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t j = 1; j <= g.rows; ++j)
+      for (std::int64_t i = 1; i <= g.nx; ++i) {
+        const auto c = static_cast<std::size_t>(j * st + i);
+        pc.mi[c] = ops::div(1.0, diag(c));
+      }
+    return pc;
+  }
+  if (g.row0 % kJacBlock != 0) throw Error("jac_block: a rank's rows must start at a multiple of " + std::to_string(kJacBlock));
+  pc.cp.assign(static_cast<std::size_t>(g.size()), 0.0);
+  pc.bfp.assign(pc.cp.size(), 0.0);
+  const std::int64_t blocks = (g.rows + kJacBlock - 1) / kJacBlock;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t n = std::min(kJacBlock, g.rows - b * kJacBlock);
+    for (std::int64_t i = 1; i <= g.nx; ++i) {
+      const auto c0 = static_cast<std::size_t>((1 + b * kJacBlock) * st + i);
+      pc.cp[c0] = ops::div(-ky[c0 + s], diag(c0));
+      for (std::int64_t k = 1; k < n; ++k) {
+        const std::size_t c = c0 + static_cast<std::size_t>(k) * s;
+        pc.bfp[c] = ops::div(1.0, ops::add(diag(c), ops::mul(ky[c], pc.cp[c - s])));
+        pc.cp[c] = ops::mul(-ky[c + s], pc.bfp[c]);
+      }
+    }
+  }
+  return pc;
 }
 
 }  // namespace tally::heat2d::implicit

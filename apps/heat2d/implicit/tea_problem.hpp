@@ -57,6 +57,20 @@ State0 initial_state(const Deck& d, const Grid& g);
 void face_coefficients(const Deck& d, const Grid& g, double dt, std::span<const double> density, std::span<double> kx,
                        std::span<double> ky);
 
+/// Rows a jac_block solve couples (TeaLeaf_ref's jac_block_size): blocks of 4 rows from global row 0.
+inline constexpr std::int64_t kJacBlock = 4;
+
+/// The preconditioners' coefficients (TeaLeaf_ref's tea_diag_init, tea_block_init), fields of the
+/// grid: jac_diag: mi = 1 / diag; jac_block, for each block of kJacBlock rows (the last may be
+/// shorter) and each column, the forward sweep's cp_k = -ky_{k+1} bfp_k and reciprocal pivots
+/// bfp_k = 1 / (diag_k + ky_k cp_{k-1}) (cp_0 = -ky_1 / diag_0). Both engines take them from here.
+/// Throws tally::Error for jac_block when the grid's first row is not a block's first.
+struct PreconditionerCoefficients {
+  std::vector<double> mi, cp, bfp;
+};
+PreconditionerCoefficients preconditioner_coefficients(const Grid& g, Preconditioner p, std::span<const double> kx,
+                                                       std::span<const double> ky);
+
 /// The field summary (TeaLeaf's field_summary): volume, mass = sum of cell mass m = vol density,
 /// density = mass / volume, energy = sum of m e, temperature = sum of m u, each an exact sum rounded
 /// once (the products m e and m u exact too; m itself is rounded, as TeaLeaf's cell_mass).

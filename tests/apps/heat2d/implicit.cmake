@@ -14,3 +14,9 @@ target_compile_definitions(tea_solve_test PRIVATE TEA_DATA_DIR="${tea_data}")
 ConfigureTest(tea_cli_test SOURCES test_tea_cli.cpp LIBS heat2d_implicit)
 target_compile_definitions(tea_cli_test PRIVATE TEA_DATA_DIR="${tea_data}" HEAT2D_EXE="$<TARGET_FILE:heat2d>")
 add_dependencies(tea_cli_test heat2d)
+
+# CUDA against the CPU engine, bit for bit (GPU: skipped without a usable GPU).
+ConfigureTest(tea_gpu_test GPU SOURCES test_tea_gpu.cpp LIBS heat2d_implicit)
+if(TARGET tea_gpu_test)
+  target_compile_definitions(tea_gpu_test PRIVATE TEA_DATA_DIR="${tea_data}")
+endif()
