@@ -54,7 +54,7 @@ class CpuEngine final : public Engine {
   void set_state(std::span<const double> density, std::span<const double> energy) override {
     std::copy(density.begin(), density.end(), density_.begin());
     std::copy(energy.begin(), energy.end(), energy_.begin());
-    const double vol = g_.dx * g_.dy;
+    const double vol = cell_volume(g_);
     cells([&](std::size_t c) {
       u_[c] = ops::mul(energy_[c], density_[c]);
       cm_[c] = ops::mul(vol, density_[c]);
@@ -91,8 +91,7 @@ class CpuEngine final : public Engine {
 
   Summary summary(bool reproducible) override {
     Summary s;
-    const double vol = g_.dx * g_.dy;
-    s.volume = static_cast<double>(g_.nx * g_.ny) * vol;  // an exact sum of equal terms, rounded once
+    s.volume = total_volume(g_);
     if (reproducible) {
       double m = 0.0;
       const std::int64_t st = g_.stride();
@@ -277,14 +276,20 @@ class CpuEngine final : public Engine {
     rro = dot(r_, z);
   }
 
-  /// One CG step (k: the iteration); returns the error it measures.
-  double cg_step(double& rro, std::vector<double>& alphas, std::vector<double>& betas) {
+  /// CG's (and PPCG's) w = A p, alpha = rro / p.w, u += alpha p, r -= alpha w; returns alpha.
+  double advance(double rro) {
     cells([&](std::size_t c) { w_[c] = smvp(p_, c); });
     const double alpha = rro / dot(p_, w_);
     cells([&](std::size_t c) {
       u_[c] = ops::axpy(u_[c], alpha, p_[c]);
       r_[c] = ops::axmy(r_[c], alpha, w_[c]);
     });
+    return alpha;
+  }
+
+  /// One CG step (k: the iteration); returns the error it measures.
+  double cg_step(double& rro, std::vector<double>& alphas, std::vector<double>& betas) {
+    const double alpha = advance(rro);
     const Field& z = precondition(r_);
     const double rrn = dot(r_, z);
     const double beta = rrn / rro;
@@ -364,12 +369,7 @@ class CpuEngine final : public Engine {
   }
 
   double ppcg_step(const ChebyCoefficients& cc, double& rro) {
-    cells([&](std::size_t c) { w_[c] = smvp(p_, c); });
-    const double alpha = rro / dot(p_, w_);
-    cells([&](std::size_t c) {
-      u_[c] = ops::axpy(u_[c], alpha, p_[c]);
-      r_[c] = ops::axmy(r_[c], alpha, w_[c]);
-    });
+    (void)advance(rro);
     {
       const Field& z = precondition(r_);
       cells([&](std::size_t c) { sd_[c] = ops::div(z[c], cc.theta); });

@@ -117,8 +117,8 @@ class CudaEngine final : public Engine {
 
   Summary summary(bool reproducible) override {
     Summary s;
-    const double vol = g_.dx * g_.dy;
-    s.volume = static_cast<double>(g_.nx * g_.ny) * vol;  // an exact sum of equal terms, rounded once
+    const double vol = cell_volume(g_);
+    s.volume = total_volume(g_);
     o_.reproducible = reproducible;
     double* out = &st_.data()->scalar;
     const auto sum = [&](const double* x) {
@@ -245,6 +245,8 @@ class CudaEngine final : public Engine {
 
   // ---- CG, Chebyshev, PPCG ------------------------------------------------------------------------
   void krylov(SolveStats& s);
+  /// The Lanczos bounds of the CG steps [0, k0), from their alphas and betas on the device.
+  Eigenvalues cg_eigenvalues(long long k0);
   long long cg_phase(long long k_end);
   void cheby_phase(SolveStats& s, long long k0);
   void ppcg_phase(SolveStats& s, long long k0);
@@ -315,12 +317,16 @@ void CudaEngine::krylov(SolveStats& s) {
   else ppcg_phase(s, st.k_switch);
 }
 
-void CudaEngine::cheby_phase(SolveStats& s, long long k0) {
+Eigenvalues CudaEngine::cg_eigenvalues(long long k0) {
   std::vector<double> a(static_cast<std::size_t>(k0)), b(a.size());
   TALLY_CUDA_TRY(cudaMemcpyAsync(a.data(), alphas_.data(), a.size() * sizeof(double), cudaMemcpyDeviceToHost, s_));
   TALLY_CUDA_TRY(cudaMemcpyAsync(b.data(), betas_.data(), b.size() * sizeof(double), cudaMemcpyDeviceToHost, s_));
   sync();
-  s.eigenvalues = lanczos_eigenvalues(a, b);
+  return lanczos_eigenvalues(a, b);
+}
+
+void CudaEngine::cheby_phase(SolveStats& s, long long k0) {
+  s.eigenvalues = cg_eigenvalues(k0);
   const ChebyCoefficients cc = cheby_coefficients(s.eigenvalues, o_.max_iters - k0 + 1);
   const bool max = o_.norm == EpsNorm::max;
   const TestParams tp = test_params();
@@ -362,11 +368,7 @@ void CudaEngine::cheby_phase(SolveStats& s, long long k0) {
 }
 
 void CudaEngine::ppcg_phase(SolveStats& s, long long k0) {
-  std::vector<double> a(static_cast<std::size_t>(k0)), b(a.size());
-  TALLY_CUDA_TRY(cudaMemcpyAsync(a.data(), alphas_.data(), a.size() * sizeof(double), cudaMemcpyDeviceToHost, s_));
-  TALLY_CUDA_TRY(cudaMemcpyAsync(b.data(), betas_.data(), b.size() * sizeof(double), cudaMemcpyDeviceToHost, s_));
-  sync();
-  s.eigenvalues = lanczos_eigenvalues(a, b);
+  s.eigenvalues = cg_eigenvalues(k0);
   const ChebyCoefficients cc = cheby_coefficients(s.eigenvalues, o_.inner_steps);
   const bool max = o_.norm == EpsNorm::max;
   const TestParams tp = test_params();

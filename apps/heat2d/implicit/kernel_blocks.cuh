@@ -84,6 +84,38 @@ __device__ __forceinline__ double diag_at(const double* __restrict__ kx, const d
   return ops::diagonal(ld(kx, c), ld(kx, c + 1), ld(ky, c), ld(ky, c + s));
 }
 
+struct Coeffs {
+  const double* kx;
+  const double* ky;
+};
+
+/// A strip's residual r = u0 - A u (rv: its n values).
+__device__ __forceinline__ void strip_residual(const Coeffs& k, const double* __restrict__ u0, const double* u, long long c0, long long s,
+                                               int n, double (&rv)[kStrip]) {
+#pragma unroll
+  for (int j = 0; j < kStrip; ++j)
+    if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * s), smvp(k.kx, k.ky, u, c0 + j * s, s));
+}
+/// A strip's u += alpha p, r -= alpha w (rv: the new r).
+__device__ __forceinline__ void strip_update(double* __restrict__ u, const double* __restrict__ p, double* __restrict__ r,
+                                             const double* __restrict__ w, double alpha, long long c0, long long s, int n,
+                                             double (&rv)[kStrip]) {
+#pragma unroll
+  for (int j = 0; j < kStrip; ++j)
+    if (j < n) {
+      const long long c = c0 + j * s;
+      u[c] = ops::axpy(u[c], alpha, ld(p, c));
+      rv[j] = ops::axmy(r[c], alpha, ld(w, c));
+      r[c] = rv[j];
+    }
+}
+/// A strip of a field into registers.
+__device__ __forceinline__ void strip_load(const double* __restrict__ a, long long c0, long long s, int n, double (&v)[kStrip]) {
+#pragma unroll
+  for (int j = 0; j < kStrip; ++j)
+    if (j < n) v[j] = ld(a, c0 + j * s);
+}
+
 /// The preconditioner's coefficients on the device.
 struct PrecArrays {
   const double* mi;
@@ -141,20 +173,24 @@ struct ReduceStorage {
 /// The grid's dot (and, with Max, the largest |x| the threads saw: `max_bits` their bits, which
 /// order non-negative doubles and NaN above them); true in every thread of the last block, whose
 /// thread 0 holds the results. All threads call.
+/// The block's largest max_bits into s.max_bits and, on a grid of several blocks, joined into the
+/// scratch's cell (an atomic: the order of the blocks cannot matter). All threads call.
+__device__ __forceinline__ void join_max(unsigned long long max_bits, const Scratch& sc, ReduceStorage& s) {
+  if (dev::block_thread_rank() == 0) s.max_bits = 0;
+  __syncthreads();
+  for (int o = 16; o > 0; o /= 2) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, max_bits, o);
+    max_bits = other > max_bits ? other : max_bits;
+  }
+  if ((dev::block_thread_rank() & 31) == 0) atomicMax(&s.max_bits, max_bits);
+  __syncthreads();
+  if (dev::block_thread_rank() == 0 && gridDim.x > 1) atomicMax(sc.max_cell, s.max_bits);
+}
+
 template <bool Exact, bool Max>
 __device__ __forceinline__ bool finish(DotShare<Exact>& d, unsigned long long max_bits, const Scratch& sc, ReduceStorage& s,
                                        double& dot, double& maxv) {
-  if constexpr (Max) {
-    if (dev::block_thread_rank() == 0) s.max_bits = 0;
-    __syncthreads();
-    for (int o = 16; o > 0; o /= 2) {
-      const unsigned long long other = __shfl_xor_sync(0xffffffffu, max_bits, o);
-      max_bits = other > max_bits ? other : max_bits;
-    }
-    if ((dev::block_thread_rank() & 31) == 0) atomicMax(&s.max_bits, max_bits);
-    __syncthreads();
-    if (dev::block_thread_rank() == 0 && gridDim.x > 1) atomicMax(sc.max_cell, s.max_bits);
-  }
+  if constexpr (Max) join_max(max_bits, sc, s);
   bool last;
   if constexpr (Exact) {
     last = dev::exact_gang_sum(d.t, sc.dot_partials, sc.dot_ticket, dot, s.exact);
@@ -173,6 +209,20 @@ __device__ __forceinline__ unsigned long long abs_bits(double x) {
   return static_cast<unsigned long long>(__double_as_longlong(fabs(x)));
 }
 
+/// A strip's z (stored when there is a preconditioner: without one, z is r), its r.z into the dot
+/// and its max |r| into max_bits.
+template <int P, bool Max, bool Exact>
+__device__ __forceinline__ void strip_rz(double* __restrict__ z, long long c0, long long s, int n, const double (&rv)[kStrip],
+                                         const double (&zv)[kStrip], DotShare<Exact>& d, unsigned long long& max_bits) {
+#pragma unroll
+  for (int j = 0; j < kStrip; ++j)
+    if (j < n) {
+      if constexpr (P != kNone) z[c0 + j * s] = zv[j];
+      d.add(rv[j], zv[j]);
+      if constexpr (Max) max_bits = max(max_bits, abs_bits(rv[j]));
+    }
+}
+
 /// Records the tested value of iteration k and stops the solve on convergence or a non-finite error.
 __device__ __forceinline__ void test(DeviceState* st, const TestParams& tp, double* hist, long long k, double error) {
   const double v = tp.cg_solver && !tp.max_norm ? __dsqrt_rn(fabs(error)) : fabs(error);
@@ -184,15 +234,11 @@ __device__ __forceinline__ void test(DeviceState* st, const TestParams& tp, doub
 /// The grid's maximum of the threads' max_bits (every thread calls; the last block's thread 0 gets
 /// it), for the reductions without a dot: block maxima joined by atomics, then a ticket.
 __device__ __forceinline__ bool finish_max(unsigned long long max_bits, const Scratch& sc, ReduceStorage& s, double& maxv) {
-  if (dev::block_thread_rank() == 0) s.max_bits = 0;
-  __syncthreads();
-  for (int o = 16; o > 0; o /= 2) {
-    const unsigned long long other = __shfl_xor_sync(0xffffffffu, max_bits, o);
-    max_bits = other > max_bits ? other : max_bits;
+  join_max(max_bits, sc, s);
+  if (gridDim.x == 1) {
+    if (dev::block_thread_rank() == 0) maxv = __longlong_as_double(static_cast<long long>(s.max_bits));
+    return true;
   }
-  if ((dev::block_thread_rank() & 31) == 0) atomicMax(&s.max_bits, max_bits);
-  __syncthreads();
-  if (dev::block_thread_rank() == 0) atomicMax(sc.max_cell, s.max_bits);
   if (!dev::gang_arrive(sc.max_ticket, gridDim.x, s.last)) return false;
   if (dev::block_thread_rank() == 0) maxv = __longlong_as_double(static_cast<long long>(atomicExch(sc.max_cell, 0ull)));
   return true;

@@ -50,11 +50,6 @@ __global__ void set_energy(Layout g, const double* __restrict__ u, const double*
   });
 }
 
-struct Coeffs {
-  const double* kx;
-  const double* ky;
-};
-
 /// CG's start: r = u0 - A u, z = M^-1 r, p = z, rro = r.z.
 template <bool Exact, int P>
 __global__ void __launch_bounds__(256) cg_init(Layout g, Coeffs k, PrecArrays pa, const double* __restrict__ u,
@@ -65,8 +60,7 @@ __global__ void __launch_bounds__(256) cg_init(Layout g, Coeffs k, PrecArrays pa
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * S), smvp(k.kx, k.ky, u, c0 + j * S, S));
+    strip_residual(k, u0, u, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
@@ -127,20 +121,9 @@ __global__ void __launch_bounds__(256) cg_ur(Layout g, Coeffs k, PrecArrays pa, 
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) {
-      const long long c = c0 + j * S;
-      u[c] = ops::axpy(u[c], alpha, ld(p, c));
-      rv[j] = ops::axmy(r[c], alpha, ld(w, c));
-      r[c] = rv[j];
-    }
+    strip_update(u, p, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) {
-      if constexpr (P != kNone) z[c0 + j * S] = zv[j];
-      d.add(rv[j], zv[j]);
-      if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
-    }
+    strip_rz<P, Max>(z, c0, S, n, rv, zv, d, mb);
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, Max>(d, mb, sc, s, dot, mx) && thread0()) {
@@ -212,8 +195,7 @@ __global__ void __launch_bounds__(256) cheby_init(Layout g, Coeffs k, PrecArrays
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * S), smvp(k.kx, k.ky, u_in, c0 + j * S, S));
+    strip_residual(k, u0, u_in, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
@@ -238,8 +220,7 @@ __global__ void __launch_bounds__(256) cheby(Layout g, Coeffs k, PrecArrays pa, 
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * S), smvp(k.kx, k.ky, u_in, c0 + j * S, S));
+    strip_residual(k, u0, u_in, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
@@ -270,13 +251,7 @@ __global__ void __launch_bounds__(256) ppcg_ur(Layout g, Coeffs k, PrecArrays pa
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) {
-      const long long c = c0 + j * S;
-      u[c] = ops::axpy(u[c], alpha, ld(p, c));
-      rv[j] = ops::axmy(r[c], alpha, ld(w, c));
-      r[c] = rv[j];
-    }
+    strip_update(u, p, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) sd[c0 + j * S] = ops::div(zv[j], theta);
@@ -306,8 +281,7 @@ __global__ void __launch_bounds__(256) ppcg_sd(Layout g, Coeffs k, PrecArrays pa
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) rv[j] = ld(r, c0 + j * S);
+    strip_load(r, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
@@ -328,15 +302,9 @@ __global__ void __launch_bounds__(256) ppcg_end(Layout g, Coeffs k, PrecArrays p
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) rv[j] = ld(r, c0 + j * S);
+    strip_load(r, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j) if (j < n) {
-      if constexpr (P != kNone) z[c0 + j * S] = zv[j];
-      d.add(rv[j], zv[j]);
-      if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
-    }
+    strip_rz<P, Max>(z, c0, S, n, rv, zv, d, mb);
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, Max>(d, mb, sc, s, dot, mx) && thread0()) {

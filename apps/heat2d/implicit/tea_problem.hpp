@@ -71,6 +71,11 @@ struct PreconditionerCoefficients {
 PreconditionerCoefficients preconditioner_coefficients(const Grid& g, Preconditioner p, std::span<const double> kx,
                                                        std::span<const double> ky);
 
+/// A cell's volume, dx dy (TeaLeaf's volume), and the domain's: the sum of the cells' volumes, all
+/// equal, so the exact sum rounded once is one product, nx ny vol.
+[[nodiscard]] inline double cell_volume(const Grid& g) { return g.dx * g.dy; }
+[[nodiscard]] inline double total_volume(const Grid& g) { return static_cast<double>(g.nx * g.ny) * cell_volume(g); }
+
 /// The field summary (TeaLeaf's field_summary): volume, mass = sum of cell mass m = vol density,
 /// density = mass / volume, energy = sum of m e, temperature = sum of m u, each an exact sum rounded
 /// once (the products m e and m u exact too; m itself is rounded, as TeaLeaf's cell_mass).

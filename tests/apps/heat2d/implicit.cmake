@@ -11,7 +11,7 @@ ConfigureTest(tea_solve_test SOURCES test_tea_solve.cpp LIBS heat2d_implicit Ope
 target_compile_definitions(tea_solve_test PRIVATE TEA_DATA_DIR="${tea_data}")
 
 # heat2d --deck: exit codes, the JSON line, the result file.
-ConfigureTest(tea_cli_test SOURCES test_tea_cli.cpp LIBS heat2d_implicit)
+ConfigureTest(tea_cli_test SOURCES test_tea_cli.cpp LIBS heat2d_implicit heat2d_core)
 target_compile_definitions(tea_cli_test PRIVATE TEA_DATA_DIR="${tea_data}" HEAT2D_EXE="$<TARGET_FILE:heat2d>")
 add_dependencies(tea_cli_test heat2d)
 

@@ -1,7 +1,5 @@
 // heat2d --deck: the executable's exit codes, its JSON line and its result file; nothing written on
 // bad input; a solve that does not converge exits 1 with the field written and marked.
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "heat2d_test_support.hpp"
 #include "implicit/deck.hpp"
 #include "implicit/run.hpp"
 #include "tally/common/h5.hpp"
@@ -18,18 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace tally::heat2d::implicit;
+using heat2d_test::run_command;
 using tally::test::contains;
-
-int run_command(const std::string& cmd, std::string* out = nullptr) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-  const int status = pclose(pipe);
-  if (out) *out = text;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 struct TempDir {
   fs::path path;
@@ -47,7 +36,7 @@ double json_number(const std::string& j, const std::string& key) {
   return std::stod(j.substr(at + key.size() + 3));
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) { return heat2d_test::same_bits({a}, {b}); }
 
 }  // namespace
 
