@@ -3,12 +3,15 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "output.hpp"
+#include "ranks.hpp"
 #include "run.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
@@ -48,7 +51,7 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const reduce::Comm& comm) {
   HostTimer total;
   Options o;
   o.common.out = "results/heat2d.h5";
@@ -73,37 +76,56 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_flag("--xdmf", o.xdmf, "Write an XDMF sidecar (<out> with .xmf); also when the deck sets visit_frequency");
-  if (const auto rc = cli::parse(app, argc, argv)) return *rc;
+  // The same command line on every rank: the same verdict; rank 0 alone prints it.
+  if (const auto rc = cli::parse(app, argc, argv, comm.is_root())) return *rc;
 
-  // Everything the user gave is checked before anything is computed or written.
-  std::vector<std::string> lines = o.set;
-  if (!o.solver.empty()) lines.push_back(o.solver == "cheby" ? "use_chebyshev" : "use_" + o.solver);
-  if (o.eps > 0.0) lines.push_back("eps " + fmt("%.17g", o.eps));
-  if (o.max_iters > 0) lines.push_back("max_iters " + std::to_string(o.max_iters));
-  if (!o.preconditioner.empty()) lines.push_back("preconditioner_type " + o.preconditioner);
-  const Deck deck = o.deck.empty() ? parse_deck("", "--set", lines) : read_deck(o.deck, lines);
-  bool fell_back = false;
+  // Everything the user gave is checked before anything is computed or written; a failure on any
+  // rank stops every rank, rank 0 naming it.
+  const bool root = comm.is_root();
+  Deck deck;
   RunOptions ro;
-  ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
+  bool fell_back = false;
+  std::exception_ptr failed;
+  try {
+    std::vector<std::string> lines = o.set;
+    if (!o.solver.empty()) lines.push_back(o.solver == "cheby" ? "use_chebyshev" : "use_" + o.solver);
+    if (o.eps > 0.0) lines.push_back("eps " + fmt("%.17g", o.eps));
+    if (o.max_iters > 0) lines.push_back("max_iters " + std::to_string(o.max_iters));
+    if (!o.preconditioner.empty()) lines.push_back("preconditioner_type " + o.preconditioner);
+    deck = o.deck.empty() ? parse_deck("", "--set", lines) : read_deck(o.deck, lines);
+    ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
+    if (comm.size() > 1) {
+      if (ro.backend == reduce::Backend::cuda && o.common.backend == "cuda")
+        throw InputError("--backend cuda: heat2d --deck on several ranks runs on the CPU backend");
+      ro.backend = reduce::Backend::cpu, fell_back = false;
+      (void)rank_rows(deck.y_cells, comm.size(), comm.rank());
+    }
+    if (root) {
+      // Probe --out now (its folder created, the empty temporary dropped): a bad path fails before the run.
+      const std::filesystem::path out(o.common.out);
+      if (out.has_parent_path()) {
+        std::error_code ec;
+        std::filesystem::create_directories(out.parent_path(), ec);
+        if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
+      }
+      (void)h5::File::create(o.common.out);
+    }
+  } catch (...) {
+    if (comm.size() == 1) throw;
+    failed = std::current_exception();
+  }
+  if (comm.size() > 1) comm.agree(failed);
   if (fell_back) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
   ro.device = o.common.device;
   ro.solve = solve_options(deck);
   ro.solve.norm = o.eps_norm == "max" ? EpsNorm::max : EpsNorm::l2;
   ro.solve.reproducible = o.reproducible == "on";
-  if (deck.preconditioner != Preconditioner::none && deck.solver == SolverKind::jacobi)
+  const std::unique_ptr<RankLink> link = make_rank_link(comm);
+  ro.link = link.get();
+  if (root && deck.preconditioner != Preconditioner::none && deck.solver == SolverKind::jacobi)
     std::fprintf(stderr, "heat2d: note: Jacobi takes no preconditioner (%s not applied)\n", to_string(deck.preconditioner).c_str());
-  {
-    // Probe --out now (its folder created, the empty temporary dropped): a bad path fails before the run.
-    const std::filesystem::path out(o.common.out);
-    if (out.has_parent_path()) {
-      std::error_code ec;
-      std::filesystem::create_directories(out.parent_path(), ec);
-      if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
-    }
-    (void)h5::File::create(o.common.out);
-  }
 
-  Progress progress(o.common.quiet || o.common.json);
+  Progress progress(o.common.quiet || o.common.json || !root);
   ro.on_step = [&](std::int64_t step, std::int64_t steps, const SolveStats& s) {
     interrupt::check("after step " + std::to_string(step));
     if (!progress.due()) return;
@@ -114,10 +136,14 @@ int run(int argc, char** argv) {
   };
   const RunReport rep = run_deck(deck, ro);
   progress.finish();
+  // Every rank holds the same status (the tests see the same exact sums): the same exit code.
+  const int code = rep.status == SolveStatus::converged ? exit_ok : exit_failure;
+  if (!root) return code;
 
   OutputRecord rec;
   rec.deck_file = o.deck;
   rec.backend = reduce::to_string(ro.backend);
+  rec.ranks = comm.size();
   HostTimer tw;
   const std::optional<DeviceInfo> dev = ro.backend == reduce::Backend::cuda ? std::optional<DeviceInfo>(query_device(ro.device)) : std::nullopt;
   {
@@ -148,18 +174,14 @@ int run(int argc, char** argv) {
                  rep.status == SolveStatus::max_iters ? "NOT converged: max_iters reached" : "DIVERGED",
                  static_cast<long long>(rep.steps_done), static_cast<long long>(last.iterations), last.error, ro.solve.eps,
                  o.common.out.c_str(), to_string(rep.status).c_str());
-    return exit_failure;
   }
-  return exit_ok;
+  return code;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return reduce::run_ranks("heat2d", argc, argv, [&](reduce::Comm& comm) {
-    if (comm.size() > 1) throw InputError("heat2d --deck runs on one rank (the implicit mode has no row split yet)");
-    return run(argc, argv);
-  });
+  return reduce::run_ranks("heat2d", argc, argv, [&](reduce::Comm& comm) { return run(argc, argv, comm); });
 }
 
 }  // namespace tally::heat2d::implicit

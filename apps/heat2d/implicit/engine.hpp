@@ -31,6 +31,7 @@
 
 #include "chebyshev.hpp"
 #include "deck.hpp"
+#include "ranks.hpp"
 #include "tea_problem.hpp"
 
 namespace tally::heat2d::implicit {
@@ -84,7 +85,9 @@ class Engine {
   virtual void fields(std::span<double> u, std::span<double> energy) = 0;
 };
 
-std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g);
+/// `link`: the ranks the grid is split over (nullptr or one rank: this process alone); g is this
+/// rank's rows (rank_rows). Collective then: every rank calls every method.
+std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g, const RankLink* link = nullptr);
 /// Throws tally::Error when the build has no CUDA backend or the device cannot be used.
 std::unique_ptr<Engine> make_cuda_engine(const Deck& d, const Grid& g, int device);
 

@@ -11,6 +11,12 @@
 #include "tally/common/interrupt.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/dot.hpp"
+// GCC cannot see that Accumulator::round_window fills the limbs it reads (-Wmaybe-uninitialized
+// where exact_over_ranks inlines it).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "tally/reduce/exact.hpp"
+#pragma GCC diagnostic pop
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::heat2d::implicit {
@@ -46,7 +52,8 @@ constexpr std::int64_t kPoll = 64;     // iterations between two looks for SIGIN
 
 class CpuEngine final : public Engine {
  public:
-  CpuEngine(const Deck& d, const Grid& g) : d_(d), g_(g), ws_(reduce::Backend::cpu) {
+  CpuEngine(const Deck& d, const Grid& g, const RankLink* link) : d_(d), g_(g), link_(link && link->size() > 1 ? link : nullptr),
+                                                                   ws_(reduce::Backend::cpu) {
     const auto n = static_cast<std::size_t>(g.size());
     for (Field* f : {&density_, &energy_, &u_, &u0_, &p_, &r_, &w_, &z_, &sd_, &kx_, &ky_, &cm_}) f->assign(n, 0.0);
   }
@@ -90,20 +97,11 @@ class CpuEngine final : public Engine {
   }
 
   Summary summary(bool reproducible) override {
+    exact_ = reproducible;
     Summary s;
     s.volume = total_volume(g_);
-    if (reproducible) {
-      double m = 0.0;
-      const std::int64_t st = g_.stride();
-      reduce::reduce<reduce::ExactSum, double, double>(
-          reduce::Backend::cpu, reduce::View<const double>::strided(cm_.data() + st + 1, {1, g_.rows, g_.nx}, st, g_.rows * st),
-          reduce::Levels::all(), std::span<double>(&m, 1), ws_);
-      s.mass = m;
-    } else {
-      s.mass = plain_sum(cm_);
-    }
+    s.mass = sum(cm_);
     s.density = s.mass / s.volume;
-    exact_ = reproducible;
     s.energy = dot(cm_, energy_);
     s.temperature = dot(cm_, u_);
     return s;
@@ -129,8 +127,13 @@ class CpuEngine final : public Engine {
     return ops::smvp(kx_[c], kx_[c + 1], ky_[c], ky_[c + s], a[c], a[c - 1], a[c + 1], a[c - s], a[c + s]);
   }
   /// out = u0 - A a
-  void residual(const Field& a, Field& out) {
+  void residual(Field& a, Field& out) {
+    halo(a);
     cells([&](std::size_t c) { out[c] = ops::sub(u0_[c], smvp(a, c)); });
+  }
+  /// The halo rows of f from the neighbouring ranks (before a stencil reads them).
+  void halo(Field& f) {
+    if (link_) link_->exchange_rows(f, g_.stride(), g_.rows);
   }
 
   double plain_sum(const Field& a) {
@@ -139,7 +142,45 @@ class CpuEngine final : public Engine {
 #pragma omp parallel for schedule(static) reduction(+ : sum)
     for (std::int64_t j = 1; j <= rows; ++j)
       for (std::int64_t i = 1; i <= nx; ++i) sum += a[static_cast<std::size_t>(j * s + i)];
-    return sum;
+    return link_ ? link_->sum(sum) : sum;
+  }
+
+  /// The exact sum over every rank's cells of what term(filter, sink, c) adds (products a b or
+  /// values), rounded once: each thread's filter and accumulator (tally's exact.hpp), the threads'
+  /// accumulators merged, the ranks' added as integers (RankLink::add_words).
+  template <class T, class Term>
+  double exact_over_ranks(Term&& term) {
+    using Acc = reduce::exact::Accumulator<T>;
+    struct Sink {
+      Acc acc;
+      std::int64_t adds = 0;
+      void touch() {
+        if (++adds == (std::int64_t{1} << 28)) acc.normalize(), adds = 0;  // far within the limbs' headroom
+      }
+      void add(double r) { touch(), acc.add(r); }
+      void special(double x) { touch(), acc.special(x); }
+      void product(double x, double y) { touch(), acc.product(x, y); }
+    };
+    Acc total;
+    total.clear();
+    const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
+#pragma omp parallel
+    {
+      Sink sink;
+      sink.acc.clear();
+      reduce::exact::Filter f;
+      bool seen = false;
+#pragma omp for schedule(static)
+      for (std::int64_t j = 1; j <= rows; ++j)
+        for (std::int64_t i = 1; i <= nx; ++i) term(f, sink, static_cast<std::size_t>(j * s + i)), seen = true;
+      f.flush_into(sink.acc, seen);
+      sink.acc.normalize();
+#pragma omp critical
+      total.merge(sink.acc);
+    }
+    total.normalize();
+    link_->add_words(total.w);
+    return total.template round<double>();
   }
   /// a.b over this rank's cells: exact (rounded once) or an ordinary sum. The exact one splits each
   /// product a b = p + e exactly (p = a b, e = fma(a, b, -p), exact while p is finite and |p| >=
@@ -157,8 +198,10 @@ class CpuEngine final : public Engine {
           const auto c = static_cast<std::size_t>(j * s + i);
           sum += a[c] * b[c];
         }
-      return sum;
+      return link_ ? link_->sum(sum) : sum;
     }
+    if (link_)
+      return exact_over_ranks<reduce::exact::DoubleProducts>([&](auto& f, auto& sink, std::size_t c) { f.add_product(a[c], b[c], sink); });
     if (pieces_.empty()) pieces_.assign(2 * u_.size(), 0.0);
     constexpr double kSafe = 0x1p-969;
     bool unsafe = false;
@@ -198,7 +241,8 @@ class CpuEngine final : public Engine {
         if (v != v) nan = true;
         else m = std::max(m, v);
       }
-    return nan ? std::numeric_limits<double>::quiet_NaN() : m;
+    const double v = nan ? std::numeric_limits<double>::quiet_NaN() : m;
+    return link_ ? link_->max(v) : v;
   }
 
   // ---- preconditioners (TeaLeaf_ref's tea_diag_solve / tea_block_solve) ------------------------
@@ -278,6 +322,7 @@ class CpuEngine final : public Engine {
 
   /// CG's (and PPCG's) w = A p, alpha = rro / p.w, u += alpha p, r -= alpha w; returns alpha.
   double advance(double rro) {
+    halo(p_);
     cells([&](std::size_t c) { w_[c] = smvp(p_, c); });
     const double alpha = rro / dot(p_, w_);
     cells([&](std::size_t c) {
@@ -375,6 +420,7 @@ class CpuEngine final : public Engine {
       cells([&](std::size_t c) { sd_[c] = ops::div(z[c], cc.theta); });
     }
     for (std::int64_t i = 0; i < o_.inner_steps; ++i) {
+      halo(sd_);
       cells([&](std::size_t c) {
         r_[c] = ops::sub(r_[c], smvp(sd_, c));
         u_[c] = ops::add(u_[c], sd_[c]);
@@ -399,6 +445,7 @@ class CpuEngine final : public Engine {
     for (std::int64_t k = 0; k < o_.max_iters; ++k) {
       if (k % kPoll == 0) interrupt::check("at iteration " + std::to_string(k) + " of a solve");
       std::swap(u_, r_);  // r: the old values (halo included)
+      halo(r_);
       cells([&](std::size_t c) {
         u_[c] = ops::jacobi(u0_[c], kx_[c], kx_[c + 1], ky_[c], ky_[c + st], r_[c - 1], r_[c + 1], r_[c - st], r_[c + st]);
         w_[c] = std::fabs(ops::sub(u_[c], r_[c]));
@@ -415,6 +462,7 @@ class CpuEngine final : public Engine {
   /// The sum of a over this rank's cells: exact, or ordinary.
   double sum(const Field& a) {
     if (!exact_) return plain_sum(a);
+    if (link_) return exact_over_ranks<double>([&](auto& f, auto& sink, std::size_t c) { f.add(a[c], sink); });
     double m = 0.0;
     const std::int64_t st = g_.stride();
     reduce::reduce<reduce::ExactSum, double, double>(
@@ -425,6 +473,7 @@ class CpuEngine final : public Engine {
 
   Deck d_;
   Grid g_;
+  const RankLink* link_;  ///< several ranks (else nullptr)
   reduce::Workspace ws_;
   SolveOptions o_;
   bool exact_ = true;  ///< dot products and sums exact (SolveOptions::reproducible)
@@ -436,6 +485,8 @@ class CpuEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g) { return std::make_unique<CpuEngine>(d, g); }
+std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g, const RankLink* link) {
+  return std::make_unique<CpuEngine>(d, g, link);
+}
 
 }  // namespace tally::heat2d::implicit

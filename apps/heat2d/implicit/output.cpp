@@ -48,6 +48,7 @@ void write_result(h5::Location& f, const RunReport& r, const OutputRecord& rec, 
   f.attr("max_iters", static_cast<std::int64_t>(o.max_iters));
   f.attr("reproducible", o.reproducible);
   f.attr("backend", rec.backend);
+  f.attr("ranks", static_cast<std::int64_t>(rec.ranks));
   f.attr("x_cells", static_cast<std::int64_t>(d.x_cells));
   f.attr("y_cells", static_cast<std::int64_t>(d.y_cells));
   f.attr("dx", r.grid.dx);
@@ -124,6 +125,7 @@ std::string json_summary(const RunReport& r, const OutputRecord& rec, const std:
   j += ",\"solver\":" + str(to_string(r.solve.solver)) + ",\"preconditioner\":" + str(to_string(r.solve.preconditioner));
   j += ",\"eps\":" + num(r.solve.eps) + ",\"eps_norm\":" + str(to_string(r.solve.norm));
   j += std::string(",\"reproducible\":") + (r.solve.reproducible ? "true" : "false") + ",\"backend\":" + str(rec.backend);
+  j += ",\"ranks\":" + std::to_string(rec.ranks);
   j += ",\"x_cells\":" + std::to_string(r.deck.x_cells) + ",\"y_cells\":" + std::to_string(r.deck.y_cells);
   j += ",\"steps\":" + std::to_string(r.steps_done) + ",\"steps_asked\":" + std::to_string(r.steps);
   j += ",\"status\":" + str(to_string(r.status)) + std::string(",\"converged\":") + (r.status == SolveStatus::converged ? "true" : "false");

@@ -4,7 +4,7 @@
 //
 // The result file:
 //   /            attributes app (heat2d), mode (implicit), deck_file, deck (deck_text: every keyword),
-//                solver, preconditioner, eps, eps_norm, max_iters, reproducible, backend, x_cells,
+//                solver, preconditioner, eps, eps_norm, max_iters, reproducible, backend, ranks, x_cells,
 //                y_cells, dx, dy, dt, steps (asked), steps_done, status, converged, iterations
 //   field        ny x nx: u after the last step taken (attribute status: "converged", or the failed
 //                solve's "max-iters" / "diverged", the field it reached); energy, density likewise
@@ -31,6 +31,7 @@ namespace tally::heat2d::implicit {
 struct OutputRecord {
   std::string deck_file;  ///< as given (--deck), empty for a deck of --set lines only
   std::string backend;
+  int ranks = 1;
   double write_s = 0.0, total_s = 0.0;
 };
 

@@ -1,6 +1,7 @@
 // The time-step loop (run.hpp).
 #include "run.hpp"
 
+#include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
 
 namespace tally::heat2d::implicit {
@@ -28,12 +29,16 @@ RunReport run_deck(const Deck& d, const RunOptions& o) {
   RunReport rep;
   HostTimer t;
   rep.deck = d;
-  rep.grid = make_grid(d);
+  const bool ranks = o.link && o.link->size() > 1;
+  if (ranks && o.backend == reduce::Backend::cuda)
+    throw InputError("heat2d --deck on several ranks: the CUDA engine runs on one rank (use --backend cpu)");
+  const RowBlock rb = ranks ? rank_rows(d.y_cells, o.link->size(), o.link->rank()) : RowBlock{0, d.y_cells};
+  rep.grid = make_grid(d, rb.row0, rb.rows);
   rep.solve = o.solve;
   rep.steps = step_count(d);
   rep.dt = d.initial_timestep;
   std::unique_ptr<Engine> e =
-      o.backend == reduce::Backend::cuda ? make_cuda_engine(d, rep.grid, o.device) : make_cpu_engine(d, rep.grid);
+      o.backend == reduce::Backend::cuda ? make_cuda_engine(d, rep.grid, o.device) : make_cpu_engine(d, rep.grid, o.link);
   const State0 s0 = initial_state(d, rep.grid);
   e->set_state(s0.density, s0.energy);
   rep.setup_s = t.seconds();
@@ -61,6 +66,8 @@ RunReport run_deck(const Deck& d, const RunOptions& o) {
   rep.u = interior(rep.grid, u);
   rep.energy = interior(rep.grid, energy);
   rep.density = interior(rep.grid, s0.density);
+  if (ranks)
+    for (std::vector<double>* f : {&rep.u, &rep.energy, &rep.density}) *f = o.link->gather(*f);
   return rep;
 }
 

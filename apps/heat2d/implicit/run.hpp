@@ -19,13 +19,16 @@ struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
   SolveOptions solve;
+  /// The ranks the grid is split over by rows (nullptr: this process alone). run_deck is then
+  /// collective; rank 0's report holds the whole fields, the other ranks' none.
   /// Called after each step (step, steps, its stats): the executable's progress line.
   std::function<void(std::int64_t, std::int64_t, const SolveStats&)> on_step;
+  const RankLink* link = nullptr;
 };
 
 struct RunReport {
   Deck deck;
-  Grid grid;
+  Grid grid;  ///< this rank's rows
   SolveOptions solve;
   std::int64_t steps = 0;       ///< the steps the deck asks for (step_count)
   std::int64_t steps_done = 0;  ///< taken: fewer when a solve failed
@@ -34,7 +37,7 @@ struct RunReport {
   SolveStatus status = SolveStatus::converged;
   std::vector<SolveStats> solves;                        ///< one per step taken
   std::vector<std::pair<std::int64_t, Summary>> summaries;  ///< (step, summary): step 0, then summary_due's
-  std::vector<double> u, energy, density;                ///< the final fields, ny x nx (halo removed)
+  std::vector<double> u, energy, density;                ///< the final fields, ny x nx (halo removed; rank 0)
   double setup_s = 0.0, solve_s = 0.0, summary_s = 0.0;
 
   [[nodiscard]] std::int64_t iterations() const;  ///< all steps' outer iterations

@@ -20,3 +20,11 @@ ConfigureTest(tea_gpu_test GPU SOURCES test_tea_gpu.cpp LIBS heat2d_implicit)
 if(TARGET tea_gpu_test)
   target_compile_definitions(tea_gpu_test PRIVATE TEA_DATA_DIR="${tea_data}")
 endif()
+
+# Across ranks (CPU): the executable under the MPI launcher with 1, 2, 3 ranks against one process,
+# bitwise; bad input on several ranks. Without MPI the launcher is missing: not built.
+if(TALLY_HAS_MPI)
+  ConfigureTest(tea_ranks_test SOURCES test_tea_ranks.cpp LIBS heat2d_implicit heat2d_core tally_test_mpiexec LABELS ranks)
+  target_compile_definitions(tea_ranks_test PRIVATE TEA_DATA_DIR="${tea_data}" HEAT2D_EXE="$<TARGET_FILE:heat2d>")
+  add_dependencies(tea_ranks_test heat2d)
+endif()
