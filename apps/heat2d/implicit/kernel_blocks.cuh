@@ -145,6 +145,14 @@ __device__ __forceinline__ void precondition(const PrecArrays& pa, const double*
   }
 }
 
+/// A strip's residual r = u0 - A u and z = M^-1 r.
+template <int P>
+__device__ __forceinline__ void strip_residual_z(const Coeffs& k, const PrecArrays& pa, const double* __restrict__ u0, const double* u,
+                                                 long long c0, long long s, int n, double (&rv)[kStrip], double (&zv)[kStrip]) {
+  strip_residual(k, u0, u, c0, s, n, rv);
+  precondition<P>(pa, k.kx, k.ky, c0, s, n, rv, zv);
+}
+
 // ---- reductions: a thread's share, then the grid's, in the last block ----------------------------
 
 /// A dot product's thread share: exact (the library's filter, products exact) or an ordinary sum.

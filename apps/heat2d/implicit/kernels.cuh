@@ -60,8 +60,7 @@ __global__ void __launch_bounds__(256) cg_init(Layout g, Coeffs k, PrecArrays pa
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_residual(k, u0, u, c0, S, n, rv);
-    precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
+    strip_residual_z<P>(k, pa, u0, u, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
       const long long c = c0 + j * S;
@@ -195,8 +194,7 @@ __global__ void __launch_bounds__(256) cheby_init(Layout g, Coeffs k, PrecArrays
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_residual(k, u0, u_in, c0, S, n, rv);
-    precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
+    strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
       const long long c = c0 + j * S;
@@ -220,8 +218,7 @@ __global__ void __launch_bounds__(256) cheby(Layout g, Coeffs k, PrecArrays pa, 
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_residual(k, u0, u_in, c0, S, n, rv);
-    precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
+    strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j) if (j < n) {
       const long long c = c0 + j * S;
