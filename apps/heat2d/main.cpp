@@ -14,6 +14,7 @@
 
 #include "driver.hpp"
 #include "heat2d_output.hpp"
+#include "implicit/cli.hpp"
 #include "restart.hpp"
 #include "tally/common/app.hpp"
 #include "tally/common/cli.hpp"
@@ -489,5 +490,6 @@ int run(int argc, char** argv, Comm& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tally::heat2d::implicit::wants(argc, argv)) return tally::heat2d::implicit::main(argc, argv);  // --deck, --set
   return tally::ranks::run_ranks("heat2d", argc, argv, [&](Comm& comm) { return run(argc, argv, comm); });
 }
