@@ -13,52 +13,57 @@
 
 namespace tally::heat2d {
 
-ranks::Range own_rows(const Problem& p, int ranks, int rank) {
-  const Block b = local_block(p, ranks, rank);
-  return {b.row0 + (rank == 0 ? 0 : 1), b.end() - (rank == ranks - 1 ? 0 : 1)};
+Decomposition::Rows own_rows(const Decomposition& d, int rank) {
+  const Decomposition::Rows r = d.rows_of(rank);
+  return {rank == 0 ? 0 : r.begin, rank == d.size() - 1 ? d.ny() : r.end};
 }
 
 template <class T>
-std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block,
+std::vector<T> gather_field(const ranks::Comm& comm, const Decomposition& d, std::span<const T> block,
                             std::int64_t round_bytes) {
   const int n = comm.size();
-  auto own = [&](int r) { return own_rows(p, n, r); };  // global rows that rank r contributes
-  const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
+  if (d.size() != n || d.rank() != comm.rank()) throw Error("heat2d: gather_field: the decomposition of other ranks");
+  auto own = [&](int r) { return own_rows(d, r); };  // global rows that rank r contributes
+  const std::int64_t nx = d.nx();
+  const auto row_bytes = static_cast<std::int64_t>(nx * sizeof(T));
   const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
-  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
-  const ranks::Range mine = own(comm.rank());
-  const std::int64_t mine_off = mine.begin - local_block(p, n, comm.rank()).row0;  // in `block`
-  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
+  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (the first ranks' one more, plus the edge)
+  const Decomposition::Rows mine = own(comm.rank());
+  const std::int64_t mine_off = mine.begin - local_block(d).row0;  // in `block`
+  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(nx * d.ny()) : 0);
   for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
     const std::int64_t rows = std::clamp<std::int64_t>(mine.size() - c0, 0, chunk);
     const std::vector<T> got = comm.gather<T>(std::span<const T>(
-        block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
+        block.data() + (mine_off + std::min(c0, mine.size())) * nx, static_cast<std::size_t>(rows * nx)));
     if (!comm.is_root()) continue;
     auto from = got.begin();
     for (int r = 0; r < n; ++r) {
-      const ranks::Range o = own(r);
-      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * p.nx;
-      std::copy(from, from + k, field.begin() + (o.begin + c0) * p.nx);
+      const Decomposition::Rows o = own(r);
+      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * nx;
+      std::copy(from, from + k, field.begin() + (o.begin + c0) * nx);
       from += k;
     }
   }
   return field;
 }
-template std::vector<float> gather_field<float>(const ranks::Comm&, const Problem&, std::span<const float>,
+template std::vector<float> gather_field<float>(const ranks::Comm&, const Decomposition&, std::span<const float>,
                                                 std::int64_t);
-template std::vector<double> gather_field<double>(const ranks::Comm&, const Problem&, std::span<const double>,
+template std::vector<double> gather_field<double>(const ranks::Comm&, const Decomposition&, std::span<const double>,
                                                   std::int64_t);
 
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOptions& o, std::span<const T> start) {
   const ranks::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
+  const Decomposition whole_grid = o.decomposition ? Decomposition{} : decompose(p);  // one rank, none given
+  const Decomposition& dec = o.decomposition ? *o.decomposition : whole_grid;
   Report<T> rep;
   HostTimer t;
   std::unique_ptr<Solver<T>> solver;
   std::exception_ptr failed;
   try {
-    rep.block = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
-    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, o.sweeps_per_pass});
+    rep.decomposition = dec;
+    rep.block = local_block(dec);
+    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, &dec, o.sweeps_per_pass});
   } catch (...) {
     if (!comm) throw;
     failed = std::current_exception();
@@ -112,14 +117,14 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   if (!comm) {
     rep.field = std::move(block);
   } else if (o.gather || validate) {  // the same on every rank: all or none gather
-    rep.field = gather_field<T>(*comm, p, block);
+    rep.field = gather_field<T>(*comm, dec, block);
   }
   rep.timings.set("d2h", t.seconds());
   if (comm && !o.gather) {
     // Not gathered: the analytic error in parts, each rank over its own rows (the max exact in any
     // order, the rows' sums added in row order on rank 0: the bits of one rank).
     if (analytic) {
-      const ranks::Range own = own_rows(p, comm->size(), comm->rank());
+      const Decomposition::Rows own = own_rows(dec, comm->rank());
       ErrorParts e = analytic_error_rows<T>(p,
                                             std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx,
                                                                static_cast<std::size_t>(own.size() * p.nx)),
@@ -136,7 +141,7 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   if (validate)
     whole = !comm           ? u0
             : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
-                            : gather_field<T>(*comm, p, u0);
+                            : gather_field<T>(*comm, dec, u0);
   if (!rep.field.empty()) {  // rank 0
     if (analytic && !rep.analytic) rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
     if (validate) {
@@ -180,7 +185,7 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
       8;
   const std::vector<T> u0 = initial_field<T>(p);
   for (const BenchCase& bc : cases) {
-    auto solver = make_solver<T>(o.backend, p, {o.device, kernel, nullptr, bc.t});
+    auto solver = make_solver<T>(o.backend, p, {o.device, kernel, nullptr, nullptr, bc.t});
     solver->set_field(u0);
     StopRule rule;
     rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
@@ -210,8 +215,9 @@ void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const st
 /// warm-up); across ranks the slowest rank's time of each run.
 template <class T>
 double time_sweeps(const Problem& p, const RunOptions& o, const ranks::Comm* comm, std::int64_t sweeps, int repeats) {
-  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
-  const Block b = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
+  const Decomposition dec = comm ? decompose(p, comm->size(), comm->rank()) : decompose(p);  // this problem's
+  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, &dec});
+  const Block b = local_block(dec);
   solver->set_field(initial_field<T>(p, b.row0, b.rows));
   StopRule rule;
   rule.tol = -1.0;  // never converges: every repeat runs all its sweeps

@@ -12,7 +12,6 @@
 #include "solver.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/ranks/comm.hpp"
-#include "tally/ranks/split.hpp"
 
 namespace tally::heat2d {
 
@@ -30,6 +29,9 @@ struct RunOptions {
   /// The ranks the grid is split over (nullptr: one). With several, run_problem is collective and,
   /// on CUDA, Comm::use_device(device) must have been called.
   const ranks::Comm* comm = nullptr;
+  /// This rank's part of the grid (decompose() over comm's ranks, made once by the caller); nullptr:
+  /// the whole grid on one rank.
+  const Decomposition* decomposition = nullptr;
   /// Several ranks: gather the final field to rank 0 (Report::field). false (the field is written
   /// with parallel HDF5): each rank keeps its block in Report::block_field, and rank 0 gathers only
   /// when it needs the whole field (the analytic error, --validate).
@@ -46,22 +48,24 @@ struct Report {
   std::optional<double> eigen_max_abs_diff;  ///< with validate
   double eigen_tolerance = 0.0;
   bool validation_passed = true;
-  Timings timings;  ///< setup, h2d, solve, per_sweep, d2h (main adds write and total); this rank's
-  Block block;      ///< this rank's rows
+  Timings timings;              ///< setup, h2d, solve, per_sweep, d2h (main adds write and total); this rank's
+  Decomposition decomposition;  ///< the job's rows over its ranks, as this rank sees them
+  Block block;                  ///< this rank's rows (local_block)
   /// With RunOptions::comm: min/median/max over ranks of each timing (in the order of `timings`).
   std::vector<std::pair<std::string, ranks::RankStats>> rank_timings;
   [[nodiscard]] double field_bytes(const Problem& p) const { return static_cast<double>(p.nx * p.ny) * sizeof(T); }
 };
 
-/// The global rows [begin, end) that rank `rank` of `ranks` owns in the output: its interior rows,
-/// and the edge row at each end of the field for the first and last rank.
-[[nodiscard]] ranks::Range own_rows(const Problem& p, int ranks, int rank);
+/// The global rows [begin, end) that rank `rank` owns in the output: its interior rows, and the edge
+/// row at each end of the field for the first and last rank.
+[[nodiscard]] Decomposition::Rows own_rows(const Decomposition& d, int rank);
 
 /// Rank 0 assembles the whole field (ny * nx) from every rank's `block` (its local_block's rows):
 /// each rank's own rows and the end ranks' edge rows, in rounds of at most `round_bytes` altogether
-/// (MPI counts are ints). Collective; returns an empty vector on the other ranks.
+/// (MPI counts are ints). Collective over comm, whose ranks `d` splits; returns an empty vector on
+/// the other ranks.
 template <class T>
-std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block,
+std::vector<T> gather_field(const ranks::Comm& comm, const Decomposition& d, std::span<const T> block,
                             std::int64_t round_bytes = std::int64_t{1} << 30);
 
 /// Solves one problem from `start` (this rank's block, halo rows included: a restart's field at

@@ -26,7 +26,6 @@
 #include "tally/common/provenance.hpp"
 #include "tally/common/ranks_report.hpp"
 #include "tally/ranks/session.hpp"
-#include "tally/ranks/split.hpp"
 
 namespace {
 
@@ -106,11 +105,12 @@ template <class T>
 int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro, const Comm& comm, HostTimer& total,
                     const std::string& cmdline, const Restart& restart) {
   const Problem& p = o.p;
+  const Decomposition& dec = *ro.decomposition;
   std::vector<T> start;  // --restart: this rank's block of the file's field
   if (!o.restart.empty()) {
     std::exception_ptr failed;
     try {
-      const Block b = local_block(p, comm.size(), comm.rank());
+      const Block b = local_block(dec);
       start = h5::File::open(o.restart).read<T>("field", {static_cast<std::uint64_t>(b.row0), 0},
                                                 {static_cast<std::uint64_t>(b.rows), static_cast<std::uint64_t>(p.nx)});
     } catch (...) {
@@ -135,7 +135,7 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
   std::optional<h5::File> parallel;  // rank 0: the file every rank wrote its rows of the field into
   if (!ro.gather) {
     h5::File f = h5::File::create_collective(o.common.out, {comm.mpi_handle(), comm.rank(), comm.size()});
-    const ranks::Range own = own_rows(p, comm.size(), comm.rank());
+    const Decomposition::Rows own = own_rows(dec, comm.rank());
     const std::span<const T> mine(rep.block_field.data() + (own.begin - rep.block.row0) * p.nx,
                                   static_cast<std::size_t>(own.size() * p.nx));
     f.write_rows<T>("field", mine, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)},
@@ -172,8 +172,8 @@ int solve_and_write(const Options& o, const StopRule& rule, const RunOptions& ro
     j.add("ranks", static_cast<std::int64_t>(comm.size())).add("transport", transport_of(comm, ro));
     j.add("writer", writer_of(comm, ro));
     if (shared_gpu(comm, ro)) j.add("shares_device", true);
-    j.add("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend,
-                                                                               deepest_pass(p, comm.size()))));
+    j.add("sweeps_per_pass",
+          static_cast<std::int64_t>(resolve_sweeps_per_pass(o.t, o.check_every, ro.backend, deepest_pass(dec))));
     j.add("status", to_string(res.status)).add("converged", converged).add("iterations", res.iterations);
     j.add("final_residual", res.final_residual).add("tol", rule.tol).add("sim_time", rep.sim_time);
     if (rep.analytic) j.add("analytic_max", rep.analytic->max).add("analytic_l2", rep.analytic->l2);
@@ -419,6 +419,7 @@ int run(int argc, char** argv, Comm& comm) {
   StopRule rule;
   Restart restart;
   RunOptions ro;
+  Decomposition dec;  // the grid's rows over the ranks: made here, once, and handed down
   bool fell_back = false;
   std::exception_ptr failed;
   try {
@@ -432,7 +433,7 @@ int run(int argc, char** argv, Comm& comm) {
     p.init = parse_spec(o.init, "--init");
     if (!o.bench) {
       finalize(p);
-      (void)local_block(p, comm.size(), comm.rank());  // refuses more ranks than interior rows
+      dec = decompose(p, comm.size(), comm.rank());  // refuses more ranks than interior rows
     } else {
       (void)bench_sizes(o, reduce::Backend::cpu, comm.size());
     }
@@ -440,7 +441,7 @@ int run(int argc, char** argv, Comm& comm) {
     o.t = parse_sweeps_per_pass(o.sweeps_per_pass);
     // Refuses what cannot work (the backend does not matter for that; --bench sets its own t).
     (void)resolve_sweeps_per_pass(o.t, o.check_every, reduce::Backend::cpu,
-                                  o.bench ? max_sweeps_per_pass : deepest_pass(p, comm.size()));
+                                  o.bench ? max_sweeps_per_pass : deepest_pass(dec));
     if (!o.restart.empty()) {
       if (o.bench) throw InputError("--restart: not with --bench");
       restart = read_restart(o.restart, p, o.common.precision, rule);
@@ -479,6 +480,7 @@ int run(int argc, char** argv, Comm& comm) {
   ro.progress = !o.common.quiet && !o.common.json;
   ro.keep_partial = o.keep_partial;
   ro.comm = &comm;
+  ro.decomposition = o.bench ? nullptr : &dec;            // --bench decomposes each of its problems
   ro.gather = comm.size() == 1 || !h5::parallel_built();  // else each rank writes its rows (parallel HDF5)
 
   const std::string cmdline = cli::command_line(argc, argv);

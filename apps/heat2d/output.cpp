@@ -29,7 +29,7 @@ Throughput throughput(const Problem& p, const StopRule& rule, const Report<T>& r
 namespace {
 
 void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, const RunOptions& ro,
-                      const RunRecord& rec, const char* precision) {
+                      const RunRecord& rec, const Decomposition& dec, const char* precision) {
   f.attr("app", "heat2d");
   f.attr("nx", static_cast<std::int64_t>(p.nx));
   f.attr("ny", static_cast<std::int64_t>(p.ny));
@@ -51,16 +51,15 @@ void write_parameters(h5::Location& f, const Problem& p, const StopRule& rule, c
   f.attr("init", p.init.text);
   f.attr("validate", ro.validate);
   f.attr("cuda_kernel", ro.cuda_kernel);
-  const int ranks = ro.comm ? ro.comm->size() : 1;
   f.attr("sweeps_per_pass", static_cast<std::int64_t>(resolve_sweeps_per_pass(ro.sweeps_per_pass, rule.check_every,
-                                                                              ro.backend, deepest_pass(p, ranks))));
+                                                                              ro.backend, deepest_pass(dec))));
 }
 
 /// The /ranks group (common's RanksReport): the rank count, what carried the halos, the row blocks
 /// ("rows 1-13 | 14-26 | ...", each rank's interior rows, inclusive; also as datasets row_begin and
 /// row_end, [begin, end)) and each timing's seconds on every rank.
 template <class T>
-void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const ranks::Comm& comm, const RunOptions& ro,
+void write_ranks(h5::Location& f, const Report<T>& rep, const ranks::Comm& comm, const RunOptions& ro,
                  const ranks::RankStats& total) {
   RanksReport r;
   r.ranks = comm.size();
@@ -69,9 +68,9 @@ void write_ranks(h5::Location& f, const Problem& p, const Report<T>& rep, const 
   r.writer = writer_of(comm, ro);
   std::vector<std::int64_t> begin, end;
   r.decomposition = "rows";
-  for (int k = 0; k < comm.size(); ++k) {
-    const Block b = local_block(p, comm.size(), k);
-    begin.push_back(b.row0 + 1), end.push_back(b.end() - 1);  // the interior rows rank k updates
+  for (int k = 0; k < rep.decomposition.size(); ++k) {
+    const Decomposition::Rows rows = rep.decomposition.rows_of(k);  // the interior rows rank k updates
+    begin.push_back(rows.begin), end.push_back(rows.end);
     r.decomposition += (k ? " | " : " ") + std::to_string(begin.back()) + "-" + std::to_string(end.back() - 1);
   }
   for (const auto& [name, st] : rep.rank_timings) r.phases.push_back({name, st.min, st.median, st.max, st.per_rank});
@@ -90,7 +89,7 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
                   const Provenance& prov, const std::optional<DeviceInfo>& dev, const HostTimer& write,
                   const HostTimer& run) {
   const SolveResult& res = rep.result;
-  write_parameters(file, p, rule, ro, rec, sizeof(T) == 4 ? "float" : "double");
+  write_parameters(file, p, rule, ro, rec, rep.decomposition, sizeof(T) == 4 ? "float" : "double");
   file.attr("iterations", static_cast<std::int64_t>(res.iterations));
   file.attr("keep_partial", ro.keep_partial);
   if (!rec.restart_from.empty()) {
@@ -120,7 +119,7 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
   thr.attr("points_per_s", th.points_per_s);
   thr.attr("gb_per_s", th.gb_per_s);
   write_provenance(file, prov, dev);
-  write_ranks(file, p, rep, comm, ro, total);
+  write_ranks(file, rep, comm, ro, total);
   auto tg = file.group("timings");
   for (const auto& [name, s] : rep.timings.entries()) tg.attr(name, s);
   tg.attr("write", write.seconds());

@@ -83,12 +83,10 @@ template <class T>
 class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const SolverOptions& o)
-      : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr), t_(o.sweeps_per_pass),
-        deepest_(deepest_pass(p, ranks_ ? ranks_->size() : 1)),
+      : p_(p), c_(coeffs<T>(p)), dec_(solver_decomposition(p, o)), ranks_(dec_.several() ? o.comm : nullptr),
+        t_(o.sweeps_per_pass), deepest_(deepest_pass(dec_)),
         // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
-        lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_)
-                    : HaloLayout{1, p.ny - 2, 1}),
-        rows_(lay_.rows()) {
+        lay_(halo_layout(dec_, t_ == 1 || !ranks_ ? 1 : deepest_)), rows_(lay_.rows()) {
     (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, deepest_);  // the range and the ranks
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers" && o.cuda_kernel != "persistent")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async, registers or persistent");
@@ -512,7 +510,7 @@ class CudaSolver final : public Solver<T> {
   /// (halo_done_ marks the end).
   void exchange(T* v, long long n, cudaStream_t after) {
     const long long js = lay_.first(), je = lay_.end();
-    const bool prev = ranks_->rank() > 0, next = ranks_->rank() + 1 < ranks_->size();
+    const bool prev = dec_.below() >= 0, next = dec_.above() >= 0;
     auto rows = [&](bool there, long long j) {  // rows j..j+n-1 (with their padding), or none
       return there ? std::span<T>(v + j * pitch_, static_cast<std::size_t>(n * pitch_)) : std::span<T>();
     };
@@ -526,7 +524,8 @@ class CudaSolver final : public Solver<T> {
 
   Problem p_;
   Coeffs<T> c_;
-  const ranks::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
+  Decomposition dec_;         // this rank's rows and neighbours
+  const ranks::Comm* ranks_;  // several ranks; nullptr: one (no exchange)
   int t_ = 1;                 // sweeps a pass asked for (0: auto)
   int deepest_ = 1;           // the deepest pass the ranks' blocks allow
   HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)

@@ -88,6 +88,7 @@ int run(int argc, char** argv, const ranks::Comm& comm) {
   const bool root = comm.is_root();
   Deck deck;
   RunOptions ro;
+  Decomposition dec;  // the cell rows over the ranks: made here, once, and handed down
   bool fell_back = false;
   std::exception_ptr failed;
   try {
@@ -102,8 +103,8 @@ int run(int argc, char** argv, const ranks::Comm& comm) {
       if (ro.backend == reduce::Backend::cuda && o.common.backend == "cuda")
         throw InputError("--backend cuda: heat2d --deck on several ranks runs on the CPU backend");
       ro.backend = reduce::Backend::cpu, fell_back = false;
-      (void)rank_rows(deck.y_cells, comm.size(), comm.rank());
     }
+    dec = decompose(deck, comm.size(), comm.rank());
     if (root) {
       // Probe --out now (its folder created, the empty temporary dropped): a bad path fails before the run.
       const std::filesystem::path out(o.common.out);
@@ -126,6 +127,7 @@ int run(int argc, char** argv, const ranks::Comm& comm) {
   ro.solve.reproducible = o.reproducible == "on";
   const std::unique_ptr<RankLink> link = make_rank_link(comm);
   ro.link = link.get();
+  ro.decomposition = &dec;
   if (root && deck.preconditioner != Preconditioner::none && deck.solver == SolverKind::jacobi)
     std::fprintf(stderr, "heat2d: note: Jacobi takes no preconditioner (%s not applied)\n",
                  to_string(deck.preconditioner).c_str());

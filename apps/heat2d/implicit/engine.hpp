@@ -86,7 +86,7 @@ class Engine {
 };
 
 /// `link`: the ranks the grid is split over (nullptr or one rank: this process alone); g is this
-/// rank's rows (rank_rows). Collective then: every rank calls every method.
+/// rank's rows (make_grid of its Decomposition). Collective then: every rank calls every method.
 std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g, const RankLink* link = nullptr);
 /// Throws tally::Error when the build has no CUDA backend or the device cannot be used.
 std::unique_ptr<Engine> make_cuda_engine(const Deck& d, const Grid& g, int device);

@@ -2,12 +2,9 @@
 // that names the runtime's communicator besides the command line (cli.cpp).
 #include "ranks.hpp"
 
-#include <algorithm>
 #include <string>
 
-#include "tally/common/error.hpp"
 #include "tally/reduce/ranks.hpp"
-#include "tea_problem.hpp"
 
 namespace tally::heat2d::implicit {
 
@@ -50,17 +47,5 @@ class CommLink final : public RankLink {
 }  // namespace
 
 std::unique_ptr<RankLink> make_rank_link(const ranks::Comm& comm) { return std::make_unique<CommLink>(comm); }
-
-RowBlock rank_rows(std::int64_t ny, int ranks, int rank) {
-  const std::int64_t blocks = (ny + kJacBlock - 1) / kJacBlock;
-  if (blocks < ranks)
-    throw InputError("y_cells " + std::to_string(ny) + " gives " + std::to_string(blocks) + " blocks of " +
-                     std::to_string(kJacBlock) + " rows, fewer than the " + std::to_string(ranks) +
-                     " ranks: each rank needs one");
-  const std::int64_t q = blocks / ranks, r = blocks % ranks;
-  const std::int64_t b0 = rank * q + std::min<std::int64_t>(rank, r), b1 = b0 + q + (rank < r ? 1 : 0);
-  const std::int64_t row0 = b0 * kJacBlock;
-  return {row0, std::min(b1 * kJacBlock, ny) - row0};
-}
 
 }  // namespace tally::heat2d::implicit

@@ -1,6 +1,6 @@
 #pragma once
 // What the implicit mode needs from the ranks of a job (ranks.cpp implements it on tally's rank
-// runtime): the grid is split by rows (rank_rows), each rank holds its rows and a halo row above and
+// runtime): the grid is split by rows (decompose(), tea_problem.hpp), each rank holds its rows and a halo row above and
 // below; the halo rows are exchanged before every stencil that reads them; the dot products are
 // exact on every rank and added as integers across ranks before one rounding, so the results are
 // the same bits for any rank count.
@@ -37,12 +37,5 @@ class RankLink {
 
 /// The link over a communicator (which must outlive it).
 std::unique_ptr<RankLink> make_rank_link(const ranks::Comm& comm);
-
-/// Rank `rank`'s rows [row0, row0 + rows) of ny: the blocks of 4 rows (jac_block's) split as evenly
-/// as they go, the first ranks one block more. Throws tally::InputError when a rank would get none.
-struct RowBlock {
-  std::int64_t row0 = 0, rows = 0;
-};
-RowBlock rank_rows(std::int64_t ny, int ranks, int rank);
 
 }  // namespace tally::heat2d::implicit

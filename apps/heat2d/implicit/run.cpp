@@ -32,8 +32,10 @@ RunReport run_deck(const Deck& d, const RunOptions& o) {
   const bool ranks = o.link && o.link->size() > 1;
   if (ranks && o.backend == reduce::Backend::cuda)
     throw InputError("heat2d --deck on several ranks: the CUDA engine runs on one rank (use --backend cpu)");
-  const RowBlock rb = ranks ? rank_rows(d.y_cells, o.link->size(), o.link->rank()) : RowBlock{0, d.y_cells};
-  rep.grid = make_grid(d, rb.row0, rb.rows);
+  if (ranks &&
+      (!o.decomposition || o.decomposition->size() != o.link->size() || o.decomposition->rank() != o.link->rank()))
+    throw Error("heat2d --deck: the ranks' decomposition is missing or of other ranks");
+  rep.grid = o.decomposition ? make_grid(d, *o.decomposition) : make_grid(d);
   rep.solve = o.solve;
   rep.steps = step_count(d);
   rep.dt = d.initial_timestep;

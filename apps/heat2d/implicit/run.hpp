@@ -1,6 +1,6 @@
 #pragma once
 // A deck's run: the initial state, the time steps, the field summaries (TeaLeaf's diffuse), on the
-// CPU or CUDA engine. The executable (implicit_cli.cpp) and the tests call run_deck.
+// CPU or CUDA engine. The executable (cli.cpp) and the tests call run_deck.
 
 #include <cstdint>
 #include <functional>
@@ -19,11 +19,13 @@ struct RunOptions {
   reduce::Backend backend = reduce::Backend::cpu;
   int device = 0;
   SolveOptions solve;
-  /// The ranks the grid is split over by rows (nullptr: this process alone). run_deck is then
-  /// collective; rank 0's report holds the whole fields, the other ranks' none.
   /// Called after each step (step, steps, its stats): the executable's progress line.
   std::function<void(std::int64_t, std::int64_t, const SolveStats&)> on_step;
+  /// The ranks the grid is split over by rows (nullptr: this process alone) and this rank's part of
+  /// it (decompose() over link's ranks; nullptr: the whole grid, one rank). run_deck is then
+  /// collective; rank 0's report holds the whole fields, the other ranks' none.
   const RankLink* link = nullptr;
+  const Decomposition* decomposition = nullptr;
 };
 
 struct RunReport {

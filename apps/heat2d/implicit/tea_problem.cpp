@@ -10,12 +10,22 @@
 
 namespace tally::heat2d::implicit {
 
-Grid make_grid(const Deck& d, std::int64_t row0, std::int64_t rows) {
+Decomposition decompose(const Deck& d, int ranks, int rank) {
+  const std::int64_t blocks = (d.y_cells + kJacBlock - 1) / kJacBlock;
+  if (blocks < ranks)
+    throw InputError("y_cells " + std::to_string(d.y_cells) + " gives " + std::to_string(blocks) + " blocks of " +
+                     std::to_string(kJacBlock) + " rows, fewer than the " + std::to_string(ranks) +
+                     " ranks: each rank needs one");
+  return Decomposition::split(d.x_cells, d.y_cells, 0, d.y_cells, ranks, rank, kJacBlock);
+}
+
+Grid make_grid(const Deck& d, const Decomposition& dec) {
+  if (dec.nx() != d.x_cells || dec.ny() != d.y_cells) throw Error("heat2d --deck: the decomposition of another grid");
   Grid g;
   g.nx = d.x_cells;
   g.ny = d.y_cells;
-  g.row0 = row0;
-  g.rows = rows < 0 ? d.y_cells - row0 : rows;
+  g.row0 = dec.rows().begin;
+  g.rows = dec.rows().size();
   g.xmin = d.xmin;
   g.ymin = d.ymin;
   g.dx = d.dx();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "deck.hpp"
+#include "decomposition.hpp"
 
 namespace tally::heat2d::implicit {
 
@@ -29,8 +30,18 @@ struct Grid {
   [[nodiscard]] bool last() const { return row0 + rows == ny; }
 };
 
-/// The whole grid on one rank, or rows [row0, row0 + rows) of it.
-Grid make_grid(const Deck& d, std::int64_t row0 = 0, std::int64_t rows = -1);
+/// Rows a jac_block solve couples (TeaLeaf_ref's jac_block_size): blocks of 4 rows from global row 0.
+inline constexpr std::int64_t kJacBlock = 4;
+
+/// The deck's cell rows split over `ranks` ranks in blocks of kJacBlock rows (so that no jac_block
+/// block straddles two ranks), as rank `rank` sees it; one rank: all of them. Throws
+/// tally::InputError when a rank would get no block.
+Decomposition decompose(const Deck& d, int ranks = 1, int rank = 0);
+
+/// This rank's part of the grid (its rows of `dec`, decompose()).
+Grid make_grid(const Deck& d, const Decomposition& dec);
+/// The whole grid on one rank.
+inline Grid make_grid(const Deck& d) { return make_grid(d, decompose(d)); }
 
 /// The time steps TeaLeaf takes: dt = initial_timestep until step == end_step or time + 1e-16 >
 /// end_time, time advancing by dt after each step (TeaLeaf_ref's diffuse).
@@ -56,9 +67,6 @@ State0 initial_state(const Deck& d, const Grid& g);
 /// zero on the domain's boundary faces. kx, ky: fields of the grid.
 void face_coefficients(const Deck& d, const Grid& g, double dt, std::span<const double> density, std::span<double> kx,
                        std::span<double> ky);
-
-/// Rows a jac_block solve couples (TeaLeaf_ref's jac_block_size): blocks of 4 rows from global row 0.
-inline constexpr std::int64_t kJacBlock = 4;
 
 /// The preconditioners' coefficients (TeaLeaf_ref's tea_diag_init, tea_block_init), fields of the
 /// grid: jac_diag: mi = 1 / diag; jac_block, for each block of kJacBlock rows (the last may be

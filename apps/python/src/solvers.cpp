@@ -211,7 +211,9 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
   ro.validate = validate;
   ro.progress = false;
   ro.sweeps_per_pass = sweeps_per_pass;  // 0: auto; checked against --check-every as the executable does
-  (void)resolve_sweeps_per_pass(sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(p, 1));
+  const Decomposition one_rank = decompose(p);
+  ro.decomposition = &one_rank;
+  (void)resolve_sweeps_per_pass(sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(one_rank));
   const std::optional<DeviceInfo> dev = device_of(ro.backend, device);
   check_out(out);
   nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro, max_iter, out, call, dev)

@@ -3,6 +3,7 @@
 // same bits for any thread count.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "catch.hpp"
 #include "implicit/deck.hpp"
 #include "implicit/run.hpp"
+#include "tally/common/error.hpp"
 
 namespace {
 
@@ -187,4 +189,35 @@ TEST_CASE("tea solve: a solve that does not converge stops the run", "[tea][solv
   CHECK(r.steps_done == 1);
   CHECK(r.solves.at(0).iterations == 3);
   CHECK(r.summaries.back().first == 1);
+}
+
+TEST_CASE("tea decomposition: whole blocks of 4 rows per rank, in order, balanced; too many ranks refused",
+          "[tea][ranks]") {
+  for (std::int64_t ny : {4, 5, 13, 64, 250}) {
+    const Deck d = read_deck(TEA_DATA_DIR "/tea_bm_1.in", {"y_cells " + std::to_string(ny)});
+    const std::int64_t blocks = (ny + kJacBlock - 1) / kJacBlock;
+    for (int n = 1; n <= blocks && n <= 7; ++n) {
+      std::int64_t next = 0, most = 0, least = blocks;
+      for (int r = 0; r < n; ++r) {
+        const tally::heat2d::Decomposition dec = decompose(d, n, r);
+        CHECK(dec.nx() == d.x_cells);
+        CHECK(dec.ny() == ny);
+        CHECK(dec.below() == (r > 0 ? r - 1 : -1));
+        CHECK(dec.above() == (r + 1 < n ? r + 1 : -1));
+        const auto rows = dec.rows();
+        CHECK(rows.begin == next);  // follows the previous rank's rows
+        CHECK(rows.begin % kJacBlock == 0);
+        CHECK((rows.size() % kJacBlock == 0 || rows.end == ny));  // whole blocks, but the grid's last
+        const Grid g = make_grid(d, dec);
+        CHECK(g.row0 == rows.begin);
+        CHECK(g.rows == rows.size());
+        next = rows.end;
+        const std::int64_t mine = (rows.size() + kJacBlock - 1) / kJacBlock;
+        most = std::max(most, mine), least = std::min(least, mine);
+      }
+      CHECK(next == ny);
+      CHECK(most - least <= 1);
+    }
+    CHECK_THROWS_AS(decompose(d, static_cast<int>(blocks + 1), 0), tally::InputError);
+  }
 }
