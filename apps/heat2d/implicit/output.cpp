@@ -3,12 +3,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "tally/common/error.hpp"
 #include "tally/common/json.hpp"
+#include "xdmf.hpp"
 
 namespace tally::heat2d::implicit {
 
@@ -145,28 +144,44 @@ std::string json_summary(const RunReport& r, const OutputRecord& rec, const std:
   return j;
 }
 
+void print_report(const RunReport& r, const OutputRecord& rec, const cli::CommonOptions& common) {
+  const Summary& s = r.final_summary();
+  const SolveOptions& o = r.solve;
+  if (common.json) {
+    std::printf("%s\n", json_summary(r, rec, common.out).c_str());
+  } else if (!common.quiet) {
+    std::printf(
+        "heat2d: %s %lldx%lld, %lld steps, %s%s on %s (%s dots): %lld iterations, %s; temperature %.15e "
+        "(volume %.6g, mass %.6g, energy %.6g); solve %.3g s\n",
+        rec.deck_file.empty() ? "--set deck" : rec.deck_file.c_str(), static_cast<long long>(r.deck.x_cells),
+        static_cast<long long>(r.deck.y_cells), static_cast<long long>(r.steps_done), to_string(o.solver).c_str(),
+        o.preconditioner == Preconditioner::none ? "" : ("+" + to_string(o.preconditioner)).c_str(),
+        rec.backend.c_str(), o.reproducible ? "exact" : "ordinary", static_cast<long long>(r.iterations()),
+        to_string(r.status).c_str(), s.temperature, s.volume, s.mass, s.energy, r.solve_s);
+  }
+  if (r.status != SolveStatus::converged) {
+    const SolveStats& last = r.solves.back();
+    std::fprintf(stderr,
+                 "heat2d: %s at step %lld after %lld iterations (error %g, eps %g); the field it reached was written "
+                 "to %s (status %s)\n",
+                 r.status == SolveStatus::max_iters ? "NOT converged: max_iters reached" : "DIVERGED",
+                 static_cast<long long>(r.steps_done), static_cast<long long>(last.iterations), last.error, o.eps,
+                 common.out.c_str(), to_string(r.status).c_str());
+  }
+}
+
 void write_xdmf(const std::string& h5_path, const RunReport& r) {
-  namespace fs = std::filesystem;
-  const fs::path xmf = fs::path(h5_path).replace_extension(".xmf");
-  const std::string cells = std::to_string(r.deck.y_cells) + " " + std::to_string(r.deck.x_cells);
-  const std::string nodes = std::to_string(r.deck.y_cells + 1) + " " + std::to_string(r.deck.x_cells + 1);
-  const std::string file = fs::path(h5_path).filename().string();
-  std::ofstream f(xmf);
-  f.precision(17);
-  f << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n  <Domain>\n"
-    << "    <Grid Name=\"heat2d-implicit\" GridType=\"Uniform\">\n"
-    << "      <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"" << nodes << "\"/>\n"
-    << "      <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
-    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << r.deck.ymin << " "
-    << r.deck.xmin << "</DataItem>\n"
-    << "        <DataItem Dimensions=\"2\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << r.grid.dy << " "
-    << r.grid.dx << "</DataItem>\n      </Geometry>\n";
-  for (const char* name : {"field", "energy", "density"})
-    f << "      <Attribute Name=\"" << name << "\" AttributeType=\"Scalar\" Center=\"Cell\">\n"
-      << "        <DataItem Dimensions=\"" << cells << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << file
-      << ":/" << name << "</DataItem>\n      </Attribute>\n";
-  f << "    </Grid>\n  </Domain>\n</Xdmf>\n";
-  if (!f) throw Error("cannot write " + xmf.string());
+  const XdmfGrid g{"heat2d-implicit",
+                   r.deck.y_cells + 1,
+                   r.deck.x_cells + 1,
+                   r.deck.ymin,
+                   r.deck.xmin,
+                   r.grid.dy,
+                   r.grid.dx,
+                   true,
+                   {{"field", "field"}, {"energy", "energy"}, {"density", "density"}},
+                   8};
+  heat2d::write_xdmf(h5_path, g);
 }
 
 }  // namespace tally::heat2d::implicit

@@ -1,6 +1,6 @@
 #pragma once
 // The implicit mode's outputs (output.cpp): the result file, written through a temporary name and
-// renamed once complete (tally::h5::File), and the --json summary.
+// renamed once complete (tally::h5::File), the --json summary and the summary line.
 //
 // The result file:
 //   /            attributes app (heat2d), mode (implicit), deck_file, deck (deck_text: every keyword),
@@ -22,6 +22,7 @@
 #include <string>
 
 #include "run.hpp"
+#include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/provenance.hpp"
@@ -41,6 +42,10 @@ void write_result(h5::Location& f, const RunReport& r, const OutputRecord& rec, 
 
 /// The one-line JSON summary (--json).
 std::string json_summary(const RunReport& r, const OutputRecord& rec, const std::string& out);
+
+/// Rank 0's report on stdout: the JSON line with --json, else the summary line unless --quiet; a
+/// solve that did not converge is said on stderr either way.
+void print_report(const RunReport& r, const OutputRecord& rec, const cli::CommonOptions& common);
 
 /// An XDMF sidecar (<out> with .xmf) describing /field, /energy and /density on the cell grid.
 void write_xdmf(const std::string& h5_path, const RunReport& r);
