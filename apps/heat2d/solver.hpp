@@ -20,6 +20,7 @@
 #include "decomposition.hpp"
 #include "heat2d.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tuning.hpp"
 
 namespace tally::ranks {
 class Comm;
@@ -68,8 +69,8 @@ class Solver {
 /// The most sweeps one pass over memory (one CUDA launch, one cache-tiled CPU pass) may advance.
 constexpr int max_sweeps_per_pass = 8;
 /// What auto aims for on each backend (the largest t that divides --check-every up to these).
-constexpr int cuda_preferred_sweeps_per_pass = 4;
-constexpr int cpu_preferred_sweeps_per_pass = 8;
+using tuning::cpu_preferred_sweeps_per_pass;
+using tuning::cuda_preferred_sweeps_per_pass;
 
 /// --sweeps-per-pass: the sweeps each pass advances, given `requested` (0: auto) and the check
 /// interval. Residuals exist only at a pass's last sweep, so t must divide --check-every; auto picks

@@ -39,8 +39,7 @@ inline T update_row(const T* us, const T* uc, const T* un, T* vr, std::int64_t n
 template <class T, bool Check>
 T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coeffs<T> c) {
   T res = Max::identity<T>();
-  // Small grids: one thread, the parallel region would cost more than the sweep.
-#pragma omp parallel if (nx * (j1 - j0) > 32768)
+#pragma omp parallel if (nx * (j1 - j0) > tuning::cpu_parallel_points)
   {
     T local = Max::identity<T>();
 #pragma omp for schedule(static)
@@ -64,7 +63,7 @@ template <class T, bool Check>
 T blocked_pass(const T* u, T* v, std::int64_t nx, std::int64_t ny, std::int64_t j0, std::int64_t j1, int t,
                Coeffs<T> c) {
   T res = Max::identity<T>();
-#pragma omp parallel if (nx * (j1 - j0) > 32768)
+#pragma omp parallel if (nx * (j1 - j0) > tuning::cpu_parallel_points)
   {
     const std::int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
     const std::int64_t js = j0 + (j1 - j0) * id / nt, je = j0 + (j1 - j0) * (id + 1) / nt;  // this band's rows

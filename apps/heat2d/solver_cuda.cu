@@ -43,22 +43,14 @@ namespace {
 
 using namespace kernels;
 
-constexpr int slots = 128;                       // ring of residual slots in mapped host memory
-constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
-// The persistent kernel: sweeps a launch (its launch boundary, the only place where the whole GPU
-// drains, comes once in that many sweeps) and its launches queued beyond the oldest unread check.
-// A launch holds at most chain_sweeps checks: with slots / 2 unread at most, the ring never wraps
-// onto an unread slot.
-constexpr std::int64_t chain_sweeps = 32;
-constexpr std::int64_t chain_lookahead = 3;
+using tuning::chain_lookahead;
+using tuning::chain_sweeps;
+using tuning::lookahead_launches;
+using tuning::rank_interior_waves;
+constexpr int slots = tuning::check_slots;  // the ring of residual slots in mapped host memory
+// A persistent launch holds at most chain_sweeps checks: with slots / 2 unread at most, the ring
+// never wraps onto an unread slot.
 static_assert(chain_sweeps <= slots / 2);
-// Across ranks the rows between the boundary rows are this many waves of the registers kernel's
-// blocks, not one: in one wave no block ends before the sweep does, so the exchange's and the
-// residual's NCCL kernels (high priority, but without a free SM slot) started only after it and the
-// next sweep waited for them. 2 x H200 (NVLink, 2026-11-28), 16384^2 float checked every sweep:
-// strong scaling 86.8% -> 93.8%, weak 89.6% -> 98.2% (apps/heat2d/README.md); 4 waves the same;
-// double unchanged.
-constexpr long long rank_interior_waves = 2;
 
 template <class T>
 using Kernel = void (*)(const T*, T*, SweepArgs<T>);
@@ -491,9 +483,8 @@ class CudaSolver final : public Solver<T> {
   }
 
   /// NCCL connects to its peers at the first exchange and all-gather (lazily, by default): one of
-  /// each before the first solve's timer, so that its time is the sweeps'. Without it a 2 x H200
-  /// run's first solve took about 2.2 s more (0.82 instead of 0.11 ms a sweep over 3000 sweeps at
-  /// 8192^2 float). Collective: every rank's first solve, after the set-up they agreed on. The
+  /// each before the first solve's timer, so that its time is the sweeps' (the connection costs
+  /// seconds, several times a short solve). Collective: every rank's first solve, after the set-up they agreed on. The
   /// exchange sends the current field's boundary rows into its neighbours' halo rows, which hold
   /// those rows already.
   void connect_ranks() {

@@ -26,8 +26,8 @@ namespace {
 
 using namespace gpu;
 
-/// Iterations enqueued between two looks at the solve's state.
-constexpr long long kChunk = 32;
+/// Iterations enqueued between two looks at the solve's state (tuning.hpp).
+constexpr long long kChunk = tuning::implicit_chunk;
 
 /// Pinned host memory for the state copies the host polls.
 class PinnedStates {

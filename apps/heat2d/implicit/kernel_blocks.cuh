@@ -10,15 +10,18 @@
 #include "tally/reduce/device/exact.cuh"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/exact.hpp"
+#include "tea_problem.hpp"
+#include "tuning.hpp"
 
 namespace tally::heat2d::implicit::gpu {
 
 namespace dev = tally::reduce::device;
 using Products = reduce::exact::DoubleProducts;
 
-inline constexpr int kTileX = 32, kWarps = 8, kStrip = 4;  // a block: 32 x 8 threads, strips of 4 rows
+// A block: kTileX x kWarps threads, each a column of a strip of kStrip rows (tuning.hpp).
+inline constexpr int kTileX = tuning::implicit_tile_x, kWarps = tuning::implicit_warps, kStrip = tuning::implicit_strip;
 inline constexpr int kTileY = kWarps * kStrip;
-static_assert(kStrip == 4, "a strip is one jac_block block (kJacBlock rows)");
+static_assert(kStrip == kJacBlock, "a strip is one jac_block block (kJacBlock rows)");
 
 enum Prec : int { kNone = 0, kDiag = 1, kBlock = 2 };
 
