@@ -263,7 +263,8 @@ nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const
   d["n"] = p.n;
   d["std_error"] = job.outcome.std_error;
   d["abs_error"] = job.outcome.abs_error;
-  d["passed"] = job.outcome.ok;  // the executable's 5-sigma check
+  d["error_bound"] = job.outcome.error_bound;
+  d["passed"] = job.outcome.ok;  // the executable's check: within error_bound of pi
   d["batch_n"] = to_numpy(std::move(r.batch_n));
   d["batch_hits"] = to_numpy(std::move(r.batch_hits));
   d["setup_s"] = r.setup_s;
@@ -397,6 +398,14 @@ void bind_solvers(nb::module_& m) {
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
         arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"),
         arg("validate"), arg("sweeps_per_pass"), arg("out").none(), arg("call"));
+  m.def(
+      "mcpi_error_bound",
+      [](const std::string& generator, std::int64_t offset, std::int64_t n) {
+        if (n < 1) throw InputError("n: must be positive (got " + std::to_string(n) + ")");
+        if (offset < 0) throw InputError("offset: must not be negative (got " + std::to_string(offset) + ")");
+        return mcpi::error_bound(mcpi::parse_generator(generator), offset, n);
+      },
+      arg("generator"), arg("offset"), arg("n"));
   m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"),
         arg("batch"), arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
