@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <memory>
 
 #include "heat2d_output.hpp"
+#include "probe_out.hpp"
 #include "restart.hpp"
 #include "tally/common/app.hpp"
 #include "tally/common/error.hpp"
@@ -309,16 +309,7 @@ int run(const Options& o, ranks::Comm& comm) {
       restart = read_restart(o.restart, p, o.common.precision, rule);
     }
     ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
-    if (comm.is_root()) {
-      // Probe --out now (create, then drop the empty temporary): a bad path fails before the run.
-      std::filesystem::path out(o.common.out);
-      if (out.has_parent_path()) {
-        std::error_code ec;
-        std::filesystem::create_directories(out.parent_path(), ec);
-        if (ec) throw InputError("--out " + o.common.out + ": cannot create its folder (" + ec.message() + ")");
-      }
-      (void)h5::File::create(o.common.out);
-    }
+    if (comm.is_root()) probe_out(o.common.out);
   } catch (...) {
     if (comm.size() == 1) throw;
     failed = std::current_exception();

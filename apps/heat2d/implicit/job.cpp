@@ -4,13 +4,13 @@
 
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "output.hpp"
+#include "probe_out.hpp"
 #include "ranks.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
@@ -68,16 +68,7 @@ int run(const Options& o, const cli::CommonOptions& common, const ranks::Comm& c
       ro.backend = reduce::Backend::cpu, fell_back = false;
     }
     dec = decompose(deck, comm.size(), comm.rank());
-    if (root) {
-      // Probe --out now (its folder created, the empty temporary dropped): a bad path fails before the run.
-      const std::filesystem::path out(common.out);
-      if (out.has_parent_path()) {
-        std::error_code ec;
-        std::filesystem::create_directories(out.parent_path(), ec);
-        if (ec) throw InputError("--out " + common.out + ": cannot create its folder (" + ec.message() + ")");
-      }
-      (void)h5::File::create(common.out);
-    }
+    if (root) probe_out(common.out);
   } catch (...) {
     if (comm.size() == 1) throw;
     failed = std::current_exception();

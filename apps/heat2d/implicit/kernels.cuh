@@ -53,7 +53,7 @@ __global__ void set_energy(Layout g, const double* __restrict__ u, const double*
 
 /// CG's start: r = u0 - A u, z = M^-1 r, p = z, rro = r.z.
 template <bool Exact, int P>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     cg_init(Layout g, Coeffs k, PrecArrays pa, const double* __restrict__ u, const double* __restrict__ u0,
             double* __restrict__ r, double* __restrict__ z, double* __restrict__ p, Scratch sc, DeviceState* st) {
   __shared__ ReduceStorage s;
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(256)
 /// p = beta p_in + z first (the previous iteration's search direction, fused in: computed for the
 /// neighbours too, written to p_out); else p_in as it is.
 template <bool Exact, bool Update>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     cg_w(Layout g, Coeffs k, const double* p_in, double* __restrict__ p_out, const double* __restrict__ z,
          double* __restrict__ w, Scratch sc, DeviceState* st, double* alphas, long long it, int in_cg) {
   if (st->halt || (in_cg && st->cg_over)) return;
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(256)
 /// CG's u += alpha p, r -= alpha w, z = M^-1 r, rrn = r.z, beta = rrn / rro (betas[k]), the test of
 /// iteration k and, for Chebyshev / PPCG, whether the switch is due at k + 1.
 template <bool Exact, int P, bool Max>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     cg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ u, const double* __restrict__ p,
           double* __restrict__ r, const double* __restrict__ w, double* __restrict__ z, Scratch sc, DeviceState* st,
           TestParams tp, double* betas, double* hist, long long it) {
@@ -160,7 +160,7 @@ __global__ void set_p(Layout g, const double* __restrict__ p_in, const double* _
 
 /// r = u0 - A u (written when r is given) and, with Dot, r.r into *out.
 template <bool Exact, bool Dot>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     residual(Layout g, Coeffs k, const double* __restrict__ u, const double* __restrict__ u0, double* __restrict__ r,
              Scratch sc, double* out) {
   __shared__ ReduceStorage s;
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(256)
 
 /// a.b into *out.
 template <bool Exact>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     dot(Layout g, const double* __restrict__ a, const double* __restrict__ b, Scratch sc, double* out) {
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(256)
 
 /// Chebyshev's first half-step: r = u0 - A u_in, p = M^-1 r / theta, u_out = u_in + p.
 template <int P>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     cheby_init(Layout g, Coeffs k, PrecArrays pa, const double* u_in, double* __restrict__ u_out,
                const double* __restrict__ u0, double* __restrict__ p, double theta) {
   const long long S = g.stride;
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(256)
 /// Chebyshev step: r = u0 - A u_in, p = a p + b M^-1 r, u_out = u_in + p; Tested: r.r (into rr) and
 /// the test of iteration `it` (the error r.r, or max |r| with Max).
 template <bool Exact, int P, bool Tested, bool Max>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     cheby(Layout g, Coeffs k, PrecArrays pa, const double* u_in, double* __restrict__ u_out,
           const double* __restrict__ u0, double* __restrict__ p, double a, double b, Scratch sc, DeviceState* st,
           TestParams tp, double* hist, long long it) {
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(256)
 
 /// PPCG's u += alpha p, r -= alpha w, sd = M^-1 r / theta.
 template <int P>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     ppcg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ u, const double* __restrict__ p,
             double* __restrict__ r, const double* __restrict__ w, double* __restrict__ sd, double theta,
             const DeviceState* st) {
@@ -272,8 +272,9 @@ __global__ void __launch_bounds__(256)
 }
 
 /// PPCG's inner step, first half: r -= A sd, u += sd.
-__global__ void __launch_bounds__(256) ppcg_inner(Layout g, Coeffs k, double* __restrict__ u, double* __restrict__ r,
-                                                  const double* sd, const DeviceState* st) {
+__global__ void __launch_bounds__(kTileX* kWarps)
+    ppcg_inner(Layout g, Coeffs k, double* __restrict__ u, double* __restrict__ r, const double* sd,
+               const DeviceState* st) {
   if (st->halt) return;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
@@ -289,8 +290,9 @@ __global__ void __launch_bounds__(256) ppcg_inner(Layout g, Coeffs k, double* __
 
 /// PPCG's inner step, second half: sd = a sd + b M^-1 r.
 template <int P>
-__global__ void __launch_bounds__(256) ppcg_sd(Layout g, Coeffs k, PrecArrays pa, const double* __restrict__ r,
-                                               double* __restrict__ sd, double a, double b, const DeviceState* st) {
+__global__ void __launch_bounds__(kTileX* kWarps)
+    ppcg_sd(Layout g, Coeffs k, PrecArrays pa, const double* __restrict__ r, double* __restrict__ sd, double a,
+            double b, const DeviceState* st) {
   if (st->halt) return;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
@@ -308,7 +310,7 @@ __global__ void __launch_bounds__(256) ppcg_sd(Layout g, Coeffs k, PrecArrays pa
 
 /// PPCG's outer step's end: z = M^-1 r, rrn = r.z, beta = rrn / rro, the test of iteration `it`.
 template <bool Exact, int P, bool Max>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     ppcg_end(Layout g, Coeffs k, PrecArrays pa, const double* __restrict__ r, double* __restrict__ z, Scratch sc,
              DeviceState* st, TestParams tp, double* hist, long long it) {
   if (st->halt) return;
@@ -357,7 +359,7 @@ struct SumShare<false> {
 /// Jacobi's sweep k: u_out = (u0 + kx, ky terms of u_in) / diag; the error: the sum of |u_out - u_in|
 /// (max with Max). Residual: every 50th iteration under l2, whose test waits for r.r (jacobi_residual).
 template <bool Exact, bool Max, bool Residual>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     jacobi(Layout g, Coeffs k, const double* u_in, double* __restrict__ u_out, const double* __restrict__ u0,
            Scratch sc, DeviceState* st, TestParams tp, double* hist, long long it) {
   if (st->halt) return;
@@ -391,7 +393,7 @@ __global__ void __launch_bounds__(256)
 
 /// Jacobi's every 50th iteration: error = (sum of |updates|) + r.r of r = u0 - A u, then the test.
 template <bool Exact>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTileX* kWarps)
     jacobi_residual(Layout g, Coeffs k, const double* __restrict__ u, const double* __restrict__ u0, Scratch sc,
                     DeviceState* st, TestParams tp, double* hist, long long it) {
   if (st->halt) return;
@@ -412,8 +414,8 @@ __global__ void __launch_bounds__(256)
 
 /// The summary's sums over cells of mass m = vol density: m itself (x null), or m x.
 template <bool Exact>
-__global__ void __launch_bounds__(256) mass_sum(Layout g, const double* __restrict__ density, double vol,
-                                                const double* __restrict__ x, Scratch sc, double* out) {
+__global__ void __launch_bounds__(kTileX* kWarps) mass_sum(Layout g, const double* __restrict__ density, double vol,
+                                                           const double* __restrict__ x, Scratch sc, double* out) {
   __shared__ dev::ExactStorage<double> es;
   __shared__ ReduceStorage s;
   SumShare<Exact> sum(es);
