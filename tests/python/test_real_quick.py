@@ -2,6 +2,7 @@
 derived from the arithmetic (never a window fitted to one machine's numbers):
   heat2d    closed forms of the discrete solutions (five-point Laplacian, explicit Euler), so each
             grid's error is known up to the iteration and rounding error, which is bounded;
+  tealeaf   TeaLeaf's published temperatures to 1e-9 relative with CG, Chebyshev and PPCG;
   matmul    the forward-error bound of a dot product in any summation order;
   mcpi      a Bernstein tail bound (pseudo-random points) and the net property of Sobol points.
 Skipped (with the reason) when the app is not built in $TALLY_BUILD_DIR (see conftest.py)."""
@@ -209,6 +210,29 @@ def test_heat2d_blocking_gives_t1s_bits_for_every_t(out, build_dir):
     assert {int(r["t"]) for r in rows} == set(range(1, 9))
     assert all(float(r["per_sweep_us"]) > 0 for r in rows)
     assert (out / "heat2d_blocking.png").stat().st_size > 10_000
+
+
+# ---- tealeaf: heat2d --deck with each solver, against TeaLeaf's published temperatures ---------------
+def test_tealeaf_iterations_and_temperatures(out, build_dir):
+    require_app(build_dir, "heat2d")
+    found, _ = run("tealeaf", out, build_dir)  # raises when a temperature is more than 1e-9 from TeaLeaf's
+    assert found["temperatures_within_1e-9"]
+    totals = report.read_csv(out / "tealeaf_solvers.csv")
+    steps = report.read_csv(out / "tealeaf_steps.csv")
+    assert {(r["deck"], r["solver"]) for r in totals} == {(d, s) for d in ("tea_bm_1.in", "tea_64_1.in")
+                                                            for s in ("cg", "cheby", "ppcg")}
+    for r in totals:
+        assert abs(float(r["temperature"]) - float(r["published"])) <= 1e-9 * abs(float(r["published"])), r
+        mine = [int(s["iterations"]) for s in steps if (s["deck"], s["solver"]) == (r["deck"], r["solver"])]
+        assert len(mine) == int(r["steps"]) and sum(mine) == int(r["iterations"]), r
+        assert all(float(s["per_iteration_us"]) > 0 for s in steps)
+    # Each run's iterations per step are its result file's (/steps/iterations), and CG on the 10^2
+    # deck takes 11 a step (the test_tea_cli run of the same deck).
+    runs = sorted((out / "runs" / "heat2d").glob("tealeaf-tea_bm_1-cg-*.h5"))
+    assert len(runs) == 1
+    with h5py.File(runs[0]) as f:
+        assert list(f["steps/iterations"][...]) == [11] * 10
+    assert (out / "tealeaf.png").stat().st_size > 10_000
 
 
 # ---- mcpi: each estimate against a bound a correct count does not exceed -------------------------
