@@ -1,3 +1,5 @@
+// The heat2d driver (driver.hpp): the job's set-up in the explicit mode, agreed over the ranks; its
+// solve and result file; the implicit mode handed on; one problem's run, gather and checks.
 #include "driver.hpp"
 
 #include <algorithm>
@@ -6,59 +8,70 @@
 #include <exception>
 #include <memory>
 
+#include "heat2d_output.hpp"
+#include "probe_out.hpp"
+#include "restart.hpp"
+#include "tally/common/app.hpp"
+#include "tally/common/error.hpp"
+#include "tally/common/h5.hpp"
 #include "tally/common/interrupt.hpp"
 #include "tally/common/progress.hpp"
-#include "tally/ranks/split.hpp"
+#include "tally/common/provenance.hpp"
 #include "tally/reduce/ranks.hpp"
 
 namespace tally::heat2d {
 
-ranks::Range own_rows(const Problem& p, int ranks, int rank) {
-  const Block b = local_block(p, ranks, rank);
-  return {b.row0 + (rank == 0 ? 0 : 1), b.end() - (rank == ranks - 1 ? 0 : 1)};
+Decomposition::Rows own_rows(const Decomposition& d, int rank) {
+  const Decomposition::Rows r = d.rows_of(rank);
+  return {rank == 0 ? 0 : r.begin, rank == d.size() - 1 ? d.ny() : r.end};
 }
 
 template <class T>
-std::vector<T> gather_field(const ranks::Comm& comm, const Problem& p, std::span<const T> block,
+std::vector<T> gather_field(const ranks::Comm& comm, const Decomposition& d, std::span<const T> block,
                             std::int64_t round_bytes) {
   const int n = comm.size();
-  auto own = [&](int r) { return own_rows(p, n, r); };  // global rows that rank r contributes
-  const auto row_bytes = static_cast<std::int64_t>(p.nx * sizeof(T));
+  if (d.size() != n || d.rank() != comm.rank()) throw Error("heat2d: gather_field: the decomposition of other ranks");
+  auto own = [&](int r) { return own_rows(d, r); };  // global rows that rank r contributes
+  const std::int64_t nx = d.nx();
+  const auto row_bytes = static_cast<std::int64_t>(nx * sizeof(T));
   const std::int64_t chunk = std::max<std::int64_t>(1, round_bytes / (row_bytes * n));
-  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (split_range, plus the bottom edge)
-  const ranks::Range mine = own(comm.rank());
-  const std::int64_t mine_off = mine.begin - local_block(p, n, comm.rank()).row0;  // in `block`
-  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(p.nx * p.ny) : 0);
+  const std::int64_t most = own(0).size();  // rank 0 holds the most rows (the first ranks' one more, plus the edge)
+  const Decomposition::Rows mine = own(comm.rank());
+  const std::int64_t mine_off = mine.begin - local_block(d).row0;  // in `block`
+  std::vector<T> field(comm.is_root() ? static_cast<std::size_t>(nx * d.ny()) : 0);
   for (std::int64_t c0 = 0; c0 < most; c0 += chunk) {
     const std::int64_t rows = std::clamp<std::int64_t>(mine.size() - c0, 0, chunk);
     const std::vector<T> got = comm.gather<T>(std::span<const T>(
-        block.data() + (mine_off + std::min(c0, mine.size())) * p.nx, static_cast<std::size_t>(rows * p.nx)));
+        block.data() + (mine_off + std::min(c0, mine.size())) * nx, static_cast<std::size_t>(rows * nx)));
     if (!comm.is_root()) continue;
     auto from = got.begin();
     for (int r = 0; r < n; ++r) {
-      const ranks::Range o = own(r);
-      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * p.nx;
-      std::copy(from, from + k, field.begin() + (o.begin + c0) * p.nx);
+      const Decomposition::Rows o = own(r);
+      const std::int64_t k = std::clamp<std::int64_t>(o.size() - c0, 0, chunk) * nx;
+      std::copy(from, from + k, field.begin() + (o.begin + c0) * nx);
       from += k;
     }
   }
   return field;
 }
-template std::vector<float> gather_field<float>(const ranks::Comm&, const Problem&, std::span<const float>,
+template std::vector<float> gather_field<float>(const ranks::Comm&, const Decomposition&, std::span<const float>,
                                                 std::int64_t);
-template std::vector<double> gather_field<double>(const ranks::Comm&, const Problem&, std::span<const double>,
+template std::vector<double> gather_field<double>(const ranks::Comm&, const Decomposition&, std::span<const double>,
                                                   std::int64_t);
 
 template <class T>
 Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOptions& o, std::span<const T> start) {
   const ranks::Comm* comm = o.comm && o.comm->size() > 1 ? o.comm : nullptr;
+  const Decomposition whole_grid = o.decomposition ? Decomposition{} : decompose(p);  // one rank, none given
+  const Decomposition& dec = o.decomposition ? *o.decomposition : whole_grid;
   Report<T> rep;
   HostTimer t;
   std::unique_ptr<Solver<T>> solver;
   std::exception_ptr failed;
   try {
-    rep.block = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
-    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, o.sweeps_per_pass});
+    rep.decomposition = dec;
+    rep.block = local_block(dec);
+    solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm, &dec, o.sweeps_per_pass});
   } catch (...) {
     if (!comm) throw;
     failed = std::current_exception();
@@ -112,14 +125,14 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   if (!comm) {
     rep.field = std::move(block);
   } else if (o.gather || validate) {  // the same on every rank: all or none gather
-    rep.field = gather_field<T>(*comm, p, block);
+    rep.field = gather_field<T>(*comm, dec, block);
   }
   rep.timings.set("d2h", t.seconds());
   if (comm && !o.gather) {
     // Not gathered: the analytic error in parts, each rank over its own rows (the max exact in any
     // order, the rows' sums added in row order on rank 0: the bits of one rank).
     if (analytic) {
-      const ranks::Range own = own_rows(p, comm->size(), comm->rank());
+      const Decomposition::Rows own = own_rows(dec, comm->rank());
       ErrorParts e = analytic_error_rows<T>(p,
                                             std::span<const T>(block.data() + (own.begin - rep.block.row0) * p.nx,
                                                                static_cast<std::size_t>(own.size() * p.nx)),
@@ -136,7 +149,7 @@ Report<T> run_problem(const Problem& p, const StopRule& rule_in, const RunOption
   if (validate)
     whole = !comm           ? u0
             : start.empty() ? (comm->is_root() ? initial_field<T>(p) : std::vector<T>{})
-                            : gather_field<T>(*comm, p, u0);
+                            : gather_field<T>(*comm, dec, u0);
   if (!rep.field.empty()) {  // rank 0
     if (analytic && !rep.analytic) rep.analytic = analytic_error<T>(p, std::span<const T>(rep.field), rep.sim_time);
     if (validate) {
@@ -159,138 +172,173 @@ template Report<float> run_problem<float>(const Problem&, const StopRule&, const
 template Report<double> run_problem<double>(const Problem&, const StopRule&, const RunOptions&,
                                             std::span<const double>);
 
+int parse_sweeps_per_pass(const std::string& text) {
+  if (text == "auto") return 0;
+  std::size_t used = 0;
+  int t = -1;
+  try {
+    t = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || t < 1 || t > max_sweeps_per_pass)
+    throw InputError("--sweeps-per-pass '" + text + "': expected auto or a number of sweeps (1.." +
+                     std::to_string(max_sweeps_per_pass) + ")");
+  return t;
+}
+
 namespace {
 
-struct BenchCase {
-  std::int64_t check_every;
-  int t;
-};
-
+/// The explicit mode's job once set up: this rank's start field (--restart), the solve, the file
+/// (gathered to rank 0, or each rank's rows with parallel HDF5) and rank 0's report.
 template <class T>
-void bench_size(BenchTable& table, const RunOptions& o, std::int64_t n, const std::string& kernel,
-                const std::vector<BenchCase>& cases) {
-  Problem p;
-  p.nx = p.ny = n;
-  p.init = parse_spec("sin", "--init");
-  finalize(p);
-  const double field_bytes = static_cast<double>(n * n) * sizeof(T);
-  // About 20 ms per timed repeat at the copy bandwidth (t = 1), a multiple of 8 sweeps.
-  const auto sweeps =
-      static_cast<std::int64_t>(std::clamp(0.02 * table.copy_gb_per_s * 1e9 / (2.0 * field_bytes), 24.0, 20000.0)) / 8 *
-      8;
-  const std::vector<T> u0 = initial_field<T>(p);
-  for (const BenchCase& bc : cases) {
-    auto solver = make_solver<T>(o.backend, p, {o.device, kernel, nullptr, bc.t});
-    solver->set_field(u0);
-    StopRule rule;
-    rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
-    rule.check_every = bc.check_every;
-    rule.last = sweeps;
-    (void)solver->solve(rule);  // warm-up
-    std::vector<double> t;
-    for (int rep = 0; rep < table.repeats; ++rep)
-      t.push_back(solver->solve(rule).solve_s / static_cast<double>(sweeps));
-    std::sort(t.begin(), t.end());
-    BenchRow row;
-    row.kernel = o.backend == reduce::Backend::cuda ? (bc.t > 1 ? "blocked" : kernel) : "cpu";
-    row.precision = sizeof(T) == 4 ? "float" : "double";
-    row.n = n;
-    row.check_every = bc.check_every;
-    row.sweeps_per_pass = bc.t;
-    row.sweeps = sweeps;
-    row.per_sweep_s = t[t.size() / 2];
-    row.gb_per_s = 2.0 * field_bytes / static_cast<double>(bc.t) / row.per_sweep_s / 1e9;
-    row.fraction_of_copy = row.gb_per_s / table.copy_gb_per_s;
-    row.equivalent_fraction_of_copy = 2.0 * field_bytes / row.per_sweep_s / 1e9 / table.copy_gb_per_s;
-    table.rows.push_back(row);
+int solve_and_write(const Options& o, const Problem& p, const StopRule& rule, const RunOptions& ro,
+                    const ranks::Comm& comm, const HostTimer& total, const Restart& restart) {
+  const Decomposition& dec = *ro.decomposition;
+  std::vector<T> start;  // --restart: this rank's block of the file's field
+  if (!o.restart.empty()) {
+    std::exception_ptr failed;
+    try {
+      const Block b = local_block(dec);
+      start = h5::File::open(o.restart).read<T>("field", {static_cast<std::uint64_t>(b.row0), 0},
+                                                {static_cast<std::uint64_t>(b.rows), static_cast<std::uint64_t>(p.nx)});
+    } catch (...) {
+      if (comm.size() == 1) throw;
+      failed = std::current_exception();
+    }
+    comm.agree(failed);
   }
-}
-
-/// The median per-sweep time of `repeats` runs of `sweeps` sweeps checked every sweep (after one
-/// warm-up); across ranks the slowest rank's time of each run.
-template <class T>
-double time_sweeps(const Problem& p, const RunOptions& o, const ranks::Comm* comm, std::int64_t sweeps, int repeats) {
-  auto solver = make_solver<T>(o.backend, p, {o.device, o.cuda_kernel, comm});
-  const Block b = comm ? local_block(p, comm->size(), comm->rank()) : Block{0, p.ny};
-  solver->set_field(initial_field<T>(p, b.row0, b.rows));
-  StopRule rule;
-  rule.tol = -1.0;  // never converges: every repeat runs all its sweeps
-  rule.last = sweeps;
-  (void)solver->solve(rule);  // warm-up
-  std::vector<double> t;
-  for (int rep = 0; rep < repeats; ++rep) {
-    const double s = solver->solve(rule).solve_s / static_cast<double>(sweeps);
-    t.push_back(comm ? comm->stats(s).max : s);
+  Report<T> rep = run_problem<T>(p, rule, ro, std::span<const T>(start));
+  if (!o.restart.empty()) {  // the history continues the file's
+    auto& r = rep.result;
+    r.check_iteration.insert(r.check_iteration.begin(), restart.check_iteration.begin(), restart.check_iteration.end());
+    r.check_residual.insert(r.check_residual.begin(), restart.check_residual.begin(), restart.check_residual.end());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+  const SolveResult& res = rep.result;
+  const ranks::RankStats total_s = comm.stats(total.seconds());  // collective: before rank 0 alone writes
+  // Every rank exits as rank 0 does: the status and the verdict are the same everywhere.
+  const int rank_exit = res.status == Status::diverged || !rep.validation_passed ? exit_failure : exit_ok;
+  HostTimer tw;
+  // Created only now, with every rank's part in hand: a run that fails or is aborted before this
+  // leaves nothing (the early probe in run() found --out writable).
+  std::optional<h5::File> parallel;  // rank 0: the file every rank wrote its rows of the field into
+  if (!ro.gather) {
+    h5::File f = h5::File::create_collective(o.common.out, {comm.mpi_handle(), comm.rank(), comm.size()});
+    const Decomposition::Rows own = own_rows(dec, comm.rank());
+    const std::span<const T> mine(rep.block_field.data() + (own.begin - rep.block.row0) * p.nx,
+                                  static_cast<std::size_t>(own.size() * p.nx));
+    f.write_rows<T>("field", mine, {static_cast<std::uint64_t>(p.ny), static_cast<std::uint64_t>(p.nx)},
+                    static_cast<std::uint64_t>(own.begin));
+    std::exception_ptr failed;
+    try {
+      f.close_collective();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    comm.agree(failed);  // every rank's rows are on disk: rank 0 finishes the file and renames it
+    if (!comm.is_root()) {
+      f.abandon();
+      return rank_exit;
+    }
+    parallel = f.reopen();
+  }
+  if (!comm.is_root()) return rank_exit;
 
-template <class T>
-ScalingRow scaling_row(const RunOptions& o, std::int64_t n, std::int64_t sweeps, int repeats) {
-  const ranks::Comm& comm = *o.comm;
-  Problem p;
-  p.nx = p.ny = n;
-  p.init = parse_spec("sin", "--init");
-  finalize(p);
-  ScalingRow row;
-  row.precision = sizeof(T) == 4 ? "float" : "double";
-  row.n = n;
-  row.sweeps = sweeps;
-  std::vector<double> one{0.0};
-  if (comm.is_root()) one[0] = time_sweeps<T>(p, o, nullptr, sweeps, repeats);  // rank 0 alone
-  comm.broadcast<double>(one);
-  row.one_rank_s = one[0];
-  row.strong_s = time_sweeps<T>(p, o, &comm, sweeps, repeats);
-  p.ny = static_cast<std::int64_t>(comm.size()) * (n - 2) + 2;
-  finalize(p);
-  row.weak_s = time_sweeps<T>(p, o, &comm, sweeps, repeats);
-  return row;
+  h5::File file = parallel ? std::move(*parallel) : h5::File::create(o.common.out);
+  parallel.reset();
+  const auto dev = device_of(ro);
+  write_result<T>(file, p, rule, ro, {o.max_iter, o.restart}, rep, comm, total_s, collect_provenance(o.command, dev),
+                  dev, tw, total);
+  file.commit();
+  if (o.xdmf) write_xdmf(o.common.out, p, static_cast<int>(sizeof(T)));
+  print_report<T>(o, p, rule, ro, rep, comm);
+  if (const int sig = interrupt::requested(); sig != 0) {  // --keep-partial (one rank): written, now stop
+    std::fflush(stdout);
+    const std::string at = res.status == Status::interrupted
+                               ? "at sweep " + std::to_string(res.iterations)
+                               : "after the last sweep (" + std::to_string(res.iterations) + ")";
+    throw interrupt::Interrupted(sig, "interrupted by " + interrupt::signal_name(sig) + " " + at +
+                                          "; the field so far was written to " + o.common.out + " (status " +
+                                          to_string(res.status) + ", --restart continues it)");
+  }
+  if (res.status == Status::diverged)
+    std::fprintf(stderr, "heat2d: diverged at sweep %lld (residual %g); the field was written to %s\n",
+                 static_cast<long long>(res.iterations), res.final_residual, o.common.out.c_str());
+  else if (!rep.validation_passed)
+    std::fprintf(stderr, "heat2d: validation failed: max |u - u_eigen| = %g > %g\n", *rep.eigen_max_abs_diff,
+                 rep.eigen_tolerance);
+  return rank_exit;
 }
 
 }  // namespace
 
-ScalingTable run_scaling(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet) {
-  ScalingTable table;
-  table.ranks = o.comm->size();
-  table.repeats = o.backend == reduce::Backend::cuda ? 11 : 3;
-  for (auto n : sizes) {
-    if (!quiet && o.comm->is_root())
-      std::fprintf(stderr, "heat2d bench: %lld^2 on 1 and %d ranks ...\n", static_cast<long long>(n), table.ranks);
-    // About 20 ms per timed repeat on one rank at a nominal 1 TB/s (GPU; at least 50 sweeps, more
-    // than the host's lookahead) or 10 GB/s (CPU).
-    const bool gpu = o.backend == reduce::Backend::cuda;
-    const auto sweeps = static_cast<std::int64_t>(std::clamp(
-        0.02 * (gpu ? 1e12 : 1e10) / (2.0 * static_cast<double>(n * n) * sizeof(double)), gpu ? 50.0 : 10.0, 20000.0));
-    table.rows.push_back(scaling_row<float>(o, n, sweeps, table.repeats));
-    table.rows.push_back(scaling_row<double>(o, n, sweeps, table.repeats));
-  }
-  return table;
-}
-
-BenchTable run_bench(const RunOptions& o, const std::vector<std::int64_t>& sizes, bool quiet) {
-  BenchTable table;
-  const bool gpu = o.backend == reduce::Backend::cuda;
-  table.copy_bytes = gpu ? std::int64_t{1} << 30 : std::int64_t{256} << 20;
-  table.repeats = gpu ? 11 : 3;
-  table.copy_gb_per_s = copy_bandwidth_gbs(o.backend, table.copy_bytes, gpu ? 20 : 5, o.device);
-  const std::vector<std::string> kernels =
-      gpu ? std::vector<std::string>{"async", "registers", "persistent"} : std::vector<std::string>{"cpu"};
-  // Every kernel checked every sweep and every 100; then, the registers kernel, checked every 8
-  // sweeps with 1, 2, 4 and 8 sweeps a pass (temporal blocking against t = 1 in the same run), and
-  // the persistent kernel checked every 8 (t = 1).
-  const std::vector<BenchCase> plain = {{1, 1}, {100, 1}}, blocked = {{8, 1}, {8, 2}, {8, 4}, {8, 8}};
-  for (const auto& kernel : kernels)
-    for (auto n : sizes) {
-      interrupt::check("between benchmark cases");
-      if (!quiet) std::fprintf(stderr, "heat2d bench: %s %lld^2 ...\n", kernel.c_str(), static_cast<long long>(n));
-      std::vector<BenchCase> cases = plain;
-      if (kernel == "registers" || kernel == "cpu") cases.insert(cases.end(), blocked.begin(), blocked.end());
-      if (kernel == "persistent") cases.push_back({8, 1});
-      bench_size<float>(table, o, n, kernel, cases);
-      bench_size<double>(table, o, n, kernel, cases);
+int run(const Options& o, ranks::Comm& comm) {
+  if (o.implicit_mode) return implicit::run(o.implicit, o.common, comm, o.command);
+  HostTimer total;
+  // Everything the user gave is checked before anything is computed or written; a failure on any
+  // rank stops every rank with rank 0 naming it.
+  Problem p = o.p;
+  StopRule rule;
+  Restart restart;
+  RunOptions ro;
+  Decomposition dec;  // the grid's rows over the ranks: made here, once, and handed down
+  int t = 0;          // --sweeps-per-pass as a number (0: auto)
+  bool fell_back = false;
+  std::exception_ptr failed;
+  try {
+    p.ny = o.ny > 0 ? o.ny : p.nx;
+    p.mode = o.mode == "transient" ? Mode::transient : Mode::steady;
+    p.top = parse_spec(o.bc_top, "--bc-top");
+    p.bottom = parse_spec(o.bc_bottom, "--bc-bottom");
+    p.left = parse_spec(o.bc_left, "--bc-left");
+    p.right = parse_spec(o.bc_right, "--bc-right");
+    p.init = parse_spec(o.init, "--init");
+    if (!o.bench) {
+      finalize(p);
+      dec = decompose(p, comm.size(), comm.rank());  // refuses more ranks than interior rows
+    } else {
+      (void)bench_sizes(o, reduce::Backend::cpu, comm.size());
     }
-  return table;
+    rule = make_stop_rule(p, o.tol, o.max_iter, o.check_every);
+    t = parse_sweeps_per_pass(o.sweeps_per_pass);
+    // Refuses what cannot work (the backend does not matter for that; --bench sets its own t).
+    (void)resolve_sweeps_per_pass(t, o.check_every, reduce::Backend::cpu,
+                                  o.bench ? max_sweeps_per_pass : deepest_pass(dec));
+    if (!o.restart.empty()) {
+      if (o.bench) throw InputError("--restart: not with --bench");
+      restart = read_restart(o.restart, p, o.common.precision, rule);
+    }
+    ro.backend = reduce::resolve_backend(o.common.backend, &fell_back);
+    if (comm.is_root()) probe_out(o.common.out);
+  } catch (...) {
+    if (comm.size() == 1) throw;
+    failed = std::current_exception();
+  }
+  comm.agree(failed);
+  // --backend auto: the CPU everywhere unless every rank has a GPU (the ranks' transports must match).
+  const std::vector<int> on_gpu = comm.allgather<int>(ro.backend == reduce::Backend::cuda ? 1 : 0);
+  if (std::find(on_gpu.begin(), on_gpu.end(), 0) != on_gpu.end() && ro.backend == reduce::Backend::cuda) {
+    ro.backend = reduce::Backend::cpu;  // only "auto" gets here: "cuda" without a GPU failed above
+    fell_back = true;
+  }
+  if (fell_back && comm.is_root()) std::fprintf(stderr, "heat2d: no usable CUDA device, running on the CPU backend\n");
+  ro.device = o.common.device;
+  if (ro.backend == reduce::Backend::cuda && comm.size() > 1) {
+    ro.device = comm.pick_device(o.common.device);
+    comm.use_device(ro.device);  // collective: NCCL, or host staging when ranks share a GPU
+  }
+  ro.cuda_kernel = o.cuda_kernel;
+  ro.sweeps_per_pass = t;
+  ro.validate = o.validate;
+  ro.progress = !o.common.quiet && !o.common.json;
+  ro.keep_partial = o.keep_partial;
+  ro.comm = &comm;
+  ro.decomposition = o.bench ? nullptr : &dec;            // --bench decomposes each of its problems
+  ro.gather = comm.size() == 1 || !h5::parallel_built();  // else each rank writes its rows (parallel HDF5)
+
+  if (o.bench) return run_bench(o, ro, comm);
+  if (o.common.precision == "float") return solve_and_write<float>(o, p, rule, ro, comm, total, restart);
+  return solve_and_write<double>(o, p, rule, ro, comm, total, restart);
 }
 
 }  // namespace tally::heat2d

@@ -1,6 +1,7 @@
 #pragma once
-// heat2d's result file, written by the executable (main.cpp) and the Python module (tally.heat2d)
-// alike (output.cpp):
+// heat2d's output in the explicit mode (output.cpp): the result file, written by the executable
+// (driver.cpp) and the Python module (tally.heat2d) alike, its XDMF sidecar, and the executable's
+// JSON line and summary line. The result file:
 //   /            attributes app, nx, ny, h, mode, precision, backend, tol, max_iter, check_every, alpha,
 //                dt, r, t_end, bc_top, bc_bottom, bc_left, bc_right, init, validate, cuda_kernel, sweeps_per_pass,
 //                iterations, keep_partial, restart_from and restart_iterations (a restart), sim_time,
@@ -27,6 +28,9 @@ struct RunRecord {
   std::string restart_from;   ///< the file the run continued (--restart); empty when none
 };
 
+/// The device a run uses (its provenance), none on the CPU backend.
+[[nodiscard]] std::optional<DeviceInfo> device_of(const RunOptions& ro);
+
 /// What carried the halos ("none" on one rank, "mpi", "nccl", ...).
 [[nodiscard]] std::string transport_of(const ranks::Comm& comm, const RunOptions& ro);
 /// How the field reached the file (RanksReport::writer).
@@ -50,5 +54,13 @@ void write_result(h5::Location& file, const Problem& p, const StopRule& rule, co
                   const RunRecord& rec, const Report<T>& rep, const ranks::Comm& comm, const ranks::RankStats& total,
                   const Provenance& prov, const std::optional<DeviceInfo>& dev, const HostTimer& write,
                   const HostTimer& run);
+
+/// The XDMF sidecar (<out> with .xmf) of a result file: the field on the grid points.
+void write_xdmf(const std::string& h5_path, const Problem& p, int precision_bytes);
+
+/// Rank 0's report of a solve on stdout: the JSON line with --json, else the summary line unless --quiet.
+template <class T>
+void print_report(const Options& o, const Problem& p, const StopRule& rule, const RunOptions& ro, const Report<T>& rep,
+                  const ranks::Comm& comm);
 
 }  // namespace tally::heat2d

@@ -7,28 +7,42 @@
 #include "solver.hpp"
 #include "tally/common/error.hpp"
 #include "tally/ranks/comm.hpp"
-#include "tally/ranks/split.hpp"
 
 namespace tally::heat2d {
 
-Block local_block(const Problem& p, int ranks, int rank) {
+Decomposition decompose(const Problem& p, int ranks, int rank) {
   if (ranks > p.ny - 2)
     throw InputError(std::to_string(ranks) + " ranks: the " + std::to_string(p.nx) + " x " + std::to_string(p.ny) +
                      " grid has only " + std::to_string(p.ny - 2) +
                      " interior rows (--ny), and each rank needs at least one");
-  const ranks::Range r = ranks::split_range(p.ny - 2, ranks, rank);
-  return {r.begin, r.size() + 2};  // interior rows [1 + begin, 1 + end) and one row on each side
+  return Decomposition::split(p.nx, p.ny, 1, p.ny - 1, ranks, rank);
 }
 
-int deepest_pass(const Problem& p, int ranks) {
-  if (ranks <= 1) return max_sweeps_per_pass;
-  return static_cast<int>(std::clamp<std::int64_t>((p.ny - 2) / ranks, 1, max_sweeps_per_pass));
+Block local_block(const Decomposition& d) {
+  const Decomposition::Rows r = d.rows();
+  return {r.begin - 1, r.size() + 2};  // interior rows [begin, end) and one row on each side
 }
 
-HaloLayout halo_layout(const Problem& p, int ranks, int rank, int depth) {
-  const Block b = local_block(p, ranks, rank);
-  const std::int64_t lo = b.row0 + 1, hi = b.end() - 1;  // own rows, global
-  return {std::min<std::int64_t>(depth, lo), hi - lo, std::min<std::int64_t>(depth, p.ny - hi)};
+int deepest_pass(const Decomposition& d) {
+  if (!d.several()) return max_sweeps_per_pass;
+  return static_cast<int>(std::clamp<std::int64_t>(d.fewest_rows(), 1, max_sweeps_per_pass));
+}
+
+HaloLayout halo_layout(const Decomposition& d, int depth) {
+  const Decomposition::Rows r = d.rows();  // own rows, global
+  return {std::min<std::int64_t>(depth, r.begin), r.size(), std::min<std::int64_t>(depth, d.ny() - r.end)};
+}
+
+Decomposition solver_decomposition(const Problem& p, const SolverOptions& o) {
+  const int size = o.comm ? o.comm->size() : 1, rank = o.comm ? o.comm->rank() : 0;
+  if (!o.decomposition) {
+    if (size > 1) throw Error("heat2d: a solver on " + std::to_string(size) + " ranks needs their decomposition");
+    return decompose(p);
+  }
+  const Decomposition& d = *o.decomposition;
+  if (d.nx() != p.nx || d.ny() != p.ny || d.size() != size || d.rank() != rank)
+    throw Error("heat2d: the decomposition given is of another grid or other ranks");
+  return d;
 }
 
 int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Backend b, int deepest) {
@@ -46,7 +60,7 @@ int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Bac
                      "must divide --check-every (" +
                      std::to_string(check_every) + ")");
   if (requested > 0) return requested;
-  // The deepest pass that pays on each backend (measured: apps/heat2d/PERF_NOTES.md).
+  // The deepest pass that pays on each backend (BENCHMARKS.md, heat2d).
   const int preferred = b == reduce::Backend::cuda ? cuda_preferred_sweeps_per_pass : cpu_preferred_sweeps_per_pass;
   for (int t = std::min(preferred, deepest); t > 1; --t)
     if (check_every % t == 0) return t;
@@ -65,7 +79,7 @@ std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, cons
   }
   // Two fields plus the output copy: refuse what cannot fit in the host's memory (rank 0 also
   // gathers the whole field; ranks sharing a node share its memory: not counted here).
-  const Block blk = o.comm ? local_block(p, o.comm->size(), o.comm->rank()) : Block{0, p.ny};
+  const Block blk = o.decomposition ? local_block(*o.decomposition) : Block{0, p.ny};
   const double need =
       static_cast<double>(p.nx) * (2.0 * static_cast<double>(blk.rows) + static_cast<double>(p.ny)) * sizeof(T);
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));

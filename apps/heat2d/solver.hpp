@@ -2,12 +2,13 @@
 // The one solver interface. The driver and the tests name a backend once (make_solver); the CPU
 // backend is solver_cpu.cpp, the CUDA backend solver_cuda.cu.
 //
-// Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks: the
-// interior rows 1..ny-2 by ranks::split_range, each rank holding its rows plus one row on each
-// side (its neighbours' boundary rows, exchanged every sweep, or the global edge rows on the end
-// ranks); with passes of t > 1 sweeps the solver holds t rows a side, exchanged after each pass
-// (HaloLayout), while set_field/get_field still take the one-row Block. The global residual is the Max over ranks
-// (exact), so every rank stops at the same sweep and the fields and residuals are bitwise those of one rank.
+// Across ranks (SolverOptions::comm with several ranks) the grid is split into row blocks by the
+// job's Decomposition (decompose(): the interior rows 1..ny-2, made once by the caller), each rank
+// holding its rows plus one row on each side (its neighbours' boundary rows, exchanged every sweep,
+// or the global edge rows on the end ranks); with passes of t > 1 sweeps the solver holds t rows a
+// side, exchanged after each pass (HaloLayout), while set_field/get_field still take the one-row
+// Block. The global residual is the Max over ranks (exact), so every rank stops at the same sweep and
+// the fields and residuals are bitwise those of one rank.
 
 #include <cstdint>
 #include <functional>
@@ -16,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "decomposition.hpp"
 #include "heat2d.hpp"
 #include "tally/reduce/backend.hpp"
+#include "tuning.hpp"
 
 namespace tally::ranks {
 class Comm;
@@ -31,8 +34,11 @@ struct Block {
   std::int64_t row0 = 0, rows = 0;
   [[nodiscard]] std::int64_t end() const { return row0 + rows; }
 };
-/// Throws tally::InputError when there are more ranks than interior rows.
-Block local_block(const Problem& p, int ranks, int rank);
+/// The problem's interior rows 1..ny-2 split over `ranks` ranks, as rank `rank` sees it (one rank:
+/// all of them). Throws tally::InputError when there are more ranks than interior rows.
+Decomposition decompose(const Problem& p, int ranks = 1, int rank = 0);
+/// This rank's Block: its rows and one row on each side.
+Block local_block(const Decomposition& d);
 
 struct SolveResult {
   std::int64_t iterations = 0;  ///< sweeps done
@@ -63,8 +69,8 @@ class Solver {
 /// The most sweeps one pass over memory (one CUDA launch, one cache-tiled CPU pass) may advance.
 constexpr int max_sweeps_per_pass = 8;
 /// What auto aims for on each backend (the largest t that divides --check-every up to these).
-constexpr int cuda_preferred_sweeps_per_pass = 4;
-constexpr int cpu_preferred_sweeps_per_pass = 8;
+using tuning::cpu_preferred_sweeps_per_pass;
+using tuning::cuda_preferred_sweeps_per_pass;
 
 /// --sweeps-per-pass: the sweeps each pass advances, given `requested` (0: auto) and the check
 /// interval. Residuals exist only at a pass's last sweep, so t must divide --check-every; auto picks
@@ -75,7 +81,7 @@ int resolve_sweeps_per_pass(int requested, std::int64_t check_every, reduce::Bac
 
 /// Across ranks a pass of t sweeps needs t halo rows on each side, all from the neighbour's own
 /// rows, exchanged after every pass: t is at most the smallest block's row count.
-int deepest_pass(const Problem& p, int ranks);
+int deepest_pass(const Decomposition& d);
 
 /// The rows a rank's solver holds for passes of up to `depth` sweeps: its own rows, and up to
 /// `depth` rows on each side (its neighbour's, or the global edge row alone on the end ranks). The
@@ -86,7 +92,7 @@ struct HaloLayout {
   [[nodiscard]] std::int64_t first() const { return below; }      ///< the first own row (local)
   [[nodiscard]] std::int64_t end() const { return below + own; }  ///< one past the last own row
 };
-HaloLayout halo_layout(const Problem& p, int ranks, int rank, int depth);
+HaloLayout halo_layout(const Decomposition& d, int depth);
 
 /// The passes of sweeps first+1..last with t sweeps a pass: each ends at a multiple of t (so a
 /// restart or a stop lines up with the checks) or at `last` (a shorter final pass). The length of
@@ -105,6 +111,8 @@ struct SolverOptions {
   /// The ranks the grid is split over; nullptr: one rank. With several, the solver is collective
   /// (every rank constructs and solves in step), and on CUDA Comm::use_device() must have been called.
   const ranks::Comm* comm = nullptr;
+  /// This rank's part of the grid (decompose() over comm's ranks); nullptr: the whole grid (one rank).
+  const Decomposition* decomposition = nullptr;
   /// Sweeps a pass (0: auto, resolved at each solve() against the rule's check interval; see
   /// resolve_sweeps_per_pass). Every t gives the same bits as t = 1.
   int sweeps_per_pass = 1;
@@ -119,6 +127,9 @@ std::unique_ptr<Solver<T>> make_solver(reduce::Backend b, const Problem& p, cons
 double copy_bandwidth_gbs(reduce::Backend b, std::int64_t bytes, int repeats, int device = 0);
 
 // The backends' factories (solver_cpu.cpp, solver_cuda.cu).
+/// The decomposition a backend's solver runs on: o.decomposition, checked against the problem and
+/// comm's ranks (tally::Error when it is another's or missing on several ranks), or the whole grid.
+Decomposition solver_decomposition(const Problem& p, const SolverOptions& o);
 template <class T>
 std::unique_ptr<Solver<T>> make_cpu_solver(const Problem& p, const SolverOptions& o);
 double cpu_copy_bandwidth_gbs(std::int64_t bytes, int repeats);

@@ -39,8 +39,7 @@ inline T update_row(const T* us, const T* uc, const T* un, T* vr, std::int64_t n
 template <class T, bool Check>
 T sweep(const T* u, T* v, std::int64_t nx, std::int64_t j0, std::int64_t j1, Coeffs<T> c) {
   T res = Max::identity<T>();
-  // Small grids: one thread, the parallel region would cost more than the sweep.
-#pragma omp parallel if (nx * (j1 - j0) > 32768)
+#pragma omp parallel if (nx * (j1 - j0) > tuning::cpu_parallel_points)
   {
     T local = Max::identity<T>();
 #pragma omp for schedule(static)
@@ -64,7 +63,7 @@ template <class T, bool Check>
 T blocked_pass(const T* u, T* v, std::int64_t nx, std::int64_t ny, std::int64_t j0, std::int64_t j1, int t,
                Coeffs<T> c) {
   T res = Max::identity<T>();
-#pragma omp parallel if (nx * (j1 - j0) > 32768)
+#pragma omp parallel if (nx * (j1 - j0) > tuning::cpu_parallel_points)
   {
     const std::int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
     const std::int64_t js = j0 + (j1 - j0) * id / nt, je = j0 + (j1 - j0) * (id + 1) / nt;  // this band's rows
@@ -104,11 +103,11 @@ template <class T>
 class CpuSolver final : public Solver<T> {
  public:
   CpuSolver(const Problem& p, const SolverOptions& o)
-      : p_(p), c_(coeffs<T>(p)), comm_(o.comm && o.comm->size() > 1 ? o.comm : nullptr), t_(o.sweeps_per_pass),
-        deepest_(deepest_pass(p, comm_ ? comm_->size() : 1)),
+      : p_(p), c_(coeffs<T>(p)), dec_(solver_decomposition(p, o)), comm_(dec_.several() ? o.comm : nullptr),
+        t_(o.sweeps_per_pass), deepest_(deepest_pass(dec_)),
         // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
-        lay_(comm_ ? halo_layout(p, comm_->size(), comm_->rank(), t_ == 1 ? 1 : deepest_) : HaloLayout{1, p.ny - 2, 1}),
-        rows_(lay_.rows()), u_(static_cast<std::size_t>(p.nx * rows_)), v_(u_.size()) {
+        lay_(halo_layout(dec_, t_ == 1 || !comm_ ? 1 : deepest_)), rows_(lay_.rows()),
+        u_(static_cast<std::size_t>(p.nx * rows_)), v_(u_.size()) {
     (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cpu, deepest_);  // the range and the ranks
   }
 
@@ -178,7 +177,7 @@ class CpuSolver final : public Solver<T> {
   /// Several ranks: the `n` own rows next to each neighbour to it, its `n` into the halo rows.
   void exchange(std::vector<T>& b, std::int64_t n) {
     const std::int64_t nx = p_.nx, js = lay_.first(), je = lay_.end();
-    const bool prev = comm_->rank() > 0, next = comm_->rank() + 1 < comm_->size();
+    const bool prev = dec_.below() >= 0, next = dec_.above() >= 0;
     auto rows = [&](bool there, std::int64_t j) {  // rows j..j+n-1, or none toward a missing neighbour
       return there ? std::span<T>(b.data() + j * nx, static_cast<std::size_t>(n * nx)) : std::span<T>();
     };
@@ -209,6 +208,7 @@ class CpuSolver final : public Solver<T> {
 
   Problem p_;
   Coeffs<T> c_;
+  Decomposition dec_;        // this rank's rows and neighbours
   const ranks::Comm* comm_;  // nullptr: one rank, no exchange
   int t_;                    // sweeps a pass asked for (0: auto)
   int deepest_;              // the deepest pass the ranks' blocks allow

@@ -43,22 +43,14 @@ namespace {
 
 using namespace kernels;
 
-constexpr int slots = 128;                       // ring of residual slots in mapped host memory
-constexpr std::int64_t lookahead_launches = 16;  // launches queued beyond the oldest unread check
-// The persistent kernel: sweeps a launch (its launch boundary, the only place where the whole GPU
-// drains, comes once in that many sweeps) and its launches queued beyond the oldest unread check.
-// A launch holds at most chain_sweeps checks: with slots / 2 unread at most, the ring never wraps
-// onto an unread slot.
-constexpr std::int64_t chain_sweeps = 32;
-constexpr std::int64_t chain_lookahead = 3;
+using tuning::chain_lookahead;
+using tuning::chain_sweeps;
+using tuning::lookahead_launches;
+using tuning::rank_interior_waves;
+constexpr int slots = tuning::check_slots;  // the ring of residual slots in mapped host memory
+// A persistent launch holds at most chain_sweeps checks: with slots / 2 unread at most, the ring
+// never wraps onto an unread slot.
 static_assert(chain_sweeps <= slots / 2);
-// Across ranks the rows between the boundary rows are this many waves of the registers kernel's
-// blocks, not one: in one wave no block ends before the sweep does, so the exchange's and the
-// residual's NCCL kernels (high priority, but without a free SM slot) started only after it and the
-// next sweep waited for them. 2 x H200 (NVLink, 2026-11-28), 16384^2 float checked every sweep:
-// strong scaling 86.8% -> 93.8%, weak 89.6% -> 98.2% (apps/heat2d/README.md); 4 waves the same;
-// double unchanged.
-constexpr long long rank_interior_waves = 2;
 
 template <class T>
 using Kernel = void (*)(const T*, T*, SweepArgs<T>);
@@ -83,12 +75,10 @@ template <class T>
 class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const SolverOptions& o)
-      : p_(p), c_(coeffs<T>(p)), ranks_(o.comm && o.comm->size() > 1 ? o.comm : nullptr), t_(o.sweeps_per_pass),
-        deepest_(deepest_pass(p, ranks_ ? ranks_->size() : 1)),
+      : p_(p), c_(coeffs<T>(p)), dec_(solver_decomposition(p, o)), ranks_(dec_.several() ? o.comm : nullptr),
+        t_(o.sweeps_per_pass), deepest_(deepest_pass(dec_)),
         // Across ranks the halos are as deep as the deepest pass this solver may run (t = 1: one row).
-        lay_(ranks_ ? halo_layout(p, ranks_->size(), ranks_->rank(), t_ == 1 ? 1 : deepest_)
-                    : HaloLayout{1, p.ny - 2, 1}),
-        rows_(lay_.rows()) {
+        lay_(halo_layout(dec_, t_ == 1 || !ranks_ ? 1 : deepest_)), rows_(lay_.rows()) {
     (void)resolve_sweeps_per_pass(t_, std::max(t_, 1), reduce::Backend::cuda, deepest_);  // the range and the ranks
     if (o.cuda_kernel != "async" && o.cuda_kernel != "registers" && o.cuda_kernel != "persistent")
       throw InputError("--cuda-kernel '" + o.cuda_kernel + "': expected async, registers or persistent");
@@ -493,9 +483,8 @@ class CudaSolver final : public Solver<T> {
   }
 
   /// NCCL connects to its peers at the first exchange and all-gather (lazily, by default): one of
-  /// each before the first solve's timer, so that its time is the sweeps'. Without it a 2 x H200
-  /// run's first solve took about 2.2 s more (0.82 instead of 0.11 ms a sweep over 3000 sweeps at
-  /// 8192^2 float). Collective: every rank's first solve, after the set-up they agreed on. The
+  /// each before the first solve's timer, so that its time is the sweeps' (the connection costs
+  /// seconds, several times a short solve). Collective: every rank's first solve, after the set-up they agreed on. The
   /// exchange sends the current field's boundary rows into its neighbours' halo rows, which hold
   /// those rows already.
   void connect_ranks() {
@@ -512,7 +501,7 @@ class CudaSolver final : public Solver<T> {
   /// (halo_done_ marks the end).
   void exchange(T* v, long long n, cudaStream_t after) {
     const long long js = lay_.first(), je = lay_.end();
-    const bool prev = ranks_->rank() > 0, next = ranks_->rank() + 1 < ranks_->size();
+    const bool prev = dec_.below() >= 0, next = dec_.above() >= 0;
     auto rows = [&](bool there, long long j) {  // rows j..j+n-1 (with their padding), or none
       return there ? std::span<T>(v + j * pitch_, static_cast<std::size_t>(n * pitch_)) : std::span<T>();
     };
@@ -526,7 +515,8 @@ class CudaSolver final : public Solver<T> {
 
   Problem p_;
   Coeffs<T> c_;
-  const ranks::Comm* ranks_;  // several ranks; nullptr: one (today's path, no exchange)
+  Decomposition dec_;         // this rank's rows and neighbours
+  const ranks::Comm* ranks_;  // several ranks; nullptr: one (no exchange)
   int t_ = 1;                 // sweeps a pass asked for (0: auto)
   int deepest_ = 1;           // the deepest pass the ranks' blocks allow
   HaloLayout lay_;            // the rows held: own rows and halos (one rank: the whole field)

@@ -19,6 +19,7 @@
 #include "heat2d.hpp"
 #include "tally/reduce/device/gang.cuh"
 #include "tally/reduce/device/thread.cuh"
+#include "tuning.hpp"
 
 namespace tally::heat2d::kernels {
 
@@ -147,8 +148,7 @@ __device__ __forceinline__ void update_row(const Strip<T>& st, const SweepArgs<T
     }
   }
   // Streaming (evict-first) stores: the new field is not read again this sweep, and the rows it
-  // would push out of L2 are the next rows' halos (measured on an H100, 4096^2 double, registers
-  // kernel: 108.2 -> 104.5 us a checked sweep).
+  // would push out of L2 are the next rows' halos (a few percent a sweep: BENCHMARKS.md, heat2d).
   if constexpr (sizeof(T) == 8) __stcs(reinterpret_cast<double2*>(sp), make_double2(out.v[0], out.v[1]));
   else __stcs(reinterpret_cast<float4*>(sp), make_float4(out.v[0], out.v[1], out.v[2], out.v[3]));
 }
@@ -188,10 +188,9 @@ __device__ __forceinline__ void finish_sweep(const SweepArgs<T>& a, T local, dev
 // ring slots, `ring_rows - 3` rows ahead of the row it computes; the loads in flight cost shared
 // memory, not registers, so occupancy stays high. A lane reads back only what it copied itself, so
 // __pipeline_wait_prior is the only synchronisation.
-// 8 warps a block (4 KiB of each row) and 10 ring rows: 7 rows (7 x 16 bytes a lane) in flight,
-// 40 KiB of shared memory a block.
-constexpr int ring_rows = 10;
-constexpr int async_warps = 8;
+// Its shape: tuning::async_warps, tuning::ring_rows.
+using tuning::async_warps;
+using tuning::ring_rows;
 
 template <class T, bool Check>
 __global__ void __launch_bounds__(tile_lanes* async_warps)
@@ -239,12 +238,10 @@ __global__ void __launch_bounds__(tile_lanes* async_warps)
 }
 
 // ---- kernel "registers": a queue of rows loaded ahead in registers ---------------------------------
-// 8 warps a block side by side (4 KiB of each row), 4 rows queued a lane, 2 blocks an SM (up to 128
-// registers). Measured on an H100, 4096^2 double, checked every sweep: 108.1 us with 4 warps a block
-// (5 blocks an SM), 108.6 with 6 rows queued, 105.4 with this shape.
-constexpr int queue_rows = 4;
-constexpr int registers_warps = 8;
-constexpr int registers_blocks_sm = 2;
+// Its shape: tuning::registers_warps side by side, tuning::queue_rows queued a lane.
+using tuning::queue_rows;
+using tuning::registers_blocks_sm;
+using tuning::registers_warps;
 
 /// The registers kernel's work for one strip: the rows of `st`, from u into v, the residual into
 /// `local` (checked). Coherent: the loads go through L2 only (ld.global.cg), for fields written by
@@ -322,9 +319,9 @@ __global__ void __launch_bounds__(tile_lanes* registers_warps, registers_blocks_
 // recomputed, and its reads mostly hit L1/L2. Every level evaluates update() exactly as the
 // one-sweep kernels do, so the fields are the same bits; the residual is level S's
 // max |u_S - u_{S-1}| over the stored points, through the same gang reduction.
-constexpr int blocked_warps = 8;
-constexpr int blocked_blocks_sm = 2;
-constexpr int blocked_queue = 4;  // rows of the field loaded ahead (in registers)
+using tuning::blocked_blocks_sm;
+using tuning::blocked_queue;  // rows of the field loaded ahead (in registers)
+using tuning::blocked_warps;
 
 template <class T, int S>
 struct BlockedTile {

@@ -5,8 +5,8 @@
 // A block starts sweep m as soon as its eight neighbouring blocks (the only ones whose rows and end
 // lanes' halo columns it reads, and the only ones that read what it writes) have finished sweep
 // m - 1, so the GPU never drains between sweeps: no launch gap, no tail, no pipeline ramp of a
-// whole grid (the per-sweep fixed cost that kept the one-launch-a-sweep kernels at 80 % of copy at
-// 4096^2 double on the H200, against 89 % at 8192^2).
+// whole grid (the per-sweep fixed cost that keeps the one-launch-a-sweep kernels further from the
+// copy bandwidth on grids of a few waves; BENCHMARKS.md, heat2d).
 //
 // The stop stays exact, as across ranks (sweep_kernels.cuh, stopped()): sweep m may overwrite only
 // the field of sweep m - 2, so a block waits before sweep m for the verdicts of the checks up to
@@ -22,11 +22,9 @@
 
 namespace tally::heat2d::kernels {
 
-// Its blocks: warps side by side as in the registers kernel, 8 warps x 2 blocks an SM (at most 128
-// registers). 4 warps x 4 blocks measured the same on an H200 (74.45 against 74.41 us a checked sweep,
-// 4096^2 double).
-constexpr int persistent_warps = 8;
-constexpr int persistent_blocks_sm = 2;
+// Its blocks: warps side by side as in the registers kernel (tuning::persistent_warps).
+using tuning::persistent_blocks_sm;
+using tuning::persistent_warps;
 
 template <class T>
 struct ChainArgs {

@@ -2,6 +2,7 @@
 #include "mcpi.hpp"
 
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -104,5 +105,26 @@ bool cpu_supports(Generator g, Api a, std::string* why) {
 }
 
 double std_error(std::int64_t n) { return std::sqrt(pi * (4.0 - pi) / static_cast<double>(n)); }
+
+double pseudo_random_bound(std::int64_t n, double delta) {
+  const double p = pi / 4, lg = std::log(2 / delta), nn = static_cast<double>(n);
+  return 4 * (lg / 3 + std::sqrt(lg * lg / 9 + 2 * nn * lg * p * (1 - p))) / nn;
+}
+
+double sobol_bound(std::int64_t offset, std::int64_t n) {
+  double miss = 0;
+  const auto end = static_cast<std::uint64_t>(offset + n);
+  for (auto a = static_cast<std::uint64_t>(offset); a < end;) {
+    int m = a ? std::countr_zero(a) : static_cast<int>(std::bit_width(end));  // the largest aligned block at a ...
+    while (a + (std::uint64_t{1} << m) > end) --m;                            // ... inside the range
+    miss += static_cast<double>((std::uint64_t{1} << ((m + 1) / 2)) + (std::uint64_t{1} << (m / 2)) - 1);
+    a += std::uint64_t{1} << m;
+  }
+  return 4 * (miss + 6e-7 * static_cast<double>(n)) / static_cast<double>(n);
+}
+
+double error_bound(Generator g, std::int64_t offset, std::int64_t n) {
+  return is_quasi(g) ? sobol_bound(offset, n) : pseudo_random_bound(n);
+}
 
 }  // namespace tally::mcpi

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,33 @@ using ProgressFn = std::function<void(std::int64_t n_done, std::int64_t hits_don
 /// Standard error of the estimate 4 hits / n: sqrt(pi (4 - pi) / n).
 [[nodiscard]] double std_error(std::int64_t n);
 
+// ---- the error bound: what a correct count does not exceed ------------------------------------------
+// The app fails a run whose estimate lies beyond it, and the tests check every estimate against it:
+// one bound, sound for either kind of generator.
+
+/// The chance that a correct run with pseudo-random points fails the check (and a test making k such
+/// checks fails with below k times it, by the union bound).
+inline constexpr double bound_failure_probability = 1e-20;
+
+/// The |4 hits/n - pi| that n independent uniform points exceed with probability below delta.
+/// Bernstein's inequality for the hit fraction (terms in [0, 1], variance p(1-p), p = pi/4):
+/// P(|hits/n - p| >= t) <= 2 exp(-n t^2 / (2 p(1-p) + 2t/3)), solved for t with the right side delta:
+/// about 10 standard errors for large n at delta = 1e-20.
+[[nodiscard]] double pseudo_random_bound(std::int64_t n, double delta = bound_failure_probability);
+
+/// The |4 hits/n - pi| that points offset .. offset+n-1 of the 2-D Sobol sequence (scrambled or not)
+/// never exceed. Dimensions 0 and 1 of Sobol's sequence form a (0,2)-sequence in base 2 (the digital
+/// scramble keeps that): each aligned block of 2^m points is a (0,m,2)-net, one point in each cell of a
+/// 2^ceil(m/2) x 2^floor(m/2) grid. The hit set is a down-set of the square (the float conversion and
+/// the test x*x + y*y <= 1 are monotone), whose boundary crosses at most 2^ceil(m/2) + 2^floor(m/2) - 1
+/// cells; each crossed cell is off by at most one point, the others by none. The range splits into at
+/// most two aligned blocks of each size. The hit set's area differs from pi/4 by the band the float
+/// rounding blurs (r^2 within 6.02 * 2^-24 of 1): (pi/2) 6.02 2^-24 < 6e-7.
+[[nodiscard]] double sobol_bound(std::int64_t offset, std::int64_t n);
+
+/// The bound for generator g: sobol_bound for the Sobol sequences, pseudo_random_bound otherwise.
+[[nodiscard]] double error_bound(Generator g, std::int64_t offset, std::int64_t n);
+
 // ---- backends -------------------------------------------------------------------------------------
 /// CPU backend: its own Philox4x32-10 (philox), cuRAND's host-side generator (curandCreateGeneratorHost)
 /// for the host API and Sobol. Throws InputError for what cpu_supports() rejects.
@@ -125,27 +153,26 @@ enum class PhiloxLoop { direct, direct_full, uniform4 };
 std::int64_t philox_fused_hits_cuda(std::uint64_t seed, std::int64_t first, std::int64_t n, PhiloxLoop loop);
 }  // namespace detail
 
-// ---- benchmark (CUDA) -------------------------------------------------------------------------------
-struct BenchRow {
-  std::string name;  ///< e.g. "fused philox", "host-api xorwow", "reference curand_uniform4"
-  std::int64_t samples = 0;
-  double median_s = 0;  ///< generation + count, median of repeats after warm-up
-  double setup_s = 0;   ///< state initialisation, once (not in median_s)
-  [[nodiscard]] double gsamples_per_s() const {
-    return median_s > 0 ? static_cast<double>(samples) / median_s * 1e-9 : 0.0;
-  }
+// ---- what the benchmark (bench.cpp) times on the CUDA backend (mcpi_cuda.cu) ------------------------
+/// One generator on a CUDA device, positioned at sample `first`: each count() counts the stream's
+/// next n samples, as run_cuda's batches do.
+class CudaCounter {
+ public:
+  virtual ~CudaCounter() = default;
+  /// The state initialisation's device time.
+  [[nodiscard]] virtual double setup_s() const = 0;
+  /// The hits of the next n samples; `device_s` (when not null): the device time of their
+  /// generation and count (events around the work; the copy of the count after them).
+  virtual std::int64_t count(std::int64_t n, double* device_s = nullptr) = 0;
 };
-struct BenchReport {
-  double copy_gbs = 0;  ///< cudaMemcpy D2D bandwidth (bytes read + written), median
-  std::vector<BenchRow> rows;
-};
-BenchReport bench_cuda(int device, std::uint64_t seed, int repeats);
-/// The multi-rank scaling run: the fused Philox kernel (production loop) on `device` counting n
-/// samples from `first`, then the next n, ... (1 warm-up and `repeats` timed runs). Each run starts
-/// after `start()` (a barrier) and is timed on the host until the kernel is done; `job(seconds)`
-/// turns this rank's seconds into the job's (the slowest rank's). Returns the median job seconds.
-/// Throws tally::Error when the hits are more than 5 sigma from pi.
-double time_fused_philox(int device, std::uint64_t seed, std::int64_t first, std::int64_t n, int repeats,
-                         const std::function<void()>& start, const std::function<double(double)>& job);
+/// Throws tally::InputError in a build without CUDA.
+std::unique_ptr<CudaCounter> make_cuda_counter(int device, Generator g, Api api, std::uint64_t seed, std::int64_t first,
+                                               detail::PhiloxLoop loop = detail::PhiloxLoop::direct);
+/// The outside reference: a hand-written kernel (curand_init, then curand_uniform4 in a loop, the hits
+/// added by atomics) counting about `samples` samples from `seed`, one launch on a full device.
+/// Returns the samples it counted; `device_s`: the launch's device time.
+std::int64_t reference_uniform4(int device, std::uint64_t seed, std::int64_t samples, double* device_s);
+/// The device's copy bandwidth in GB/s (read + written): the median of `repeats` copies of `bytes`.
+double cuda_copy_gbs(int device, std::size_t bytes, int repeats);
 
 }  // namespace tally::mcpi

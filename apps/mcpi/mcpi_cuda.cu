@@ -1,6 +1,7 @@
 // CUDA backend: fused kernels (cuRAND device API: generate, test and count in registers; the
 // per-thread counts summed by the library's gang step in 64 bits), the host-API pipeline
-// (curandGenerateUniform into a buffer, then a count kernel), and the benchmark.
+// (curandGenerateUniform into a buffer, then a count kernel), and what the benchmark times
+// (CudaCounter, the reference kernel; bench.cpp runs them).
 #include <curand.h>
 #include <curand_kernel.h>
 
@@ -19,6 +20,7 @@
 #include "tally/common/device_timer.cuh"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/device/gang.cuh"
+#include "tuning.hpp"
 
 namespace tally::mcpi {
 
@@ -28,7 +30,7 @@ namespace dev = tally::reduce::device;
 using tally::reduce::Sum;
 using hits_t = long long;  // 64-bit counts (same width as std::int64_t; the shuffles take long long)
 
-constexpr int block_threads = 256;
+using tuning::block_threads;
 constexpr std::int64_t philox_subsequences = 65536;  // cuRAND's host-API Philox layout (mcpi.hpp)
 
 /// Sums the per-thread counts over the grid; the last block's thread 0 stores (or adds) the total.
@@ -196,7 +198,7 @@ __global__ void __launch_bounds__(block_threads) count_buffer(const float* d_buf
 
 /// The textbook kernel: one Philox subsequence per thread, curand_uniform4, 32-bit count, a warp sum
 /// and one atomicAdd per warp.
-__global__ void reference_uniform4(unsigned long long seed, long long per_thread, unsigned long long* d_hits) {
+__global__ void reference_uniform4_kernel(unsigned long long seed, long long per_thread, unsigned long long* d_hits) {
   curandStatePhilox4_32_10_t st;
   curand_init(seed, dev::global_thread_id(), 0, &st);
   unsigned int h = 0;
@@ -212,7 +214,7 @@ __global__ void reference_uniform4(unsigned long long seed, long long per_thread
 // ---- the engine: one generator positioned in its stream --------------------------------------------
 
 using detail::PhiloxLoop;
-constexpr PhiloxLoop production_loop = PhiloxLoop::direct;
+constexpr PhiloxLoop production_loop = PhiloxLoop::direct;  // run_cuda's (mcpi.hpp)
 
 class Stream {
  public:
@@ -327,7 +329,7 @@ class Engine {
   }
 
  private:
-  static constexpr long long host_chunk = 1LL << 27;  // samples per curandGenerateUniform call: a 1 GiB buffer
+  static constexpr long long host_chunk = tuning::host_chunk;  // samples per curandGenerateUniform call
 
   template <class State>
   void init_states(std::int64_t first) {
@@ -358,11 +360,29 @@ class Engine {
   std::unique_ptr<detail::CurandGenerator> gen_;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+/// CudaCounter on an Engine of its own stream.
+class Counter final : public CudaCounter {
+ public:
+  Counter(Generator g, Api api, std::uint64_t seed, std::int64_t first, PhiloxLoop loop)
+      : e_(g, api, seed, first, stream_.get(), loop), d_out_(1) {}
+  [[nodiscard]] double setup_s() const override { return e_.setup_s(); }
+  std::int64_t count(std::int64_t n, double* device_s) override {
+    timer_.start(stream_.get());
+    e_.run(n, d_out_.data());
+    timer_.stop(stream_.get());
+    hits_t h = 0;
+    TALLY_CUDA_TRY(cudaMemcpyAsync(&h, d_out_.data(), sizeof h, cudaMemcpyDeviceToHost, stream_.get()));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
+    if (device_s) *device_s = timer_.elapsed_s();
+    return h;
+  }
+
+ private:
+  Stream stream_;
+  Engine e_;
+  DeviceBuffer<hits_t> d_out_;
+  EventTimer timer_;
+};
 
 }  // namespace
 
@@ -418,102 +438,38 @@ std::int64_t detail::philox_fused_hits_cuda(std::uint64_t seed, std::int64_t fir
   return d_out.to_host(stream.get())[0];
 }
 
-double time_fused_philox(int device, std::uint64_t seed, std::int64_t first, std::int64_t n, int repeats,
-                         const std::function<void()>& start, const std::function<double(double)>& job) {
+std::unique_ptr<CudaCounter> make_cuda_counter(int device, Generator g, Api api, std::uint64_t seed, std::int64_t first,
+                                               PhiloxLoop loop) {
   TALLY_CUDA_TRY(cudaSetDevice(device));
-  Stream stream;
-  Engine e(Generator::philox, Api::device, seed, first, stream.get(), production_loop);
-  DeviceBuffer<hits_t> d_out(1);
-  std::vector<double> times;
-  hits_t hits = 0;
-  for (int i = 0; i <= repeats; ++i) {  // consecutive ranges of this rank's stream
-    start();
-    HostTimer t;
-    e.run(n, d_out.data());
-    hits_t h = 0;
-    TALLY_CUDA_TRY(cudaMemcpyAsync(&h, d_out.data(), sizeof h, cudaMemcpyDeviceToHost, stream.get()));
-    TALLY_CUDA_TRY(cudaStreamSynchronize(stream.get()));
-    const double s = job(t.seconds());
-    if (i > 0) times.push_back(s);
-    hits += h;
-  }
-  const std::int64_t total = n * (repeats + 1);
-  if (std::abs(4.0 * static_cast<double>(hits) / static_cast<double>(total) - pi) > 5 * std_error(total))
-    throw Error("bench: the fused philox kernel gave an estimate more than 5 sigma from pi");
-  return median(times);
+  return std::make_unique<Counter>(g, api, seed, first, loop);
 }
 
-BenchReport bench_cuda(int device, std::uint64_t seed, int repeats) {
+std::int64_t reference_uniform4(int device, std::uint64_t seed, std::int64_t samples, double* device_s) {
+  TALLY_CUDA_TRY(cudaSetDevice(device));
+  int nb = 0, sms = 0;
+  TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, reference_uniform4_kernel, block_threads, 0));
+  TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const long long threads = static_cast<long long>(std::max(nb, 1)) * sms * block_threads;
+  const long long per_thread = samples / 2 / threads;  // two samples per curand_uniform4
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  DeviceBuffer<unsigned long long> d_hits(1);
+  d_hits.fill_bytes(0, s);
+  EventTimer t;
+  t.start(s);
+  reference_uniform4_kernel<<<static_cast<unsigned>(threads / block_threads), block_threads, 0, s>>>(seed, per_thread,
+                                                                                                     d_hits.data());
+  TALLY_CHECK_LAUNCH();
+  t.stop(s);
+  TALLY_CUDA_TRY(cudaStreamSynchronize(s));
+  *device_s = t.elapsed_s();
+  return 2 * per_thread * threads;
+}
+
+double cuda_copy_gbs(int device, std::size_t bytes, int repeats) {
   TALLY_CUDA_TRY(cudaSetDevice(device));
   Stream stream;
-  cudaStream_t s = stream.get();
-  BenchReport rep;
-  EventTimer t;
-  rep.copy_gbs = tally::copy_bandwidth_gbs(std::size_t{1} << 30, repeats, s);  // the ceiling: 1 GiB, read + written
-  DeviceBuffer<hits_t> d_out(1);
-  struct Case {
-    Generator g;
-    Api api;
-    std::int64_t n;
-    PhiloxLoop loop = production_loop;
-  };
-  const std::int64_t big = std::int64_t{1} << 36, mid = std::int64_t{1} << 33, quasi = std::int64_t{1} << 29;
-  const Case cases[] = {
-      {Generator::philox, Api::device, big, PhiloxLoop::direct},
-      {Generator::philox, Api::device, big, PhiloxLoop::direct_full},
-      {Generator::philox, Api::device, big, PhiloxLoop::uniform4},
-      {Generator::xorwow, Api::device, big},
-      {Generator::mrg32k3a, Api::device, mid},
-      {Generator::sobol, Api::device, quasi},
-      {Generator::scrambled_sobol, Api::device, quasi},
-      {Generator::philox, Api::host, mid},
-      {Generator::xorwow, Api::host, mid},
-      {Generator::mrg32k3a, Api::host, mid},
-      {Generator::sobol, Api::host, quasi},
-      {Generator::scrambled_sobol, Api::host, quasi},
-  };
-  for (const Case& c : cases) {
-    const bool philox = c.api == Api::device && c.g == Generator::philox;
-    Engine e(c.g, c.api, seed, 0, s, philox ? c.loop : production_loop);
-    const char* loop_name = c.loop == PhiloxLoop::direct        ? ""
-                            : c.loop == PhiloxLoop::direct_full ? " (32 regs)"
-                                                                : " (uniform4 loop)";
-    BenchRow row{(c.api == Api::device ? "fused " : "host-api ") + to_string(c.g) + (philox ? loop_name : ""), c.n, 0,
-                 e.setup_s()};
-    std::vector<double> times;
-    for (int i = 0; i <= repeats; ++i) {  // consecutive ranges of the stream: never the same samples twice
-      t.start(s);
-      e.run(c.n, d_out.data());
-      t.stop(s);
-      if (i > 0) times.push_back(t.elapsed_s());
-    }
-    hits_t h = 0;
-    TALLY_CUDA_TRY(cudaMemcpy(&h, d_out.data(), sizeof h, cudaMemcpyDeviceToHost));
-    if (std::abs(4.0 * static_cast<double>(h) / static_cast<double>(c.n) - pi) > 5 * std_error(c.n))
-      throw Error("bench: " + row.name + " gave an estimate more than 5 sigma from pi");
-    row.median_s = median(times);
-    rep.rows.push_back(row);
-  }
-  {  // the outside reference
-    int nb = 0, sms = 0;
-    TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, reference_uniform4, block_threads, 0));
-    TALLY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const long long threads = static_cast<long long>(std::max(nb, 1)) * sms * block_threads;
-    const long long per_thread = big / 2 / threads;  // two samples per curand_uniform4
-    DeviceBuffer<unsigned long long> d_hits(1);
-    std::vector<double> times;
-    for (int i = 0; i <= repeats; ++i) {
-      d_hits.fill_bytes(0, s);
-      t.start(s);
-      reference_uniform4<<<static_cast<unsigned>(threads / block_threads), block_threads, 0, s>>>(seed + i, per_thread,
-                                                                                                  d_hits.data());
-      TALLY_CHECK_LAUNCH();
-      t.stop(s);
-      if (i > 0) times.push_back(t.elapsed_s());
-    }
-    rep.rows.push_back({"reference curand_uniform4", 2 * per_thread * threads, median(times), 0});
-  }
-  return rep;
+  return tally::copy_bandwidth_gbs(bytes, repeats, stream.get());
 }
 
 }  // namespace tally::mcpi

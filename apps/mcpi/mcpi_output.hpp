@@ -1,9 +1,10 @@
 #pragma once
-// mcpi's result file, written by the executable (main.cpp) and the Python module (tally.mcpi) alike:
-// the job's result gathered over the ranks, its verdict, and the HDF5 layout (output.cpp).
+// mcpi's output (output.cpp): the job's result gathered over the ranks, its verdict, the result file
+// that the executable (driver.cpp) and the Python module (tally.mcpi) write alike, and the
+// executable's JSON line and summary line. The result file:
 //
-//   /            attributes app, backend, seed, n, hits, estimate, std_error, abs_error, generator,
-//                api, offset, batch, batches, status
+//   /            attributes app, backend, seed, n, hits, estimate, std_error, abs_error, error_bound,
+//                generator, api, offset, batch, batches, status
 //   batches/     n, hits, per_rank (batches of each rank), estimate
 //   timings      attributes setup, generate_count (the slowest rank's), total
 //   throughput   attribute samples_per_s
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "mcpi.hpp"
+#include "tally/common/cli.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/provenance.hpp"
@@ -26,13 +28,14 @@
 
 namespace tally::mcpi {
 
-/// The estimate of n samples with `hits` and the executable's check: within 5 standard errors of pi
-/// (a 5-sigma miss, p ~ 6e-7, means a broken generator or count).
+/// The estimate of a job's `hits` and the executable's check: within error_bound (mcpi.hpp) of pi,
+/// which a correct count of pseudo-random points exceeds with probability below 1e-20 and of Sobol
+/// points never. A miss means a broken generator or count.
 struct Outcome {
-  double estimate = 0, std_error = 0, abs_error = 0;
+  double estimate = 0, std_error = 0, abs_error = 0, error_bound = 0;
   bool ok = false;
 };
-[[nodiscard]] Outcome judge(std::int64_t hits, std::int64_t n);
+[[nodiscard]] Outcome judge(const Params& p, std::int64_t hits);
 
 /// A whole job's result, as rank 0 writes it.
 struct Job {
@@ -56,5 +59,9 @@ struct Job {
 void write_header(h5::Location& f, reduce::Backend backend, std::uint64_t seed);
 /// The whole file of a run (header included), into a file just created; the caller commits it.
 void write_result(h5::Location& f, const Job& job, const Provenance& prov, const std::optional<DeviceInfo>& dev);
+
+/// Rank 0's report of a job on stdout: the JSON line with --json, else the summary line unless
+/// --quiet; an estimate beyond its bound is said on stderr either way.
+void print_report(const Job& job, const cli::CommonOptions& common);
 
 }  // namespace tally::mcpi

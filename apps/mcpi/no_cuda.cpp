@@ -8,11 +8,13 @@ namespace tally::mcpi {
 Result run_cuda(const Params&, int, const ProgressFn&) {
   throw InputError("--backend cuda: this build has no CUDA backend");
 }
-BenchReport bench_cuda(int, std::uint64_t, int) {
+std::unique_ptr<CudaCounter> make_cuda_counter(int, Generator, Api, std::uint64_t, std::int64_t, detail::PhiloxLoop) {
   throw InputError("--bench --backend cuda: this build has no CUDA backend");
 }
-double time_fused_philox(int, std::uint64_t, std::int64_t, std::int64_t, int, const std::function<void()>&,
-                         const std::function<double(double)>&) {
+std::int64_t reference_uniform4(int, std::uint64_t, std::int64_t, double*) {
+  throw InputError("--bench --backend cuda: this build has no CUDA backend");
+}
+double cuda_copy_gbs(int, std::size_t, int) {
   throw InputError("--bench --backend cuda: this build has no CUDA backend");
 }
 

@@ -1,10 +1,12 @@
-// mcpi's result file: shared by the executable and the Python module (mcpi_output.hpp).
+// mcpi's output (mcpi_output.hpp): the gathered job, its verdict, the result file, the report lines.
 #include <cmath>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "mcpi_output.hpp"
+#include "tally/common/json.hpp"
 #include "tally/ranks/split.hpp"
 #include "tally/reduce/ranks.hpp"
 
@@ -13,12 +15,13 @@ namespace tally::mcpi {
 using ranks::Comm;
 using ranks::Memory;
 
-Outcome judge(std::int64_t hits, std::int64_t n) {
+Outcome judge(const Params& p, std::int64_t hits) {
   Outcome o;
-  o.estimate = 4.0 * static_cast<double>(hits) / static_cast<double>(n);
-  o.std_error = std_error(n);
+  o.estimate = 4.0 * static_cast<double>(hits) / static_cast<double>(p.n);
+  o.std_error = std_error(p.n);
   o.abs_error = std::fabs(o.estimate - pi);
-  o.ok = o.abs_error <= 5.0 * o.std_error;
+  o.error_bound = error_bound(p.generator, p.offset, p.n);
+  o.ok = o.abs_error <= o.error_bound;  // false for a NaN estimate too
   return o;
 }
 
@@ -59,7 +62,7 @@ Job gather_job(const Comm& comm, const Params& p, reduce::Backend backend, Resul
     rr.decomposition +=
         (q ? " | " : "samples ") + std::to_string(p.offset + pq.begin) + "-" + std::to_string(p.offset + pq.end - 1);
   }
-  job.outcome = judge(job.result.hits, p.n);
+  job.outcome = judge(p, job.result.hits);
   return job;
 }
 
@@ -78,6 +81,7 @@ void write_result(h5::Location& f, const Job& job, const Provenance& prov, const
   f.attr("estimate", job.outcome.estimate);
   f.attr("std_error", job.outcome.std_error);
   f.attr("abs_error", job.outcome.abs_error);
+  f.attr("error_bound", job.outcome.error_bound);
   f.attr("generator", to_string(p.generator));
   f.attr("api", to_string(p.api));
   f.attr("offset", p.offset);
@@ -108,6 +112,35 @@ void write_result(h5::Location& f, const Job& job, const Provenance& prov, const
   auto rg = f.open_group("ranks");
   rg.write<std::int64_t>("part_begin", part_begin);
   rg.write<std::int64_t>("part_end", part_end);
+}
+
+void print_report(const Job& job, const cli::CommonOptions& common) {
+  const Params& p = job.params;
+  const Outcome& o = job.outcome;
+  const Result& r = job.result;
+  const double rate = job.samples_per_s();
+  if (common.json) {
+    JsonLine j;
+    j.add("app", "mcpi").add("backend", reduce::to_string(job.backend)).add("generator", to_string(p.generator));
+    j.add("api", to_string(p.api)).add("n", p.n).add("offset", p.offset).add("seed", p.seed).add("hits", r.hits);
+    j.add("estimate", o.estimate).add("std_error", o.std_error).add("abs_error", o.abs_error);
+    j.add("error_bound", o.error_bound);
+    j.add("batches", static_cast<std::int64_t>(r.batch_n.size())).add("setup_s", r.setup_s);
+    j.add("ranks", job.ranks.ranks).add("transport", job.ranks.transport).add("shares_device", job.ranks.shares_device);
+    j.add("generate_count_s", r.generate_count_s).add("total_s", job.total_s).add("samples_per_s", rate);
+    j.add("status", o.ok ? "ok" : "failed").add("out", common.out);
+    std::printf("%s\n", j.str().c_str());
+  } else if (!common.quiet) {
+    std::printf(
+        "mcpi: pi ~ %.9f +- %.2g from %.4g %s points (%s API, %s): |error| = %.2g = %.2f sigma (%s its bound %.2g); "
+        "%.3g s, %.3g Gsamples/s (setup %.3g s)%s\n",
+        o.estimate, o.std_error, static_cast<double>(p.n), to_string(p.generator).c_str(), to_string(p.api).c_str(),
+        reduce::to_string(job.backend).c_str(), o.abs_error, o.abs_error / o.std_error, o.ok ? "within" : "NOT within",
+        o.error_bound, r.generate_count_s, rate * 1e-9, r.setup_s, ranks_summary(job.ranks).c_str());
+  }
+  if (!o.ok)
+    std::fprintf(stderr, "mcpi: the estimate is %.3g from pi, beyond its error bound %.3g (%.1f sigma): failed\n",
+                 o.abs_error, o.error_bound, o.abs_error / o.std_error);
 }
 
 }  // namespace tally::mcpi

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import h5read, heat2d, heat2d_blocking, matmul, mcpi, reduce_bw, report, scaling
+from . import h5read, heat2d, heat2d_blocking, matmul, mcpi, reduce_bw, report, scaling, tealeaf
 from .context import Context
 from .runner import REPO_ROOT, ExperimentError, MissingExecutable, Run, Runner, default_build_dir
 
@@ -19,6 +19,9 @@ EXPERIMENTS: dict[str, tuple[str, Callable[[Context], list[Run]], Callable[[Cont
                           heat2d.iteration_runs, heat2d.iteration_analyse),
     "heat2d-blocking": ("heat2d time per sweep vs sweeps per pass t (temporal blocking), two grid sizes",
                         heat2d_blocking.runs, heat2d_blocking.analyse),
+    "tealeaf": ("heat2d --deck on TeaLeaf's decks: iterations per step and time per iteration of CG, Chebyshev, "
+                "PPCG; temperatures against TeaLeaf's",
+                tealeaf.runs, tealeaf.analyse),
     "mcpi-convergence": ("mcpi |error| vs N per generator, fitted slopes, sigma band",
                          mcpi.runs, mcpi.analyse),
     "matmul-levels": ("matmul GFLOP/s vs size per level + cuBLAS + Eigen; error vs K",

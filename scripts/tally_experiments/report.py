@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 # The order of the sections in summary.md (each experiment writes <name>.md next to its tables).
-SECTIONS = ["heat2d-refinement", "heat2d-iterations", "heat2d-blocking", "mcpi-convergence", "matmul-levels",
+SECTIONS = ["heat2d-refinement", "heat2d-iterations", "heat2d-blocking", "tealeaf", "mcpi-convergence", "matmul-levels",
             "reduce-bandwidth", "scaling"]
 
 

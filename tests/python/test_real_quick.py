@@ -2,6 +2,7 @@
 derived from the arithmetic (never a window fitted to one machine's numbers):
   heat2d    closed forms of the discrete solutions (five-point Laplacian, explicit Euler), so each
             grid's error is known up to the iteration and rounding error, which is bounded;
+  tealeaf   TeaLeaf's published temperatures to 1e-9 relative with CG, Chebyshev and PPCG;
   matmul    the forward-error bound of a dot product in any summation order;
   mcpi      a Bernstein tail bound (pseudo-random points) and the net property of Sobol points.
 Skipped (with the reason) when the app is not built in $TALLY_BUILD_DIR (see conftest.py)."""
@@ -211,48 +212,37 @@ def test_heat2d_blocking_gives_t1s_bits_for_every_t(out, build_dir):
     assert (out / "heat2d_blocking.png").stat().st_size > 10_000
 
 
+# ---- tealeaf: heat2d --deck with each solver, against TeaLeaf's published temperatures ---------------
+def test_tealeaf_iterations_and_temperatures(out, build_dir):
+    require_app(build_dir, "heat2d")
+    found, _ = run("tealeaf", out, build_dir)  # raises when a temperature is more than 1e-9 from TeaLeaf's
+    assert found["temperatures_within_1e-9"]
+    totals = report.read_csv(out / "tealeaf_solvers.csv")
+    steps = report.read_csv(out / "tealeaf_steps.csv")
+    assert {(r["deck"], r["solver"]) for r in totals} == {(d, s) for d in ("tea_bm_1.in", "tea_64_1.in")
+                                                            for s in ("cg", "cheby", "ppcg")}
+    for r in totals:
+        assert abs(float(r["temperature"]) - float(r["published"])) <= 1e-9 * abs(float(r["published"])), r
+        mine = [int(s["iterations"]) for s in steps if (s["deck"], s["solver"]) == (r["deck"], r["solver"])]
+        assert len(mine) == int(r["steps"]) and sum(mine) == int(r["iterations"]), r
+        assert all(float(s["per_iteration_us"]) > 0 for s in steps)
+    # Each run's iterations per step are its result file's (/steps/iterations), and CG on the 10^2
+    # deck takes 11 a step (the test_tea_cli run of the same deck).
+    runs = sorted((out / "runs" / "heat2d").glob("tealeaf-tea_bm_1-cg-*.h5"))
+    assert len(runs) == 1
+    with h5py.File(runs[0]) as f:
+        assert list(f["steps/iterations"][...]) == [11] * 10
+    assert (out / "tealeaf.png").stat().st_size > 10_000
+
+
 # ---- mcpi: each estimate against a bound a correct count does not exceed -------------------------
-P_HIT = math.pi / 4
-QUASI = ("sobol", "scrambled-sobol")
+# The bound is the app's own (tally.mcpi.error_bound; its formulas are tested in test_mcpi_cpu.cpp):
+# a Bernstein tail for pseudo-random points that a correct count exceeds with probability below
+# 1e-20 (3 generators x 8 replicates x 7 sample counts: below 2e-18 for all), and the net property
+# of the Sobol points, which a correct count never exceeds.
 
 
-def pseudo_random_bound(n, delta=1e-20):
-    """The |4 hits/n - pi| that n independent uniform points exceed with probability below delta.
-    Bernstein's inequality for the hit fraction (variance p(1-p), p = pi/4, terms in [0, 1]):
-    P(|hits/n - p| >= t) <= 2 exp(-n t^2 / (2 p (1-p) + 2t/3)); solved for t with the right side delta.
-    About 10 sigma for large n. The experiment checks 3 generators x 8 replicates x 7 sample counts:
-    by the union bound a sound generator fails one with probability below 168 delta < 2e-18."""
-    lg = math.log(2 / delta)
-    t = (lg / 3 + math.sqrt(lg * lg / 9 + 2 * n * lg * P_HIT * (1 - P_HIT))) / n
-    return 4 * t
-
-
-def sobol_bound(offset, n):
-    """The |4 hits/n - pi| that points offset .. offset+n-1 of mcpi's 2-D Sobol sequence (scrambled or
-    not) never exceed. Dimensions 0 and 1 of Sobol's sequence form a (0,2)-sequence in base 2 (the
-    digital scramble keeps that): each aligned block of 2^m points is a (0,m,2)-net, one point in each
-    cell of a 2^ceil(m/2) x 2^floor(m/2) grid. The hit set is a down-set of the square (the float
-    conversion and the test x*x + y*y <= 1 are monotone), whose boundary crosses at most
-    2^ceil(m/2) + 2^floor(m/2) - 1 cells; each crossed cell is off by at most one point, the others by
-    none. The range splits into at most two aligned blocks of each size. The hit set's area differs
-    from pi/4 by the band the rounding blurs, r^2 within 6.02 * 2^-24 of 1: area (pi/2) 6.02 2^-24 < 6e-7."""
-    miss, a, end = 0, offset, offset + n
-    while a < end:
-        m = (a & -a).bit_length() - 1 if a else end.bit_length()  # the largest aligned block at a ...
-        while a + (1 << m) > end:                                    # ... inside the range
-            m -= 1
-        miss += (1 << ((m + 1) // 2)) + (1 << (m // 2)) - 1
-        a += 1 << m
-    return 4 * (miss + 6e-7 * n) / n
-
-
-def test_sobol_bound_splits_the_range_into_aligned_nets():
-    # [0, 2^10): one net of 1024 points (32 + 32 - 1 cells); [3, 8): blocks 3, 4-7 (1 + 3 cells).
-    assert sobol_bound(0, 1024) == pytest.approx(4 * (63 + 6e-7 * 1024) / 1024, rel=1e-15)
-    assert sobol_bound(3, 5) == pytest.approx(4 * (1 + 3 + 6e-7 * 5) / 5, rel=1e-15)
-
-
-def test_mcpi_every_estimate_within_its_error_bound(out, build_dir):
+def test_mcpi_every_estimate_within_its_error_bound(out, build_dir, tally):
     require_app(build_dir, "mcpi")
     found, _ = run("mcpi-convergence", out, build_dir)
     assert "philox" in found, found  # the one generator every build reproduces on the CPU
@@ -260,7 +250,7 @@ def test_mcpi_every_estimate_within_its_error_bound(out, build_dir):
     assert {r["generator"] for r in rows} == set(found) - {"unavailable"}
     for r in rows:
         n, hits = int(r["n"]), int(r["hits"])
-        bound = sobol_bound(int(r["offset"]), n) if r["generator"] in QUASI else pseudo_random_bound(n)
+        bound = tally.mcpi.error_bound(r["generator"], n, offset=int(r["offset"]))
         assert abs(4 * hits / n - math.pi) <= bound, (r, bound)
 
 

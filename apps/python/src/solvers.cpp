@@ -23,6 +23,8 @@
 #include "driver.hpp"  // heat2d
 #include "heat2d.hpp"
 #include "heat2d_output.hpp"
+#include "implicit/job.hpp"
+#include "implicit/output.hpp"
 #include "matmul.hpp"
 #include "matmul_output.hpp"
 #include "mcpi.hpp"
@@ -181,7 +183,7 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
                       const std::string& bc_top, const std::string& bc_bottom, const std::string& bc_left,
                       const std::string& bc_right, const std::string& init, const std::string& precision,
                       const std::string& backend, int device, const std::string& cuda_kernel, bool validate,
-                      int sweeps_per_pass, const std::optional<std::string>& out, const std::string& call) {
+                      int sweeps_per_pass, bool xdmf, const std::optional<std::string>& out, const std::string& call) {
   using namespace heat2d;
   // As heat2d's main(): everything is checked before anything is computed.
   if (mode != "steady" && mode != "transient")
@@ -211,15 +213,81 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
   ro.validate = validate;
   ro.progress = false;
   ro.sweeps_per_pass = sweeps_per_pass;  // 0: auto; checked against --check-every as the executable does
-  (void)resolve_sweeps_per_pass(sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(p, 1));
+  const Decomposition one_rank = decompose(p);
+  ro.decomposition = &one_rank;
+  (void)resolve_sweeps_per_pass(sweeps_per_pass, rule.check_every, ro.backend, deepest_pass(one_rank));
   const std::optional<DeviceInfo> dev = device_of(ro.backend, device);
   check_out(out);
   nb::dict d = precision == "float" ? heat2d_report<float>(p, rule, ro, max_iter, out, call, dev)
                                     : heat2d_report<double>(p, rule, ro, max_iter, out, call, dev);
+  if (out && xdmf) write_xdmf(*out, p, precision == "float" ? 4 : 8);
   d["backend"] = reduce::to_string(ro.backend);
   d["fell_back"] = fell_back;
   d["precision"] = precision;
   return d;
+}
+
+// ---- heat2d's implicit mode (--deck, --set) -------------------------------------------------------------
+/// The implicit mode's run of a deck on one rank, as `heat2d --deck ... --json` runs it: the JSON
+/// line's text (the Python wrapper parses it) and the final fields; `out` gets the executable's file.
+nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& set, const std::string& solver,
+                     double eps, const std::string& eps_norm, std::int64_t max_iters, const std::string& preconditioner,
+                     const std::string& reproducible, const std::string& backend, int device, bool xdmf,
+                     const std::optional<std::string>& out, const std::string& call) {
+  using namespace heat2d::implicit;
+  HostTimer total;
+  // As the executable's options: everything is checked before anything is computed.
+  Options o;
+  o.deck = deck;
+  o.set = set;
+  o.solver = solver;
+  o.preconditioner = preconditioner;
+  o.eps_norm = eps_norm;
+  o.reproducible = reproducible;
+  o.eps = eps;
+  o.max_iters = max_iters;
+  if (!o.solver.empty() && o.solver != "cg" && o.solver != "cheby" && o.solver != "ppcg" && o.solver != "jacobi")
+    throw InputError("--solver: '" + o.solver + "' is not one of cg, cheby, ppcg, jacobi");
+  if (eps < 0.0 || !std::isfinite(eps))
+    throw InputError("--eps: must be a number > 0 (got " + std::to_string(eps) + ")");
+  if (max_iters < 0) throw InputError("--max-iters: must be positive (got " + std::to_string(max_iters) + ")");
+  if (!o.preconditioner.empty() && o.preconditioner != "none" && o.preconditioner != "jac_diag" &&
+      o.preconditioner != "jac_block")
+    throw InputError("--preconditioner: '" + o.preconditioner + "' is not one of none, jac_diag, jac_block");
+  const Deck d = make_deck(o);
+  RunOptions ro;
+  ro.solve = make_solve_options(d, o);
+  bool fell_back = false;
+  ro.backend = backend_of(backend, fell_back);
+  ro.device = device;
+  const heat2d::Decomposition one_rank = decompose(d);
+  ro.decomposition = &one_rank;
+  const std::optional<DeviceInfo> dev = device_of(ro.backend, device);
+  check_out(out);
+  RunReport rep;
+  {
+    nb::gil_scoped_release unlocked;
+    ro.on_step = [](std::int64_t, std::int64_t, const SolveStats&) { check_python_signals(); };
+    rep = run_deck(d, ro);
+  }
+  OutputRecord rec;
+  rec.deck_file = deck;
+  rec.backend = reduce::to_string(ro.backend);
+  HostTimer tw;
+  rec.total_s = total.seconds();
+  write_out(out, [&](h5::File& f) { write_result(f, rep, rec, collect_provenance(call, dev), dev); });
+  if (out && (xdmf || d.visit_frequency > 0)) write_xdmf(*out, rep);
+  rec.write_s = tw.seconds();
+  rec.total_s = total.seconds();
+  nb::dict r;
+  r["json"] = json_summary(rep, rec, out ? *out : "");
+  const std::initializer_list<std::size_t> shape{static_cast<std::size_t>(d.y_cells),
+                                                 static_cast<std::size_t>(d.x_cells)};
+  r["field"] = to_numpy(std::move(rep.u), shape);
+  r["energy"] = to_numpy(std::move(rep.energy), shape);
+  r["density"] = to_numpy(std::move(rep.density), shape);
+  r["fell_back"] = fell_back;
+  return r;
 }
 
 // ---- mcpi ---------------------------------------------------------------------------------------------
@@ -261,7 +329,8 @@ nb::dict mcpi_estimate(const std::string& n, const std::string& generator, const
   d["n"] = p.n;
   d["std_error"] = job.outcome.std_error;
   d["abs_error"] = job.outcome.abs_error;
-  d["passed"] = job.outcome.ok;  // the executable's 5-sigma check
+  d["error_bound"] = job.outcome.error_bound;
+  d["passed"] = job.outcome.ok;  // the executable's check: within error_bound of pi
   d["batch_n"] = to_numpy(std::move(r.batch_n));
   d["batch_hits"] = to_numpy(std::move(r.batch_hits));
   d["setup_s"] = r.setup_s;
@@ -394,7 +463,18 @@ void bind_solvers(nb::module_& m) {
   m.def("heat2d_solve", &heat2d_solve, arg("nx"), arg("ny").none(), arg("mode"), arg("tol"), arg("max_iter"),
         arg("check_every"), arg("alpha"), arg("dt"), arg("t_end"), arg("bc_top"), arg("bc_bottom"), arg("bc_left"),
         arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"),
-        arg("validate"), arg("sweeps_per_pass"), arg("out").none(), arg("call"));
+        arg("validate"), arg("sweeps_per_pass"), arg("xdmf"), arg("out").none(), arg("call"));
+  m.def("heat2d_deck", &heat2d_deck, arg("deck"), arg("set"), arg("solver"), arg("eps"), arg("eps_norm"),
+        arg("max_iters"), arg("preconditioner"), arg("reproducible"), arg("backend"), arg("device"), arg("xdmf"),
+        arg("out").none(), arg("call"));
+  m.def(
+      "mcpi_error_bound",
+      [](const std::string& generator, std::int64_t offset, std::int64_t n) {
+        if (n < 1) throw InputError("n: must be positive (got " + std::to_string(n) + ")");
+        if (offset < 0) throw InputError("offset: must not be negative (got " + std::to_string(offset) + ")");
+        return mcpi::error_bound(mcpi::parse_generator(generator), offset, n);
+      },
+      arg("generator"), arg("offset"), arg("n"));
   m.def("mcpi_estimate", &mcpi_estimate, arg("n"), arg("generator"), arg("api"), arg("offset"), arg("seed"),
         arg("batch"), arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),

@@ -178,14 +178,14 @@ TEST_CASE("sweeps per pass: auto divides the check interval; what cannot work is
   CHECK(resolve_sweeps_per_pass(4, 12, Backend::cpu) == 4);
   CHECK(resolve_sweeps_per_pass(4, 12, Backend::cpu, 4) == 4);
   CHECK(resolve_sweeps_per_pass(1, 7, Backend::cuda, 2) == 1);
-  // The deepest pass across ranks: the smallest block's rows (split_range: (ny - 2) / ranks).
+  // The deepest pass across ranks: the smallest block's rows (the first ranks one row more: (ny - 2) / ranks).
   Problem q;
   q.nx = 10;
   q.ny = 2 + 3 * 5 + 2;  // 17 interior rows on 3 ranks: 6, 6, 5
   finalize(q);
-  CHECK(deepest_pass(q, 1) == max_sweeps_per_pass);
-  CHECK(deepest_pass(q, 3) == 5);
-  CHECK(deepest_pass(q, 17) == 1);
+  CHECK(deepest_pass(decompose(q)) == max_sweeps_per_pass);
+  for (int r = 0; r < 3; ++r) CHECK(deepest_pass(decompose(q, 3, r)) == 5);  // every rank agrees
+  CHECK(deepest_pass(decompose(q, 17, 16)) == 1);
   auto refused = [](int t, std::int64_t ce, int deepest, const char* what) {
     try {
       (void)resolve_sweeps_per_pass(t, ce, Backend::cpu, deepest);

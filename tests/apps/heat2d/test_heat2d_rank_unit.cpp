@@ -56,13 +56,14 @@ void compare_split(const Problem& p, const std::vector<T>& u0, const StopRule& r
   std::vector<T> f1(u0.size());
   one->get_field(f1);
 
-  const Block b = local_block(p, comm.size(), comm.rank());
-  auto split = make_solver<T>(backend, p, {device, "registers", &comm, t});
+  const Decomposition dec = decompose(p, comm.size(), comm.rank());
+  const Block b = local_block(dec);
+  auto split = make_solver<T>(backend, p, {device, "registers", &comm, &dec, t});
   split->set_field(rows_of(u0, p, b));
   const SolveResult rn = split->solve(rule);
   std::vector<T> block(static_cast<std::size_t>(b.rows * p.nx));
   split->get_field(block);
-  const std::vector<T> fn = gather_field<T>(comm, p, std::span<const T>(block));
+  const std::vector<T> fn = gather_field<T>(comm, dec, std::span<const T>(block));
 
   // Every rank holds the same history (the global residual), equal to one rank's bit for bit.
   CHECK(rn.status == r1.status);
@@ -81,7 +82,7 @@ TEST_CASE("heat2d row blocks cover the interior rows in order; more ranks than r
     for (int n = 1; n <= ny - 2 && n <= 8; ++n) {
       std::int64_t next = 1, most = 0, least = ny;
       for (int r = 0; r < n; ++r) {
-        const Block b = local_block(p, n, r);
+        const Block b = local_block(decompose(p, n, r));
         CHECK(b.row0 + 1 == next);  // its first interior row follows the previous rank's last
         CHECK(b.rows >= 3);
         next = b.end() - 1;
@@ -90,7 +91,7 @@ TEST_CASE("heat2d row blocks cover the interior rows in order; more ranks than r
       CHECK(next == ny - 1);
       CHECK(most - least <= 1);  // balanced
     }
-    CHECK_THROWS_AS(local_block(p, static_cast<int>(ny - 1), 0), tally::InputError);
+    CHECK_THROWS_AS(decompose(p, static_cast<int>(ny - 1), 0), tally::InputError);
   }
 }
 
@@ -100,11 +101,11 @@ TEST_CASE("heat2d gather_field assembles the whole field on rank 0, in one round
     if (ny - 2 < comm.size()) continue;
     const Problem p = grid(13, ny, Mode::steady);
     const auto whole = random_field<double>(p, static_cast<std::uint64_t>(ny));  // the same on every rank (seed)
-    const Block b = local_block(p, comm.size(), comm.rank());
-    const auto block = rows_of(whole, p, b);
+    const Decomposition dec = decompose(p, comm.size(), comm.rank());
+    const auto block = rows_of(whole, p, local_block(dec));
     for (std::int64_t round : {std::int64_t{1} << 30, std::int64_t{13 * 8}, std::int64_t{3 * 13 * 8 * 2}}) {
       INFO("ny " << ny << ", rounds of " << round << " bytes");
-      const auto got = gather_field<double>(comm, p, std::span<const double>(block), round);
+      const auto got = gather_field<double>(comm, dec, std::span<const double>(block), round);
       if (comm.is_root()) CHECK(same_bits(got, whole));
       else CHECK(got.empty());
     }
@@ -137,7 +138,7 @@ TEST_CASE("heat2d split over the ranks with t sweeps a pass (halos t rows deep) 
     for (Mode mode : {Mode::steady, Mode::transient}) {
       const Problem p = grid(nx, ny, mode);
       const auto ud = random_field<double>(p, ++salt);
-      const int deepest = deepest_pass(p, world().size());
+      const int deepest = deepest_pass(decompose(p, world().size(), world().rank()));
       for (int t : {0, 2, 3, 4}) {  // 0: auto
         if (t > deepest) continue;
         compare_split<double>(p, ud, make_stop_rule(p, 1e-300, 41, 12), t);    // a last pass of 5 sweeps

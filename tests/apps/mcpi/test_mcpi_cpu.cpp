@@ -7,6 +7,7 @@
 #include <random>
 
 #include "mcpi.hpp"
+#include "mcpi_output.hpp"
 #include "philox_cpu.hpp"
 #include "sample.hpp"
 #include "tally/common/error.hpp"
@@ -102,7 +103,7 @@ TEST_CASE("mcpi CPU estimate within its error bound of pi for several seeds and 
       const Result r = run_cpu(p);
       const double est = 4.0 * static_cast<double>(r.hits) / static_cast<double>(n);
       INFO("n " << n << " seed " << p.seed << " estimate " << est);
-      CHECK(std::fabs(est - pi) <= mcpi_test::pi_error_bound(p.generator, p.offset, n));
+      CHECK(std::fabs(est - pi) <= error_bound(p.generator, p.offset, n));
     }
   }
   for (Generator g : cpu_generators(Api::host)) {  // cuRAND's host generator, 2e6 points
@@ -114,8 +115,46 @@ TEST_CASE("mcpi CPU estimate within its error bound of pi for several seeds and 
     const Result r = run_cpu(p);
     const double est = 4.0 * static_cast<double>(r.hits) / static_cast<double>(p.n);
     INFO(to_string(g) << " seed " << p.seed << " estimate " << est);
-    CHECK(std::fabs(est - pi) <= mcpi_test::pi_error_bound(g, p.offset, p.n));
+    CHECK(std::fabs(est - pi) <= error_bound(g, p.offset, p.n));
   }
+}
+
+TEST_CASE("mcpi error bound: Bernstein's tail for pseudo-random points, the nets' cells for Sobol") {
+  // Pseudo-random: t = bound / 4 solves 2 exp(-n t^2 / (2 p (1 - p) + 2 t / 3)) = delta (p = pi/4).
+  const double p = pi / 4;
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1} << 40}) {
+    for (double delta : {1e-20, 1e-3}) {
+      const double t = pseudo_random_bound(n, delta) / 4, nn = static_cast<double>(n);
+      INFO("n " << n << " delta " << delta);
+      CHECK(2 * std::exp(-nn * t * t / (2 * p * (1 - p) + 2 * t / 3)) == Catch::Approx(delta).epsilon(1e-9));
+    }
+  }
+  // About 9.7 standard errors for large n at the default 1e-20: sqrt(2 ln(2e20)).
+  const std::int64_t big = std::int64_t{1} << 40;
+  CHECK(pseudo_random_bound(big) / std_error(big) == Catch::Approx(std::sqrt(2 * std::log(2e20))).epsilon(1e-4));
+  // Sobol: [0, 2^10) is one net of 1024 points (32 + 32 - 1 cells crossed); [3, 8) the blocks 3 and
+  // 4-7 (1 + 3 cells); plus the rounding band of 6e-7 a point.
+  CHECK(sobol_bound(0, 1024) == Catch::Approx(4 * (63 + 6e-7 * 1024) / 1024).epsilon(1e-15));
+  CHECK(sobol_bound(3, 5) == Catch::Approx(4 * (1 + 3 + 6e-7 * 5) / 5).epsilon(1e-15));
+  CHECK(error_bound(Generator::sobol, 3, 5) == sobol_bound(3, 5));
+  CHECK(error_bound(Generator::scrambled_sobol, 0, 1024) == sobol_bound(0, 1024));
+  CHECK(error_bound(Generator::philox, 7, 1000) == pseudo_random_bound(1000));
+  CHECK(error_bound(Generator::mrg32k3a, 0, 1000) == pseudo_random_bound(1000));
+}
+
+TEST_CASE("mcpi verdict: a count within the error bound passes, one beyond it fails") {
+  Params p;
+  p.n = 1000000;
+  const auto exact = static_cast<std::int64_t>(std::llround(static_cast<double>(p.n) * pi / 4));
+  const auto off = static_cast<std::int64_t>(std::ceil(error_bound(p.generator, p.offset, p.n) / 4 * 1e6));
+  CHECK(judge(p, exact).ok);
+  CHECK(judge(p, exact + off - 2).ok);
+  CHECK_FALSE(judge(p, exact + off + 1).ok);
+  CHECK_FALSE(judge(p, exact - off - 1).ok);
+  CHECK(judge(p, exact).error_bound == error_bound(p.generator, p.offset, p.n));
+  // A 6-sigma miss, which the old 5-sigma check failed, is a pass: a correct run may land there.
+  const auto six_sigma = static_cast<std::int64_t>(6 * std_error(p.n) / 4 * 1e6);
+  CHECK(judge(p, exact + six_sigma).ok);
 }
 
 TEST_CASE("mcpi own Philox reproduces cuRAND host generator bit for bit without a GPU") {

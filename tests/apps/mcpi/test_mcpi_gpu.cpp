@@ -106,7 +106,7 @@ TEST_CASE("mcpi GPU estimate within its error bound of pi for every generator at
         const Result r = run_cuda(p, 0);
         const double est = 4.0 * static_cast<double>(r.hits) / static_cast<double>(n);
         INFO(to_string(g) << " api " << to_string(api) << " n " << n << " seed " << p.seed << " estimate " << est);
-        CHECK(std::fabs(est - pi) <= mcpi_test::pi_error_bound(g, p.offset, n));
+        CHECK(std::fabs(est - pi) <= error_bound(g, p.offset, n));
       }
     }
   }
@@ -120,8 +120,7 @@ TEST_CASE("mcpi GPU large N in batches has 64-bit counts independent of the batc
   CHECK(a.batch_n.size() == 5);
   CHECK(a.hits == b.hits);
   CHECK(a.hits > std::int64_t{1} << 32);  // beyond 32-bit counts
-  CHECK(std::fabs(4.0 * static_cast<double>(a.hits) / static_cast<double>(n) - pi) <=
-        mcpi_test::pseudo_random_bound(n));
+  CHECK(std::fabs(4.0 * static_cast<double>(a.hits) / static_cast<double>(n) - pi) <= pseudo_random_bound(n));
 }
 
 TEST_CASE("mcpi GPU reproduces data/mcpi_expected.csv") {
