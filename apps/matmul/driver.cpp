@@ -19,6 +19,7 @@
 #include "inputs.hpp"
 #include "matmul.hpp"
 #include "matmul_output.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
@@ -110,6 +111,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
   engine->set_exact(o.exact);
+  engine->set_ozaki(ozaki::Settings{ozaki::parse_moduli(o.ozaki_moduli)});
   if (comm.size() > 1)
     engine->set_combine([&comm, c_memory](std::span<T> c, stream_t stream) {
       tally::reduce::allreduce<reduce::Sum, T>(comm, std::span<const T>(c.data(), c.size()), c, c_memory, stream);

@@ -19,6 +19,7 @@ std::string to_string(Level l) {
     case Level::gang: return "gang";
     case Level::tiled: return "tiled";
     case Level::tiled_tc: return "tiled-tc";
+    case Level::ozaki: return "ozaki";
   }
   return "?";
 }
@@ -27,7 +28,7 @@ Level parse_level(std::string_view s) {
   for (Level l : cuda_levels)
     if (to_string(l) == s) return l;
   throw InputError("--level: unknown level '" + std::string(s) +
-                   "' (allowed: vector, worker, worker+vector, gang, tiled, tiled-tc, all)");
+                   "' (allowed: vector, worker, worker+vector, gang, tiled, tiled-tc, ozaki, all)");
 }
 
 std::string Shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }

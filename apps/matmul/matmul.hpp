@@ -7,6 +7,7 @@
 //   gang           K split across blocks, tile partials combined in block order (gang_arrive/gang_combine)
 //   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
 //   tiled-tc       the tiled product on the tensor cores (CUDA, sm_80+): 3xTF32 in float, DMMA in double
+//   ozaki          exact INT8 products of residues, rebuilt by the CRT (the Ozaki scheme: ozaki/ozaki.hpp)
 // Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
 // Engine; the driver (driver.cpp) knows no backend.
 
@@ -23,17 +24,22 @@
 
 #include "tally/reduce/config.hpp"
 
+namespace tally::matmul::ozaki {
+struct Settings;
+}
+
 namespace tally::matmul {
 
-enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc };
-/// The reduction-placement levels, on every backend.
-inline constexpr std::array<Level, 5> all_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
-                                                 Level::tiled};
+enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc, ozaki };
+/// The reduction-placement levels and ozaki, on every backend.
+inline constexpr std::array<Level, 6> all_levels{Level::vector, Level::worker, Level::worker_vector,
+                                                 Level::gang,   Level::tiled,  Level::ozaki};
 /// Those and tiled-tc, the tiled product on the tensor cores: the CUDA backend's levels.
-inline constexpr std::array<Level, 6> cuda_levels{Level::vector, Level::worker, Level::worker_vector,
-                                                  Level::gang,   Level::tiled,  Level::tiled_tc};
+inline constexpr std::array<Level, 7> cuda_levels{Level::vector, Level::worker,   Level::worker_vector, Level::gang,
+                                                  Level::tiled,  Level::tiled_tc, Level::ozaki};
 [[nodiscard]] std::string to_string(Level l);
-/// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"; throws tally::InputError naming --level otherwise.
+/// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "ozaki"; throws tally::InputError naming --level
+/// otherwise.
 [[nodiscard]] Level parse_level(std::string_view s);
 
 struct Shape {
@@ -193,6 +199,8 @@ class Engine {
   virtual void set_exact(bool on) = 0;
   /// Number of K splits of the gang level (0: chosen from the device and the shape).
   virtual void set_split_k(std::int64_t splits) = 0;
+  /// The ozaki level's moduli (--ozaki-moduli) and, for the bench, its profile (ozaki/ozaki.hpp).
+  virtual void set_ozaki(const ozaki::Settings& settings) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.
   virtual std::optional<double> copy_bandwidth_gbs() = 0;
   [[nodiscard]] virtual Shape shape() const = 0;

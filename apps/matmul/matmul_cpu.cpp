@@ -6,14 +6,17 @@
 //   gang           K cut into fixed chunks independent of the thread count (deterministic whatever
 //                  OMP_NUM_THREADS is), partials combined in chunk order
 //   tiled          cache-blocked i-k-j product, threads over C tiles, K folded in order
+//   ozaki          INT8 residue products and the CRT (ozaki/ozaki_cpu.cpp: the GPU's bits)
 #include <omp.h>
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "exact.hpp"
 #include "matmul.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
 #include "transpose.hpp"
@@ -140,6 +143,7 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::tiled_tc:
       throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
+    case Level::ozaki: (void)ozaki::multiply_cpu<T>(a_, b_, c_, s, ozaki::make_plan<T>(s.k, 0)); return;
   }
 }
 
@@ -179,9 +183,12 @@ class CpuEngine final : public Engine<T> {
     std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
     HostTimer t;
     if (exact_) exact_cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+    else if (level == Level::ozaki) ozaki_stats_ = ozaki::multiply_cpu<T>(a_, b_, c_, s_, ozaki_plan());
     else cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
     if (combine_) combine_(c_, nullptr);
-    return t.seconds();
+    const double seconds = t.seconds();
+    if (level == Level::ozaki && !exact_) ozaki::note_once(ozaki_stats_, ozaki_plan(), ozaki_noted_);
+    return seconds;
   }
   std::vector<T> c() override { return c_; }
   std::vector<T> a() override { return a_; }
@@ -191,14 +198,27 @@ class CpuEngine final : public Engine<T> {
   std::optional<double> copy_bandwidth_gbs() override { return std::nullopt; }
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
   void set_exact(bool on) override { exact_ = on; }
+  void set_ozaki(const ozaki::Settings& settings) override {
+    if (settings.moduli != ozaki_moduli_) plan_.reset();
+    ozaki_moduli_ = settings.moduli;
+  }
   Shape shape() const override { return s_; }
 
  private:
+  const ozaki::Plan& ozaki_plan() {
+    if (!plan_) plan_ = ozaki::make_plan<T>(s_.k, ozaki_moduli_);
+    return *plan_;
+  }
+
   Shape s_;
   std::int64_t split_k_ = 0;
   bool exact_ = false;
   std::vector<T> a_, b_, c_;
   typename Engine<T>::Combine combine_;
+  int ozaki_moduli_ = 0;
+  std::optional<ozaki::Plan> plan_;
+  ozaki::Stats ozaki_stats_;
+  bool ozaki_noted_ = false;
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "exact.hpp"
 #include "kernels.cuh"
 #include "matmul.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -93,7 +94,10 @@ class CudaEngine final : public Engine<T> {
   }
 
   double run(Level level) override {
-    return time([&] { launch(level); });
+    const double t = time([&] { launch(level); });
+    if (level == Level::ozaki && !exact_ && !ozaki_noted_)
+      ozaki::note_once(ozaki_->stats(), *ozaki_plan_, ozaki_noted_);
+    return t;
   }
   std::optional<double> run_vendor() override {
     return time([&] { cublas(); });
@@ -132,6 +136,10 @@ class CudaEngine final : public Engine<T> {
   }
 
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+  void set_ozaki(const ozaki::Settings& settings) override {
+    if (settings.moduli != ozaki_settings_.moduli) ozaki_plan_.reset();
+    ozaki_settings_ = settings;
+  }
   void set_exact(bool on) override {
     if (on && !exact_) exact_ = std::make_unique<ExactCuda>();
     if (!on) exact_.reset();
@@ -344,6 +352,11 @@ class CudaEngine final : public Engine<T> {
         return;
       }
       case Level::tiled: launch_tiled<Big>(); return;
+      case Level::ozaki:
+        if (!ozaki_plan_) ozaki_plan_ = ozaki::make_plan<T>(s_.k, ozaki_settings_.moduli);
+        if (!ozaki_) ozaki_ = std::make_unique<ozaki::Cuda>();
+        ozaki_->multiply<T>(a_.data(), b_.data(), c_.data(), s_, *ozaki_plan_, stream_, ozaki_settings_.profile);
+        return;
       case Level::tiled_tc:
         if (prop_.major < 8)
           throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " +
@@ -391,6 +404,10 @@ class CudaEngine final : public Engine<T> {
   Shape s_;
   idx split_k_ = 0;
   std::unique_ptr<ExactCuda> exact_;  // set: matmul --exact
+  ozaki::Settings ozaki_settings_;
+  std::optional<ozaki::Plan> ozaki_plan_;
+  std::unique_ptr<ozaki::Cuda> ozaki_;  // made on the ozaki level's first run
+  bool ozaki_noted_ = false;
   typename Engine<T>::Combine combine_;
   cudaDeviceProp prop_{};
   cudaStream_t stream_{};

@@ -2,8 +2,9 @@
 
 Every element of C = A B is a dot product of length K reduced at one level (vector, worker,
 worker+vector, gang) or by the tiled kernel, on the CUDA cores or (tiled-tc, CUDA backend) the
-tensor cores at FP32 accuracy (3xTF32). GPU runs also show cuBLAS SGEMM and, for comparison, cuBLAS
-in its fast-TF32 mode, whose error is TF32's (above the FP32 tolerance; not counted as a failure). Throughput: square m = n = k. Error: a thin C
+tensor cores at FP32 accuracy (3xTF32), or (ozaki) from exact INT8 products of residues. GPU runs
+also show cuBLAS SGEMM and, for comparison, cuBLAS in its fast-TF32 mode, whose error is TF32's
+(above the FP32 tolerance; not counted as a failure). Throughput: square m = n = k. Error: a thin C
 (m = n fixed) with K growing, in float and double; a sum of K rounded terms has a worst-case
 relative error ~ K eps and a typical one ~ sqrt(K) eps, shown as reference lines.
 """
@@ -15,7 +16,7 @@ from . import fits, h5read, plotting, report
 from .context import Context
 from .runner import Run, make_run
 
-LEVELS = ["vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"]
+LEVELS = ["vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "ozaki"]
 EPS = {"float": float(np.finfo(np.float32).eps) / 2, "double": float(np.finfo(np.float64).eps) / 2}
 
 
@@ -121,7 +122,7 @@ def analyse(ctx: Context, runs: list[Run]) -> dict:
     # relative error against K
     ax = axes[0][1]
     err_impls = _ordered({r["impl"] for r in err_rows})
-    markers = dict(zip(LEVELS, "os^vDP"))
+    markers = dict(zip(LEVELS, "os^vDPX"))
     for prec, color_shift in (("float", 0), ("double", 1)):
         for j, impl in enumerate(err_impls):
             sel = sorted((r for r in err_rows if r["impl"] == impl and r["precision"] == prec),

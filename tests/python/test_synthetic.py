@@ -177,8 +177,8 @@ def test_matmul(ctx, with_cublas):
     assert ("cuBLAS TF32" in found["best_gflops"]) == with_cublas
     assert ("tiled-tc" in found["best_gflops"]) == with_cublas
     perf = report.read_csv(ctx.out / "matmul_levels.csv")
-    # levels, Eigen; on the GPU the tensor-core level, cuBLAS and cuBLAS TF32
-    assert len(perf) == len(matmul.perf_sizes(True)) * (5 + 1 + 3 * with_cublas)
+    # levels (the five and ozaki), Eigen; on the GPU the tensor-core level, cuBLAS and cuBLAS TF32
+    assert len(perf) == len(matmul.perf_sizes(True)) * (6 + 1 + 3 * with_cublas)
 
 
 HEADER = "suite,name,levels,op,type,shape,n,input_bytes,moved_bytes,time_us,gbs,vs_ceiling,vs_ref,ref"

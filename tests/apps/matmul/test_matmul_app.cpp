@@ -46,11 +46,11 @@ TEST_CASE("matmul reads A and B from HDF5 and writes C and the documented layout
   CHECK(f.read_attr_string("backend") == "cpu");
   CHECK(f.read_attr_string("precision") == "double");
   CHECK(f.read_attr_string("timing") == "rounds");
-  CHECK(f.read_attr_string("levels") == "vector,worker,worker+vector,gang,tiled");
+  CHECK(f.read_attr_string("levels") == "vector,worker,worker+vector,gang,tiled,ozaki");
   CHECK(f.read_attr<std::int64_t>("m") == 37);
   CHECK(f.read_attr<std::int64_t>("n") == 19);
   CHECK(f.read_attr<std::int64_t>("k") == 211);
-  for (const char* l : {"vector", "worker", "worker+vector", "gang", "tiled"}) {
+  for (const char* l : {"vector", "worker", "worker+vector", "gang", "tiled", "ozaki"}) {
     const auto g = f.open_group(std::string("levels/") + l);
     CHECK(g.read_attr<int>("passed") == 1);
     CHECK(g.read_attr<double>("rel_error") <= g.read_attr<double>("tolerance"));
