@@ -68,7 +68,9 @@ struct Case {
   /// error is TF32's, above the FP32 tolerance).
   std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
-  double tolerance = 0;  ///< tolerance<T>(K) of the case (--exact holds the levels to their bits instead)
+  /// The largest of the levels', cuBLAS's and Eigen's tolerances (each is judged by its own: Measured;
+  /// --exact holds the levels to their bits instead).
+  double tolerance = 0;
   /// Elements where the reference (rounded to the precision) is NaN, an infinity: where every level
   /// must give the same (Comparison).
   std::int64_t ref_nan = 0, ref_inf = 0;

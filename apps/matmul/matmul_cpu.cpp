@@ -42,6 +42,15 @@ void partial_dots(const T* a, const T* bt, T* p, Shape s, idx k0, idx k1) {
     for (idx j = 0; j < s.n; ++j) p[i * s.n + j] = dot(a + i * s.k + k0, bt + j * s.k + k0, k1 - k0);
 }
 
+// The gang level's K chunks: fixed, independent of the thread count (tuning_cpu.hpp).
+idx gang_chunks(Shape s, idx split_k) {
+  using namespace tuning::cpu;
+  if (split_k > 0) return std::min(split_k, s.k);
+  idx chunks = std::clamp<idx>(s.k / gang_min_chunk, 1, gang_max_chunks);
+  while (chunks > 1 && chunks * s.m * s.n > gang_max_partials) chunks /= 2;
+  return chunks;
+}
+
 // Sums partials[0..count) (each M x N) into c, in order.
 template <class T>
 void combine_in_order(const std::vector<T>& partials, idx count, T* c, idx mn) {
@@ -107,11 +116,7 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::gang: {
       const auto bt = transpose(b_, s.k, s.n);
-      // Fixed chunks, independent of the thread count (tuning_cpu.hpp).
-      using namespace tuning::cpu;
-      idx chunks = std::clamp<idx>(s.k / gang_min_chunk, 1, gang_max_chunks);
-      while (chunks > 1 && chunks * mn > gang_max_partials) chunks /= 2;
-      if (split_k > 0) chunks = std::min(split_k, s.k);
+      const idx chunks = gang_chunks(s, split_k);
       std::vector<T> partials(static_cast<std::size_t>(chunks * mn));
 #pragma omp parallel for schedule(dynamic, 1)
       for (idx g = 0; g < chunks; ++g)
@@ -144,6 +149,24 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     case Level::tiled_tc:
       throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
     case Level::ozaki: (void)ozaki::multiply_cpu<T>(a_, b_, c_, s, ozaki::make_plan<T>(s.k, 0)); return;
+  }
+}
+
+template <class T>
+ErrorBound cpu_error_bound(Level level, Shape s, std::int64_t split_k, int threads) {
+  const idx k = std::max<idx>(s.k, 1);
+  // K cut into w ranges summed one after another: a range of at most ceil(K / w) products, each
+  // summed in turn or by an `omp simd` reduction (lanes of the compiler's choosing, then the lanes:
+  // any order, so at most its length), then w - 1 additions of the ranges' sums.
+  const auto ranges = [k](idx w) { return ErrorBound{(k + w - 1) / w + w - 1, 0}; };
+  switch (level) {
+    case Level::worker:
+    case Level::worker_vector: return ranges(std::min<idx>(threads, k));
+    case Level::gang: return ranges(gang_chunks(s, split_k));
+    case Level::ozaki: return ozaki::error_bound<T>(k);
+    case Level::vector:  // one `omp simd` reduction over K: any order
+    case Level::tiled:   // each element's products added in K order
+    default: return any_order(k);
   }
 }
 
@@ -203,6 +226,9 @@ class CpuEngine final : public Engine<T> {
     ozaki_moduli_ = settings.moduli;
   }
   Shape shape() const override { return s_; }
+  ErrorBound error_bound(Level level) override {
+    return cpu_error_bound<T>(level, s_, split_k_, omp_get_max_threads());
+  }
 
  private:
   const ozaki::Plan& ozaki_plan() {
@@ -230,6 +256,7 @@ std::unique_ptr<Engine<T>> make_cpu_engine(Shape s) {
 
 #define TALLY_MATMUL_CPU(T)                                                                                        \
   template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t); \
+  template ErrorBound cpu_error_bound<T>(Level, Shape, std::int64_t, int);                                         \
   template double eigen_multiply<T>(std::span<const T>, std::span<const T>, std::span<T>, Shape, int, int);        \
   template std::unique_ptr<Engine<T>> make_cpu_engine<T>(Shape);
 TALLY_MATMUL_CPU(float)

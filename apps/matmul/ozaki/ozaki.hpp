@@ -22,19 +22,22 @@
 //     |C_ij - (AB)_ij| <= sigma_i sum_k |B_kj| + sigma_j sum_k |A_ik|          (truncation)
 //                        + u |C_ij| + 2^(B-130) sigma_i sigma_j                 (reconstruction, B = log2 P)
 //                        + the rounding to T,
-// where sigma_i <= 2 max_k |A_ik| / Q: each row's largest element keeps log2 Q bits. Against matmul's
-// componentwise measure (error / (|A||B|)_ij, tolerance u_T (1 + min(K, 10 sqrt K))) the truncation
+// where sigma_i <= 2 max_k |A_ik| / Q: each row's largest element keeps log2 Q bits. The level promises
+// u_T (1 + min(K, 10 sqrt K)) of |A||B|, element by element (`promise`: the size of a floating-point
+// sum's typical error, 10 sqrt K u, and its worst case below K = 100). Against that componentwise
+// measure (error / (|A||B|)_ij) the truncation
 // term depends on how each row's and column's magnitudes pair up, so every 32 x 32 tile of C carries
 // a certificate (ozaki_arith.hpp, `certified`): the bound above against a lower bound of |A||B| from
 // quarter-octave histograms of the tile's rows and columns (rearrangement: the smallest possible overlap
 // of their large elements). A tile whose certificate fails, and the elements of rows or columns
 // holding Inf or NaN, are computed by exact dot products (tally::reduce::exact, rounded once: IEEE's
-// NaN and Inf, and the same bits on the CPU and the GPU): the level meets the tolerance on every
-// input, and reports such tiles (the note below).
+// NaN and Inf, and the same bits on the CPU and the GPU): the level keeps its promise on every
+// input, and reports such tiles (the note below). matmul's check holds it to the promise
+// (error_bound: a deterministic bound, as each level's order of summation gives the others').
 //
 // The number of moduli (--ozaki-moduli auto): a tile is certified when
 //     kappa <= theta(K) Q / 2,   kappa = (Q / 2) (s_I rho_J + s_J rho_I) / lambda_IJ,
-// theta(K) ~ u_T min(K, 10 sqrt K) (the tolerance less the roundings, ozaki_plan.cpp), s = sigma / max
+// theta(K) ~ u_T min(K, 10 sqrt K) (the promise less the roundings, ozaki_plan.cpp), s = sigma / max
 // in [1/Q, 2/Q). kappa depends on the inputs alone: (max_i sum_k |B_kj| + max_j sum_k |A_ik|) / |A||B|_ij
 // as the bins bound it; the certificate sees 4-8 for inputs uniform in [-1, 1) and 33-58 for Gaussian
 // ones (K = 256 ... 16384). auto takes the fewest N whose Q(N, K) certifies kappa = kAutoKappa / 2 = 32
@@ -50,7 +53,10 @@
 // GPU; the certificate is computed from integer counts in a fixed order; the fallback is exact. So C
 // is bitwise the same run to run, on the H100 and the H200, and on the CPU. Not across rank counts:
 // the rank level adds the ranks' rounded partial Cs (driver.cpp), as for every level.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,8 +86,20 @@ template <class T>
 /// product cannot hold even one bit per element (P / 2 <= K) or `moduli` is outside 1 .. kMaxModuli.
 template <class T>
 [[nodiscard]] Plan make_plan(std::int64_t k, int moduli);
+/// What the level promises each element of C: |C_ij - (AB)_ij| <= promise (|A||B|)_ij, promise =
+/// u_T (1 + min(K, 10 sqrt K)) (see above).
+template <class T>
+[[nodiscard]] double promise(std::int64_t k) {
+  const double kk = static_cast<double>(k);
+  return std::numeric_limits<T>::epsilon() / 2 * (1 + std::min(kk, 10 * std::sqrt(kk)));
+}
+/// The promise as matmul's checks take it (matmul.hpp, ErrorBound): depth 0, the promise in units of u.
+template <class T>
+[[nodiscard]] ErrorBound error_bound(std::int64_t k) {
+  return {0, promise<T>(k) / (std::numeric_limits<T>::epsilon() / 2)};
+}
 /// The certificate's threshold for T and K: the truncation bound may be this fraction of |A||B|
-/// (the tolerance less the reconstruction's and the final roundings).
+/// (the promise less the reconstruction's and the final roundings).
 template <class T>
 [[nodiscard]] double certificate_threshold(std::int64_t k);
 /// Q for the product P of the first `moduli` moduli and K (0 when P / 2 <= K).

@@ -308,7 +308,7 @@ TALLY_HD void tile_add(TileSide& t, const LineStats& l) {
 }
 
 /// Whether every element of the tile (rows I of A, columns J of B) is certified within the
-/// tolerance. In units of max_i max_j (the row's and the column's largest): the truncation and
+/// promise (ozaki.hpp). In units of max_i max_j (the row's and the column's largest): the truncation and
 /// reconstruction error of C_ij is at most s_i rho_j + s_j rho_i + 2^(B-130) s_i s_j (ozaki.hpp), and
 /// |A||B|_ij is at least lambda = sum_{x,y} step_x step_y max(0, nA_x + nB_y - K), step_x = low_x -
 /// low_(x+1) (|x| >= max sum_x step_x [r >= low_x], and at least nA_x + nB_y - K indices k have both

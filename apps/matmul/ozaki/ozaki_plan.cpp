@@ -102,13 +102,13 @@ std::uint64_t q_bound(int moduli, std::int64_t k) { return q_of(product_of(modul
 // With the error bound of ozaki.hpp, |C - AB| <= E + (E + |A||B|) u' + the rounding to T, where E is
 // the truncation and reconstruction terms the certificate bounds by theta |A||B| and u' = u_d (1 +
 // 2^-50) the reconstruction's relative error. Double: C is the reconstruction scaled by a power of
-// two (exact in the normal range), so theta = (tol - u') / (1 + u'). Float: one more rounding,
-// |C - Z| <= u_f |Z|, so theta = (tol - u_f - u' (1 + u_f)) / ((1 + u_f)(1 + u')). The factor 1 -
+// two (exact in the normal range), so theta = (tol - u') / (1 + u') with tol the promise. Float: one
+// more rounding, |C - Z| <= u_f |Z|, so theta = (tol - u_f - u' (1 + u_f)) / ((1 + u_f)(1 + u')). The factor 1 -
 // 2^-30 covers the certificate's own rounding (sums of at most 33 x 33 terms). Results in the
 // subnormal range carry the usual absolute error of half their spacing besides.
 template <class T>
 double certificate_threshold(std::int64_t k) {
-  const double tol = tolerance<T>(k), ud = 0x1p-53 * (1 + 0x1p-50);
+  const double tol = promise<T>(k), ud = 0x1p-53 * (1 + 0x1p-50);
   double theta;
   if constexpr (sizeof(T) == 8) {
     theta = (tol - ud) / (1 + ud);

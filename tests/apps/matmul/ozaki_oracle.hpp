@@ -1,7 +1,7 @@
 #pragma once
 // The Ozaki level's tests' oracle: per element of C, the exact product rounded once, the exact error
 // of a computed C (X - C by big-integer arithmetic, rounded to double) and |A||B| exactly (rounded),
-// and the promise each element must keep (ozaki/ozaki.hpp): within matmul's tolerance of |A||B|,
+// and the promise each element must keep (ozaki/ozaki.hpp): within u (1 + min(K, 10 sqrt K)) of |A||B|,
 // and either the exact product rounded once (the fallback) or within the Ozaki bound
 // sigma_i sum_k |B_kj| + sigma_j sum_k |A_ik| + 2 u |C|, with sigma_i = 2^-e_i from the row's
 // largest element and Q (computed here by frexp, not by the engine's integer code).
@@ -154,7 +154,7 @@ struct OzakiCheck {
 template <class T>
 OzakiCheck check_ozaki_promise(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& c,
                                matmul::Shape s, std::uint64_t q) {
-  const double u = std::numeric_limits<T>::epsilon() / 2, tol = matmul::tolerance<T>(s.k);
+  const double u = std::numeric_limits<T>::epsilon() / 2, tol = matmul::ozaki::promise<T>(s.k);
   const double tiny = std::numeric_limits<T>::denorm_min();  // the spacing of subnormal results
   const auto sig_a = ozaki_sigmas(a, s.m, s.k, 1, s.k, q), sig_b = ozaki_sigmas(b, s.n, 1, s.n, s.k, q);
   OzakiCheck out;
@@ -180,7 +180,7 @@ OzakiCheck check_ozaki_promise(const std::vector<T>& a, const std::vector<T>& b,
         d.add_product(-static_cast<double>(got), 1.0);
         const double err = std::fabs(d.round<double>()) * (1 + 0x1p-52), abs = mag.round<double>() * (1 - 0x1p-52);
         if (abs > 0) out.worst = std::max(out.worst, err / abs);
-        if (err > tol * abs + tiny) why = "error beyond the tolerance";
+        if (err > tol * abs + tiny) why = "error beyond the promise";
         const double si = sig_a[static_cast<std::size_t>(i)], sj = sig_b[static_cast<std::size_t>(j)];
         const double bound =
             (1 + 0x1p-30) * static_cast<double>(si * cb + sj * ra) + 2 * u * std::fabs(static_cast<double>(got)) + tiny;
@@ -188,7 +188,7 @@ OzakiCheck check_ozaki_promise(const std::vector<T>& a, const std::vector<T>& b,
         if (!why.empty()) {
           std::ostringstream msg;
           msg << why << " at (" << i << ", " << j << "): got " << got << ", exact " << want << ", |error| " << err
-              << ", |A||B| " << abs << ", tolerance " << tol * abs << ", Ozaki bound " << bound;
+              << ", |A||B| " << abs << ", promise " << tol * abs << ", Ozaki bound " << bound;
           why = msg.str();
         }
       }

@@ -92,7 +92,7 @@ TEST_CASE("ozaki plan: coprime moduli, K Q^2 below P / 2, exact CRT tables, auto
               1 % mods[static_cast<std::size_t>(l)]);
       }
     }
-  // auto: the fewest moduli with Q >= kAutoKappa / theta(K) (ozaki.hpp), theta the tolerance less
+  // auto: the fewest moduli with Q >= kAutoKappa / theta(K) (ozaki.hpp), theta the promise less
   // the roundings. Double 15, float 7 over the bench's K.
   for (std::int64_t k : {std::int64_t{4096}, std::int64_t{8192}, std::int64_t{16384}}) {
     CHECK(oz::auto_moduli<double>(k) == 15);
@@ -103,10 +103,10 @@ TEST_CASE("ozaki plan: coprime moduli, K Q^2 below P / 2, exact CRT tables, auto
       CHECK(static_cast<double>(oz::q_bound(n, k)) * theta >= oz::kAutoKappa);
       CHECK(static_cast<double>(oz::q_bound(n - 1, k)) * theta < oz::kAutoKappa);
     }
-    // theta: the tolerance less the reconstruction's (and float's final) rounding.
-    CHECK(oz::certificate_threshold<double>(k) < tolerance<double>(k) - 0x1p-53);
-    CHECK(oz::certificate_threshold<double>(k) > tolerance<double>(k) - 0x1p-52);
-    CHECK(oz::certificate_threshold<float>(k) < tolerance<float>(k) - 0x1p-24);
+    // theta: the promise less the reconstruction's (and float's final) rounding.
+    CHECK(oz::certificate_threshold<double>(k) < oz::promise<double>(k) - 0x1p-53);
+    CHECK(oz::certificate_threshold<double>(k) > oz::promise<double>(k) - 0x1p-52);
+    CHECK(oz::certificate_threshold<float>(k) < oz::promise<float>(k) - 0x1p-24);
   }
   CHECK_THROWS_AS(oz::make_plan<double>(4096, 1), tally::InputError);   // P = 256 < 2 K
   CHECK_THROWS_AS(oz::make_plan<double>(4096, 21), tally::InputError);  // beyond the table
@@ -173,8 +173,7 @@ TEST_CASE("ozaki residues: the CPU's symmetric ones and the GPU's representative
   CHECK(bad == 0);
 }
 
-TEST_CASE("ozaki on the CPU: odd shapes within the tolerance and the Ozaki bound of exact products",
-          "[matmul][ozaki]") {
+TEST_CASE("ozaki on the CPU: odd shapes within the promise and the Ozaki bound of exact products", "[matmul][ozaki]") {
   std::uint64_t salt = 4300;
   for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 129}, Shape{33, 40, 1000}, Shape{129, 7, 300}, Shape{3, 70, 16},
                   Shape{40, 33, 1027}}) {
@@ -186,14 +185,14 @@ TEST_CASE("ozaki on the CPU: odd shapes within the tolerance and the Ozaki bound
                    b = uniform<float>(static_cast<std::size_t>(s.k * s.n), ++salt);
         const auto c = run_cpu<float>(a, b, s, 0, &st);
         const auto r = tally::test::check_ozaki_promise<float>(a, b, c, s, oz::make_plan<float>(s.k, 0).tables.q);
-        CHECK(r.worst <= tolerance<float>(s.k));
+        CHECK(r.worst <= oz::promise<float>(s.k));
       } else {
         const auto a = uniform<double>(static_cast<std::size_t>(s.m * s.k), ++salt),
                    b = uniform<double>(static_cast<std::size_t>(s.k * s.n), ++salt);
         const auto c = run_cpu<double>(a, b, s, 0, &st);
         (void)tally::test::check_ozaki_promise<double>(a, b, c, s, oz::make_plan<double>(s.k, 0).tables.q);
       }
-      // Inputs of uniform magnitude pass the certificate once K is past the smallest tolerances.
+      // Inputs of uniform magnitude pass the certificate once K is past the smallest promises.
       if (s.k >= 1000) CHECK(st.exact_elements == 0);
     }
   }
