@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -87,10 +88,15 @@ class CudaEngine final : public Engine<T> {
         <<<blocks, fill_threads, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    specials_ = false;  // uniform in [-1, 1)
   }
   void set_inputs(std::span<const T> a, std::span<const T> b) override {
     a_.upload(a, stream_);
     b_.upload(b, stream_);
+    if constexpr (sizeof(T) == 4) {  // 3xTF32 takes its IEEE split where an infinity is (tc_mma.cuh)
+      const auto inf = [](T x) { return std::isinf(x); };
+      specials_ = std::any_of(a.begin(), a.end(), inf) || std::any_of(b.begin(), b.end(), inf);
+    }
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
@@ -246,11 +252,16 @@ class CudaEngine final : public Engine<T> {
     idx chunk;
   };
   template <class Kernel>
-  SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem) {
+  /// `sizing`: the kernel whose occupancy sizes the grid (the plain kernel of a 3xTF32 tile whose IEEE
+  /// variant runs: the same splits, so the same order and bits off the infinities).
+  SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, Kernel sizing = nullptr) {
     TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if (!sizing || sizing == kernel) sizing = kernel;
+    else
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sizing, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     int per_sm = 0;
     TALLY_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sizing, static_cast<int>(block.x * block.y), smem));
     const idx tiles = ((s_.m + bm - 1) / bm) * ((s_.n + bn - 1) / bn);
     const idx slices = (s_.k + bk - 1) / bk;
     const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
@@ -271,8 +282,8 @@ class CudaEngine final : public Engine<T> {
   /// in_split(chunk): the bound of one split's product over `chunk` K.
   template <class Kernel, class InSplit>
   void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b,
-                      InSplit&& in_split) {
-    const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem);
+                      InSplit&& in_split, Kernel sizing = nullptr) {
+    const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem, sizing);
     record_gang(in_split(g.chunk), g.grid);
     kernel<<<g.grid, block, smem, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                              partials_.data(), tickets_.data(), vec_a, vec_b);
@@ -292,9 +303,16 @@ class CudaEngine final : public Engine<T> {
   template <class Cfg>
   void launch_gang_tc() {
     const bool vec_a = s_.k % Cfg::CH == 0, vec_b = s_.n % Cfg::CH == 0;
-    launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM,
-                   Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b,
-                   [](idx chunk) { return tc_product_bound<Cfg>(chunk); });
+    const auto plain = vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>;
+    auto kernel = plain;
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) {
+        using Ieee = typename Cfg::template with_math<k::tc::Tf32x3Specials>;
+        kernel = vec_a && vec_b ? k::tc::gang_level_tc<Ieee, true> : k::tc::gang_level_tc<Ieee, false>;
+      }
+    launch_split_k(
+        kernel, Cfg::BM, Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b,
+        [](idx chunk) { return tc_product_bound<Cfg>(chunk); }, plain);
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
@@ -324,9 +342,12 @@ class CudaEngine final : public Engine<T> {
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
   void launch_gang_tma(bool l2_promote) {
-    auto kernel = k::tc::gang_level_tma<Cfg>;
+    const auto plain = k::tc::gang_level_tma<Cfg>;
+    auto kernel = plain;
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) kernel = k::tc::gang_level_tma<typename Cfg::template with_math<k::tc::Tf32x3Specials>>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
-    const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
+    const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes, plain);
     record_gang(tc_product_bound<Cfg>(g.chunk), g.grid);
     if (!maps_)
       maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote),
@@ -433,13 +454,15 @@ class CudaEngine final : public Engine<T> {
       if (!wg_maps_)
         wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, wgmma_l2_promote),
                     tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, wgmma_l2_promote)};
-      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
+      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, specials_, stream_);
     }
 #endif
   }
 
   template <class Cfg>
   void launch_tiled_tc() {
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) return launch_tiled_tc<typename Cfg::template with_math<k::tc::Tf32x3Specials>>();
     const bool vec = s_.k % Cfg::CH == 0 && s_.n % Cfg::CH == 0;
     auto kernel = vec ? k::tc::tiled_level_tc<Cfg, true> : k::tc::tiled_level_tc<Cfg, false>;
     TALLY_CUDA_TRY(
@@ -453,6 +476,7 @@ class CudaEngine final : public Engine<T> {
   Shape s_;
   idx split_k_ = 0;
   std::unique_ptr<ExactCuda> exact_;  // set: matmul --exact
+  bool specials_ = false;             // A or B holds an infinity: 3xTF32's IEEE split (float)
   ozaki::Settings ozaki_settings_;
   std::optional<ozaki::Plan> ozaki_plan_;
   std::unique_ptr<ozaki::Cuda> ozaki_;  // made on the ozaki level's first run

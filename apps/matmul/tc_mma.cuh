@@ -153,13 +153,17 @@ struct Dmma {
 ///  level uses this path for K >= TcConfig::min_k = 1024 only.
 ///
 /// NaN and infinities, by IEEE as on the CUDA cores. A NaN x reaches lo (x - hi is NaN), so every
-/// product with it is NaN. An infinite x would split into hi = x and lo = inf - inf = NaN, and an
-/// infinite b's hi would meet a finite a's lo, which may be 0 or of the other sign (0 x Inf, or Inf -
-/// Inf): so an infinite x splits into hi = +-1 and lo = x instead. Then a b = lo_a hi_b + hi_a lo_b +
-/// hi_a hi_b is (finite) + hi_a (+-Inf) + (finite) for a finite a: an infinity of a b's sign, NaN for
-/// a = 0; for two infinities, two infinities of the same sign. (A subnormal a below 2^-137, whose hi
-/// is 0, times an infinity gives NaN.) Finite and NaN inputs keep their split bit for bit.
-struct Tf32x3 {
+/// product with it is NaN. The plain split (Specials = false) turns an infinite x into hi = x and
+/// lo = inf - inf = NaN, and an infinite b's hi meets a finite a's lo, which may be 0 or of the other
+/// sign (0 x Inf, or Inf - Inf): NaN where IEEE gives an infinity. With Specials, an infinite x splits
+/// into hi = +-1 and lo = x instead: then a b = lo_a hi_b + hi_a lo_b + hi_a hi_b is (finite) +
+/// hi_a (+-Inf) + (finite) for a finite a, an infinity of a b's sign (NaN for a = 0), and two
+/// infinities give two infinities of the same sign. (A subnormal a below 2^-137, whose hi is 0, times
+/// an infinity gives NaN.) Finite and NaN inputs split bit for bit as without; the select costs two
+/// instructions a split and registers in the main loops, so the engines take this variant only for
+/// inputs that hold an infinity (matmul_cuda.cu).
+template <bool Specials>
+struct Tf32x3Of {
   using T = float;
   static constexpr int km = 8;
   static constexpr bool promote = true;  // see above: a chain per slice, folded into FP32 with RN
@@ -185,7 +189,8 @@ struct Tf32x3 {
   __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
     const std::uint32_t bits = __float_as_uint(x);
     hi = (bits + 0x1000u) & 0xFFFFE000u;
-    if (fabsf(x) == __uint_as_float(0x7F800000u)) hi ^= 0x40000000u;  // +-Inf: hi = +-1, and lo = x - hi = x
+    if constexpr (Specials)
+      if (fabsf(x) == __uint_as_float(0x7F800000u)) hi ^= 0x40000000u;  // +-Inf: hi = +-1, and lo = x - hi = x
     lo = __float_as_uint(x - __uint_as_float(hi));
   }
   __device__ __forceinline__ static void load_a(AFrag& f, const float* p, int sa, int lane) {
@@ -270,5 +275,8 @@ struct Tf32x3 {
     mma_tf32(chain, a.hi, b.hi);
   }
 };
+/// 3xTF32 for finite (and NaN) inputs; with infinities kept IEEE's.
+using Tf32x3 = Tf32x3Of<false>;
+using Tf32x3Specials = Tf32x3Of<true>;
 
 }  // namespace tally::matmul::kernels::tc
