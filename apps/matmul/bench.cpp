@@ -1,18 +1,21 @@
 // matmul --bench, all of it: the shapes, the table of shapes x levels against cuBLAS, Eigen and the
 // copy bandwidth, and its file; on several ranks the Gram shapes on rank 0 alone and K-split over
-// every rank, with the speedup.
+// every rank, with the speedup. --bench --level ozaki: the ozaki level's own table (below).
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver.hpp"
 #include "matmul_output.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
 #include "tally/common/provenance.hpp"
+#include "tally/common/timing.hpp"
 #include "tally/ranks/comm.hpp"
 
 namespace tally::matmul::detail {
@@ -90,11 +93,158 @@ Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCa
   return run_case<T>(comm, backend, device, bc.shape, bc.levels, o, eigen, 1, nullptr, bandwidth);
 }
 
+// ---- --bench --level ozaki ---------------------------------------------------------------------
+// The ozaki level against cuBLAS DGEMM / SGEMM on issue 42's square shapes (double 4096^3, 8192^3,
+// 16384^3; float 8192^3), in one process and the same rounds, each C's error against the device's
+// double-double reference, the INT8 products' rate against a plain INT8 GEMM of the same shape
+// measured in the same run, and the share of time outside them.
+//
+// The arithmetic (M = N = K = n, L moduli, T's size t bytes; one chunk of K up to 131056):
+//   INT8 operations       2 n^3 L               (8192^3, L = 15: 1.65e13; float L = 7: 7.7e12)
+//   conversion traffic    2 n^2 t (read) twice  (each input read for its lines' maxima, then for the
+//                         residues) + 2 n^2 L (residues written)
+//                         8192^2 double: 2.1 + 2.0 GB; float, L = 7: 1.1 + 0.9 GB
+//   INT32 products        4 n^2 L written by the GEMMs (in their time), read once by the reconstruction:
+//                         8192^2, L = 15: 4.0 GB; L = 7: 1.9 GB; C written: n^2 t
+// So at 8192^3 in double, with a plain INT8 GEMM at r TOPS and the rest at the copy rate B, the time
+// is about 16.5 / r ms + 8.6 GB / B; in float 7.7 / r ms + 4.1 GB / B; 16384^3 double 132 / r ms +
+// 35 GB / B. The table sets these against cuBLAS's time in the same run.
+
+struct OzakiRow {
+  Shape shape;
+  std::string precision;
+  double ozaki_s = 0, cublas_s = 0, int8_plain_s = 0;
+  double ozaki_error = 0, cublas_error = 0, ozaki_tolerance = 0, cublas_tolerance = 0;
+  bool passed = false;  ///< both within their tolerances
+  ozaki::Profile profile;
+};
+
+/// The case with each of `counts` moduli (0: auto) and cuBLAS, in rounds as the driver's: each once a
+/// round, the order reversed every other round and forward in the last; each C judged after its last
+/// run. Then one profiled run per count (it synchronises between its phases: not a timed run) and a
+/// plain INT8 GEMM of the shape.
+template <class T>
+std::vector<OzakiRow> ozaki_bench_case(Shape s, int device, const Options& o, const std::vector<int>& counts) {
+  auto engine = make_cuda_engine<T>(s, device);
+  engine->generate(o.common.seed);
+  const Reference ref = engine->reference();
+  const std::size_t n = counts.size() + 1;  // contender 0: cuBLAS
+  std::vector<std::vector<double>> times(n);
+  std::vector<Comparison> judged(n);
+  std::vector<double> tolerances(n);
+  for (std::size_t x = 0; x < n; ++x)  // cuBLAS: any order; the level: its promise
+    tolerances[x] = tolerance<T>(x == 0 ? any_order(s.k) : ozaki::error_bound<T>(s.k));
+  const int rounds = o.warmup + o.repeats;
+  for (int r = 0; r < rounds; ++r) {
+    const bool forward = (rounds - 1 - r) % 2 == 0;
+    for (std::size_t step = 0; step < n; ++step) {
+      const std::size_t x = forward ? step : n - 1 - step;
+      if (x > 0) engine->set_ozaki(ozaki::Settings{counts[x - 1]});
+      const double t = x > 0 ? engine->run(Level::ozaki) : *engine->run_vendor();
+      if (r >= o.warmup) times[x].push_back(t);
+      if (r + 1 == rounds)
+        judged[x] = compare<T>(engine->c(), ref, Allowance{tolerances[x], underflow_allowance<T>(s.k)});
+    }
+  }
+  const double plain = ozaki::int8_gemm_seconds(s, device, o.repeats);
+  std::vector<OzakiRow> rows;
+  for (std::size_t x = 1; x < n; ++x) {
+    OzakiRow row;
+    row.shape = s;
+    row.precision = sizeof(T) == 4 ? "float" : "double";
+    row.ozaki_s = median(times[x]), row.cublas_s = median(times[0]);
+    row.ozaki_error = judged[x].rel_error, row.cublas_error = judged[0].rel_error;
+    row.ozaki_tolerance = tolerances[x], row.cublas_tolerance = tolerances[0];
+    row.passed = judged[x].passed() && judged[0].passed();
+    engine->set_ozaki(ozaki::Settings{counts[x - 1], &row.profile});
+    (void)engine->run(Level::ozaki);
+    row.int8_plain_s = plain;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+double int8_tops(const OzakiRow& r, double seconds, double gemms) {
+  const double kp = std::ceil(static_cast<double>(r.shape.k) / 16) * 16;  // K padded as the INT8 GEMMs take it
+  return 2.0 * static_cast<double>(r.shape.m) * static_cast<double>(r.shape.n) * kp * gemms / seconds / 1e12;
+}
+
+int run_ozaki_bench(Backend backend, int device, const Options& o) {
+  if (backend != Backend::cuda)
+    throw InputError("--bench --level ozaki: compares the INT8 tensor cores with cuBLAS; it needs --backend cuda");
+  std::vector<std::pair<std::string, std::int64_t>> cases{
+      {"double", 4096}, {"double", 8192}, {"double", 16384}, {"float", 8192}};
+  if (o.given.precision) std::erase_if(cases, [&](const auto& c) { return c.first != o.common.precision; });
+  if (o.size > 0) cases = {{o.common.precision, o.size}};
+  const DeviceInfo dev = query_device(device);
+  std::printf("device: %s\n", dev.summary().c_str());
+  std::printf(
+      "| case | moduli | bits | ozaki ms | cuBLAS ms | speedup | ozaki err | cuBLAS err | INT8 TOPS | plain INT8 TOPS "
+      "| "
+      "%% of plain | outside INT8 | exact elements |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::vector<OzakiRow> rows;
+  bool ok = true;
+  HostTimer total;
+  // auto (or --ozaki-moduli), and in double one modulus fewer too: the speed / accuracy trade-off.
+  const int asked = ozaki::parse_moduli(o.ozaki_moduli);
+  for (const auto& [precision, n] : cases) {
+    const Shape s{n, n, n};
+    const bool dbl = precision == "double";
+    const int count = asked > 0 ? asked : dbl ? ozaki::auto_moduli<double>(n) : ozaki::auto_moduli<float>(n);
+    std::vector<int> counts{count};
+    if (dbl && asked == 0 && count > 1) counts.push_back(count - 1);
+    for (OzakiRow& r :
+         dbl ? ozaki_bench_case<double>(s, device, o, counts) : ozaki_bench_case<float>(s, device, o, counts)) {
+      const ozaki::Profile& p = r.profile;
+      const double tops = int8_tops(r, p.int8_s, p.moduli), plain_tops = int8_tops(r, r.int8_plain_s, 1);
+      std::printf("| %s %s | %d | %d | %.3f | %.3f | %.2fx | %.1e | %.1e | %.0f | %.0f | %.0f%% | %.0f%% | %lld |\n",
+                  precision.c_str(), s.str().c_str(), p.moduli, p.bits_kept, 1e3 * r.ozaki_s, 1e3 * r.cublas_s,
+                  r.cublas_s / r.ozaki_s, r.ozaki_error, r.cublas_error, tops, plain_tops, 100.0 * tops / plain_tops,
+                  100.0 * (1 - p.int8_s / p.total_s), static_cast<long long>(p.stats.exact_elements));
+      std::fflush(stdout);
+      ok = ok && r.passed;
+      rows.push_back(std::move(r));
+    }
+  }
+  auto file = h5::File::create(o.common.out);
+  file.attr("app", "matmul");
+  file.attr("mode", "bench-ozaki");
+  file.attr("backend", "cuda");
+  file.attr("status", ok ? "ok" : "failed");
+  file.attr("repeats", o.repeats);
+  file.attr("warmup", o.warmup);
+  file.attr("seed", o.common.seed);
+  for (const OzakiRow& r : rows) {
+    const ozaki::Profile& p = r.profile;
+    auto g = file.group("bench_ozaki/" + r.precision + "_" + r.shape.str() + "_" + std::to_string(p.moduli) + "moduli");
+    g.attr("m", r.shape.m), g.attr("n", r.shape.n), g.attr("k", r.shape.k), g.attr("precision", r.precision);
+    g.attr("moduli", p.moduli), g.attr("bits_kept", p.bits_kept), g.attr("chunks", p.chunks);
+    g.attr("ozaki_time_s", r.ozaki_s), g.attr("cublas_time_s", r.cublas_s), g.attr("speedup", r.cublas_s / r.ozaki_s);
+    g.attr("ozaki_rel_error", r.ozaki_error), g.attr("cublas_rel_error", r.cublas_error);
+    g.attr("ozaki_tolerance", r.ozaki_tolerance), g.attr("cublas_tolerance", r.cublas_tolerance);
+    g.attr("scale_s", p.scale_s), g.attr("int8_s", p.int8_s), g.attr("reconstruct_s", p.reconstruct_s);
+    g.attr("exact_s", p.exact_s), g.attr("int8_plain_gemm_s", r.int8_plain_s);
+    g.attr("exact_elements", p.stats.exact_elements);
+  }
+  file.group("timings").attr("total_s", total.seconds());
+  write_provenance(file, collect_provenance("matmul --bench --level ozaki", dev), dev);
+  file.commit();
+  std::printf("| matmul bench (ozaki): %s, %zu cases, total %.1f s |\n",
+              ok ? "all within tolerance" : "SOME CHECKS FAILED", rows.size(), total.seconds());
+  return ok ? exit_ok : exit_failure;
+}
+
 }  // namespace
 
 // --bench. On several ranks the Gram shapes run twice: on rank 0 alone (the others wait at a
 // barrier), then K-split over every rank; the speedup is the single-rank time over the job's.
 int run_bench(const Comm& comm, Backend backend, int device, const Options& o) {
+  if (o.levels == std::vector<std::string>{"ozaki"}) {  // its own table, on one rank
+    if (comm.size() > 1)
+      throw InputError("--bench --level ozaki: runs on one rank (got " + std::to_string(comm.size()) + ")");
+    return run_ozaki_bench(backend, device, o);
+  }
   std::vector<std::string> precisions{"float", "double"};
   if (o.given.precision) precisions = {o.common.precision};
   const int ranks = comm.size();

@@ -19,6 +19,7 @@
 #include "inputs.hpp"
 #include "matmul.hpp"
 #include "matmul_output.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
@@ -37,25 +38,28 @@ namespace {
 using ranks::Comm;
 using ranks::Memory;
 
+/// C against the reference, within the tolerance of `bound` (the order's, on the largest slab) over
+/// `ranks` ranks.
 template <class T>
-Measured judge(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s) {
+Measured judge(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s, ErrorBound bound,
+               int ranks) {
   Measured r;
   r.name = std::move(name);
   r.time_s = t;
   r.gflops = s.flops() / t / 1e9;
   r.gbps = s.input_bytes(sizeof(T)) / t / 1e9;
-  const Comparison cmp = compare<T>(c, ref);
+  r.tolerance = tolerance<T>(bound, ranks);
+  const Comparison cmp = compare<T>(c, ref, Allowance{r.tolerance, underflow_allowance<T>(s.k)});
   r.rel_error = cmp.rel_error;  // infinite where NaN or an infinity mismatches
   r.nan_extra = cmp.nan_extra, r.nan_missing = cmp.nan_missing, r.inf_wrong = cmp.inf_wrong;
-  r.tolerance = tolerance<T>(s.k);
-  r.passed = r.rel_error <= r.tolerance;
+  r.passed = cmp.passed();
   return r;
 }
 
 /// --exact: C must be the correctly rounded product (ref.c) bit for bit, every element.
 template <class T>
 Measured judge_exact(std::string name, double t, std::span<const T> c, const Reference& ref, Shape s) {
-  Measured r = judge<T>(std::move(name), t, c, ref, s);
+  Measured r = judge<T>(std::move(name), t, c, ref, s, any_order(s.k), 1);
   r.tolerance = 0;
   r.mismatches = 0;
   for (std::size_t e = 0; e < c.size(); ++e) {
@@ -110,6 +114,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
   auto engine = backend == Backend::cuda ? make_cuda_engine<T>(local, device) : make_cpu_engine<T>(local);
   engine->set_split_k(o.split_k);
   engine->set_exact(o.exact);
+  engine->set_ozaki(ozaki::Settings{ozaki::parse_moduli(o.ozaki_moduli)});
   if (comm.size() > 1)
     engine->set_combine([&comm, c_memory](std::span<T> c, stream_t stream) {
       tally::reduce::allreduce<reduce::Sum, T>(comm, std::span<const T>(c.data(), c.size()), c, c_memory, stream);
@@ -141,22 +146,25 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     // --exact: the correctly rounded C (exact dot products on the CPU; one rank, see run()).
     ref = o.exact ? exact_reference<T>(engine->a(), engine->b(), local)
                   : engine->reference();  // else this rank's slab, double-double
-    // The slabs' references and |A||B| summed in rank order in double: each slab's rounding is at
-    // most u |A_r||B_r| and each of the size - 1 additions at most u |A||B| (u = 2^-53), so the
-    // job's reference is within size * u * |A||B| of the exact product: against the tolerance
-    // u_T (1 + min(K, 10 sqrt K)) (K >= size) that is at most size * 2^-29 of it in float and
-    // size / (1 + min(K, 10 sqrt K)) of it in double (3 ranks, K = 999: 1%).
+    // The slabs' references and |A||B| summed in rank order in double: each slab's reference is
+    // within 2 u |A_r||B_r| and each of the size - 1 additions at most u |A||B| (u = 2^-53), so the
+    // job's reference is within (size + 1) u |A||B| of the exact product: tolerance() adds that.
     // NaN and infinities add up by IEEE in any order, as the levels' do.
     host_sum(ref.c);
     host_sum(ref.abs);
   }
-  cs.tolerance = tolerance<T>(s.k);
   {  // where every level must give NaN or an infinity: compare() of the reference rounded to T with itself counts them
     const std::vector<T> rounded(ref.c.begin(), ref.c.end());
     const Comparison self = compare<T>(rounded, ref);
     cs.ref_nan = self.ref_nan, cs.ref_inf = self.ref_inf;
   }
-  const auto job_seconds = [&](double t) { return comm.size() > 1 ? comm.stats(t).max : t; };  // the slowest rank's
+  const auto job_max = [&](double x) { return comm.size() > 1 ? comm.stats(x).max : x; };  // over the ranks
+  const auto job_seconds = job_max;                                                        // the slowest rank's
+  // The error bound of an order on the ranks' slabs: the largest slab's (collective).
+  const auto job_bound = [&](ErrorBound b) {
+    return ErrorBound{static_cast<std::int64_t>(job_max(static_cast<double>(b.depth))), job_max(b.extra_u)};
+  };
+  const ErrorBound unknown_order = job_bound(any_order(local.k));  // cuBLAS's, Eigen's
   // Eigen first (the CPU's comparison): its C and cuBLAS's are what every level is compared with.
   // Both run on each rank's slab and are combined like the levels.
   std::optional<Reference> c_vendor, c_eigen;  // their C (as a Reference sharing |A||B|)
@@ -172,7 +180,7 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     HostTimer combine;
     host_sum(c);
     t += combine.seconds();
-    cs.eigen = judge<T>("eigen", job_seconds(t), c, ref, s);
+    cs.eigen = judge<T>("eigen", job_seconds(t), c, ref, s, unknown_order, comm.size());
     c_eigen = as_reference(c);
     cs.timings.set("eigen_s", wall.seconds());
   }
@@ -216,7 +224,9 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
     auto c = engine->c();
     const double med = job_seconds(median(x.times));
     const bool level = i >= 2;
-    Measured m = o.exact && level ? judge_exact<T>(x.name, med, c, ref, s) : judge<T>(x.name, med, c, ref, s);
+    const ErrorBound bound = level ? job_bound(engine->error_bound(levels[i - 2])) : unknown_order;
+    Measured m = o.exact && level ? judge_exact<T>(x.name, med, c, ref, s)
+                                  : judge<T>(x.name, med, c, ref, s, bound, comm.size());
     if (i == 0) c_vendor = as_reference(c);
     else if (c_vendor) m.diff_cublas = relative_error<T>(c, *c_vendor);
     else if (!cont[0].done) pending[i] = c;  // cuBLAS still to be judged (none on the CPU: no copy kept)
@@ -241,10 +251,12 @@ Case run_case(const Comm& comm, Backend backend, int device, Shape s, const std:
       m.pct_vendor = 100.0 * judged[0]->time_s / m.time_s;
       if (!pending[i].empty()) m.diff_cublas = relative_error<T>(pending[i], *c_vendor);
     }
+    if (i != 1) cs.tolerance = std::max(cs.tolerance, m.tolerance);  // TF32's is shown, not judged
     if (i == 0) cs.vendor = m;
     else if (i == 1) cs.vendor_tf32 = m;
     else cs.levels.push_back(m);
   }
+  if (cs.eigen) cs.tolerance = std::max(cs.tolerance, cs.eigen->tolerance);
   return cs;
 }
 

@@ -41,7 +41,8 @@ struct Options {
   int repeats = 5, warmup = 1;
   std::string timing = "rounds";  ///< --timing: rounds or sequential (run_case)
   std::int64_t split_k = 0;
-  std::string command;  ///< the command line as run, for the provenance
+  std::string ozaki_moduli = "auto";  ///< --ozaki-moduli: auto or a count (ozaki/ozaki.hpp)
+  std::string command;                ///< the command line as run, for the provenance
 };
 
 struct Measured {  // one level, cuBLAS or Eigen on one case
@@ -67,7 +68,9 @@ struct Case {
   /// error is TF32's, above the FP32 tolerance).
   std::optional<Measured> vendor_tf32;
   std::optional<double> bandwidth_gbs;
-  double tolerance = 0;  ///< tolerance<T>(K) of the case (--exact holds the levels to their bits instead)
+  /// The largest of the levels', cuBLAS's and Eigen's tolerances (each is judged by its own: Measured;
+  /// --exact holds the levels to their bits instead).
+  double tolerance = 0;
   /// Elements where the reference (rounded to the precision) is NaN, an infinity: where every level
   /// must give the same (Comparison).
   std::int64_t ref_nan = 0, ref_inf = 0;
@@ -107,7 +110,7 @@ Case run_case(const ranks::Comm& comm, Backend backend, int device, Shape s, con
 std::vector<Level> resolve_levels(const std::vector<std::string>& names, Backend backend, bool exact = false);
 /// The /ranks group of a case: the decomposition and every phase's seconds over ranks. Collective.
 RanksReport ranks_report(const ranks::Comm& comm, Backend backend, const Case& cs);
-/// --bench (bench.cpp). Collective.
+/// --bench (bench.cpp; --level ozaki alone: the ozaki level's table, on one rank). Collective.
 int run_bench(const ranks::Comm& comm, Backend backend, int device, const Options& o);
 
 }  // namespace tally::matmul::detail

@@ -15,6 +15,7 @@
 //   tiled          GPU: 16 x 16 tiles of C over K chunks staged in shared memory, a filter per
 //                  thread, chunks joined by integer atomics on each element's global accumulator;
 //                  CPU: 8 x 8 tiles in i-k-j order, a filter per element
+//   ozaki          every element by its fallback, an exact dot product: CPU as vector, GPU as worker
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -118,6 +118,7 @@ void exact_cpu_multiply(Level level, std::span<const T> a, std::span<const T> b,
   if (level == Level::tiled) return tiled(a.data(), b.data(), c.data(), s);
   const std::vector<T> bt = transpose<T>(b, s.k, s.n);
   switch (level) {
+    case Level::ozaki:  // its exact form: every element by its fallback, an exact dot product
     case Level::vector:
 #pragma omp parallel for schedule(dynamic)
       for (idx e = 0; e < mn; ++e)

@@ -174,6 +174,7 @@ void ExactCuda::multiply(Level level, const T* a, const T* b, T* c, Shape s, str
     case Level::worker_vector:
       exact_block_level<T, exact_threads><<<grid(mn), exact_threads, 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;
+    case Level::ozaki:  // its exact form: every element by its fallback's mapping (ozaki/ozaki_cuda.cu)
     case Level::worker:
       exact_worker_level<T><<<grid(ceil_div(mn, 32)), dim3(32, exact_workers), 0, stream>>>(a, b, c, s.m, s.n, s.k);
       break;

@@ -329,6 +329,19 @@ __host__ __device__ constexpr idx split_groups(idx ksplit) {
   return ksplit > 2 * kSplitGroup ? (ksplit + kSplitGroup - 1) / kSplitGroup : 1;
 }
 
+/// Partials a combining thread sums at a time (gang_combine), then adds to its total (combine_partials).
+inline constexpr idx kCombineBatch = 8;
+/// The roundings a partial meets in combine_partials of `count` partials (its order's depth): within
+/// its batch, then each later batch's addition to the total.
+__host__ __device__ constexpr idx combine_depth(idx count) {
+  return (count < kCombineBatch ? count : kCombineBatch) - 1 + count / kCombineBatch;
+}
+/// The same for split_k_combine of `ksplit` splits, in one level or two (split_groups).
+__host__ __device__ constexpr idx split_k_combine_depth(idx ksplit) {
+  return split_groups(ksplit) == 1 ? combine_depth(ksplit)
+                                   : combine_depth(kSplitGroup) + combine_depth(split_groups(ksplit));
+}
+
 /// The last block's part: C tile (row0, col0) = the `ksplit` partial tiles of `segment` (BM x BN each,
 /// row-major) summed in block order. gang_combine over 8 blocks at a time, for up to 8 elements at
 /// once: up to 64 independent loads in flight per thread, since this one block reads the partials of
@@ -337,7 +350,7 @@ template <class T, int BM, int BN, int Threads>
 __device__ __forceinline__ void combine_partials(const T* segment, idx ksplit, T* __restrict__ d_c, idx m, idx n,
                                                  idx row0, idx col0) {
   constexpr idx width = idx{BM} * BN;
-  constexpr idx batch = 8;
+  constexpr idx batch = kCombineBatch;
   constexpr int per_thread = width / Threads >= 8 ? 8 : width / Threads >= 4 ? 4 : width / Threads >= 2 ? 2 : 1;
   static_assert(width % (Threads * per_thread) == 0, "combine mapping");
   for (idx e0 = dev::block_thread_rank(); e0 < width; e0 += Threads * per_thread) {

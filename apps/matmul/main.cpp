@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/cli.hpp"
 #include "tally/ranks/session.hpp"
 #include "tally/reduce/ranks.hpp"
@@ -23,7 +24,7 @@ int run(int argc, char** argv, ranks::Comm& comm) {
   comm.require_same(args, "the command line (matmul's options)");
   CLI::App app{
       "matmul: C = A B with every element a dot product reduced at the chosen level (vector, worker, "
-      "worker+vector, gang, tiled, tiled-tc), checked against a double-double reference, cuBLAS and Eigen",
+      "worker+vector, gang, tiled, tiled-tc, ozaki), checked against a double-double reference, cuBLAS and Eigen",
       "matmul"};
   Options o;
   o.common.out = "results/matmul.h5";
@@ -35,10 +36,13 @@ int run(int argc, char** argv, ranks::Comm& comm) {
   cli::add_number(app, "--size", o.size, "Sets M = N = K", cli::positive);
   app.add_option("--level", o.levels,
                  "Where the reduction over K runs: vector, worker, worker+vector, gang, tiled, tiled-tc (CUDA: tensor "
-                 "cores) or all "
-                 "(comma list allowed)")
+                 "cores), ozaki (INT8 products of residues) or all (comma list allowed)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "all"}))
+      ->check(CLI::IsMember({"vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "ozaki", "all"}))
+      ->capture_default_str();
+  app.add_option("--ozaki-moduli", o.ozaki_moduli,
+                 "Moduli of the ozaki level: auto (as accurate as DGEMM / SGEMM) or a count in [1, 20]")
+      ->check(CLI::Validator([](std::string& t) { return matmul::ozaki::moduli_problem(t); }, "auto|1-20"))
       ->capture_default_str();
   app.add_option("--a", o.a_path,
                  "Read A from an HDF5 dataset, FILE:/DATASET (2-D, M x K; floating point, or integers the precision "

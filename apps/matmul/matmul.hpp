@@ -7,6 +7,7 @@
 //   gang           K split across blocks, tile partials combined in block order (gang_arrive/gang_combine)
 //   tiled          shared-memory/register-tiled product, the K loop folded per thread (thread.cuh)
 //   tiled-tc       the tiled product on the tensor cores (CUDA, sm_80+): 3xTF32 in float, DMMA in double
+//   ozaki          exact INT8 products of residues, rebuilt by the CRT (the Ozaki scheme: ozaki/ozaki.hpp)
 // Host-only interface: no CUDA headers. Each backend (matmul_cpu.cpp, matmul_cuda.cu) implements
 // Engine; the driver (driver.cpp) knows no backend.
 
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,17 +25,22 @@
 
 #include "tally/reduce/config.hpp"
 
+namespace tally::matmul::ozaki {
+struct Settings;
+}
+
 namespace tally::matmul {
 
-enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc };
-/// The reduction-placement levels, on every backend.
-inline constexpr std::array<Level, 5> all_levels{Level::vector, Level::worker, Level::worker_vector, Level::gang,
-                                                 Level::tiled};
+enum class Level { vector, worker, worker_vector, gang, tiled, tiled_tc, ozaki };
+/// The reduction-placement levels and ozaki, on every backend.
+inline constexpr std::array<Level, 6> all_levels{Level::vector, Level::worker, Level::worker_vector,
+                                                 Level::gang,   Level::tiled,  Level::ozaki};
 /// Those and tiled-tc, the tiled product on the tensor cores: the CUDA backend's levels.
-inline constexpr std::array<Level, 6> cuda_levels{Level::vector, Level::worker, Level::worker_vector,
-                                                  Level::gang,   Level::tiled,  Level::tiled_tc};
+inline constexpr std::array<Level, 7> cuda_levels{Level::vector, Level::worker,   Level::worker_vector, Level::gang,
+                                                  Level::tiled,  Level::tiled_tc, Level::ozaki};
 [[nodiscard]] std::string to_string(Level l);
-/// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc"; throws tally::InputError naming --level otherwise.
+/// "vector", "worker", "worker+vector", "gang", "tiled", "tiled-tc", "ozaki"; throws tally::InputError naming --level
+/// otherwise.
 [[nodiscard]] Level parse_level(std::string_view s);
 
 struct Shape {
@@ -129,31 +136,74 @@ struct RefSum {
 struct Reference {
   std::vector<double> c, abs;
 };
-/// Tolerance on max_ij |C_ij - ref_ij| / (|A||B|)_ij for a product computed in T:
-/// u * (1 + min(K, 10 sqrt(K))). K u bounds any summation order (Higham, Thm 3.5); 10 sqrt(K) u is
-/// the probabilistic bound of Higham & Mary (2019) with lambda = 10 (failure probability below
-/// 1e-13 per element even at K = 2^26); the extra u covers the final rounding to T.
+/// The forward-error bound of a level's order of summation (Higham, Accuracy and Stability, 2nd ed.,
+/// §3.1): when every product meets at most `depth` roundings on its way into C (its multiplication or
+/// the fused multiply-add that takes it, then each addition of a partial sum holding it),
+///     |C_ij - (AB)_ij| <= (gamma_depth + extra_u u (1 + gamma_depth)) (|A||B|)_ij,   gamma_n = n u / (1 - n u),
+/// with u T's unit roundoff, in any order of those operations. The depth is the order's: a sequential
+/// sum of n products has depth n, one split over w ranges and then added in turn ceil(n / w) + w - 1,
+/// a tree of pairs over 32 lanes adds 5. `extra_u` bounds, in units of u, what is no plain sum
+/// (3xTF32's split and its tensor-core chains, tc_mma.cuh) or what a level promises instead of a sum
+/// (ozaki: a certificate per tile, ozaki/ozaki.hpp). Each engine states the bound of the order its
+/// last run of a level took (Engine::error_bound); an order nobody states (cuBLAS, Eigen) has depth K.
+struct ErrorBound {
+  std::int64_t depth = 0;
+  double extra_u = 0;
+};
+/// Any order of summation of K products: depth K.
+[[nodiscard]] inline ErrorBound any_order(std::int64_t k) { return {k, 0}; }
+/// The bound of the orders summing `ranks` slabs' partial Cs, each taken with `local` (the largest
+/// slab's), in rank order or any other: depth + ranks - 1.
+[[nodiscard]] inline ErrorBound across_ranks(ErrorBound local, int ranks) {
+  return {local.depth + ranks - 1, local.extra_u};
+}
+/// The tolerance on |C_ij - ref_ij| / (|A||B|)_ij of a product computed in T with `bound`: the bound
+/// (gamma evaluated upwards), plus the reference's own error, at most (ranks + 1) 2^-53 (|A||B|)_ij
+/// (double-double per slab rounded to double: 2^-52 with K below 2^50, then the ranks' slabs added in
+/// double), times 1 + 2^-20 for |A||B| and the comparison evaluated in double (K below 2^31).
+/// Deterministic: a correct run never exceeds it, whatever the inputs, while no result or partial sum
+/// leaves T's range (compare() allows for both ends).
 template <class T>
-[[nodiscard]] double tolerance(std::int64_t k);
+[[nodiscard]] double tolerance(ErrorBound bound, int ranks = 1);
+
+/// What compare() allows an element: |c - ref| <= rel (|A||B|)_ij + abs. `abs` covers underflow:
+/// a product rounded in the subnormal range is off by up to half the smallest subnormal (additions
+/// there are exact), so K products by K of those (underflow_allowance).
+struct Allowance {
+  double rel = std::numeric_limits<double>::infinity();
+  double abs = 0;
+};
+/// K halves of T's smallest subnormal, doubled for the roundings of the sums that carry them.
+template <class T>
+[[nodiscard]] double underflow_allowance(std::int64_t k) {
+  return static_cast<double>(k) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+}
 
 /// How a C compares with a reference, element by element. Where the reference rounded to T is NaN
 /// or an infinity, IEEE arithmetic gives that value in any summation order, so C must hold it: NaN
 /// in, NaN out at the same places (the library's NaN rule), an infinity with its sign. Elsewhere C
-/// must be a number within the tolerance. An element the run left unwritten (NaN-poisoned) counts
-/// as NaN where the reference has none.
+/// must be a number within the allowance, except where the products of one sign add up to more than
+/// half T's largest value: there a partial sum may overflow in some order, so an infinity of that
+/// sign (NaN where both signs can) is IEEE's result too (counted in `overflow`, not a mismatch). An
+/// element the run left unwritten (NaN-poisoned) counts as NaN where the reference has none. (An
+/// infinite input meeting finite products that overflow the other way is left out: NaN there fails.)
 struct Comparison {
-  /// max |c - ref| / (|A||B|) over the elements where the reference is a number (0/0 counts as 0);
-  /// infinite when any element mismatches below.
+  /// max |c - ref| / (|A||B|) over the elements where the reference and C are numbers (0/0 counts
+  /// as 0); infinite when any element mismatches below.
   double rel_error = 0;
   std::int64_t ref_nan = 0, ref_inf = 0;  ///< elements where the reference is NaN, an infinity
   std::int64_t nan_extra = 0;             ///< NaN where the reference is not NaN
   std::int64_t nan_missing = 0;           ///< not NaN where the reference is NaN: a NaN lost
   std::int64_t inf_wrong =
       0;  ///< an infinity where the reference has a number or the other infinity, or not where it has one
+  std::int64_t beyond = 0;    ///< numbers outside the allowance
+  std::int64_t overflow = 0;  ///< an infinity or NaN a partial sum's overflow gives, the reference a number
   [[nodiscard]] std::int64_t mismatches() const { return nan_extra + nan_missing + inf_wrong; }
+  /// No mismatch and every number within the allowance.
+  [[nodiscard]] bool passed() const { return mismatches() == 0 && beyond == 0; }
 };
 template <class T>
-[[nodiscard]] Comparison compare(std::span<const T> c, const Reference& ref);
+[[nodiscard]] Comparison compare(std::span<const T> c, const Reference& ref, Allowance allowance = {});
 /// compare(c, ref).rel_error.
 template <class T>
 [[nodiscard]] double relative_error(std::span<const T> c, const Reference& ref);
@@ -193,6 +243,11 @@ class Engine {
   virtual void set_exact(bool on) = 0;
   /// Number of K splits of the gang level (0: chosen from the device and the shape).
   virtual void set_split_k(std::int64_t splits) = 0;
+  /// The error bound of the order of summation the last run of `level` took (ErrorBound; after
+  /// run(level)): it depends on the shape, the device and the thread count, as the order does.
+  [[nodiscard]] virtual ErrorBound error_bound(Level level) = 0;
+  /// The ozaki level's moduli (--ozaki-moduli) and, for the bench, its profile (ozaki/ozaki.hpp).
+  virtual void set_ozaki(const ozaki::Settings& settings) = 0;
   /// Measured device copy bandwidth (GB/s, bytes read + written), nullopt on the CPU.
   virtual std::optional<double> copy_bandwidth_gbs() = 0;
   [[nodiscard]] virtual Shape shape() const = 0;
@@ -207,6 +262,11 @@ std::unique_ptr<Engine<T>> make_cuda_engine(Shape s, int device);
 /// C = A B with Eigen (the CPU comparison), median seconds; c receives the product.
 template <class T>
 double eigen_multiply(std::span<const T> a, std::span<const T> b, std::span<T> c, Shape s, int warmup, int repeats);
+
+/// The error bound of a CPU level's order on shape `s` with `threads` OpenMP threads (ErrorBound;
+/// ozaki: its promise).
+template <class T>
+[[nodiscard]] ErrorBound cpu_error_bound(Level level, Shape s, std::int64_t split_k, int threads);
 
 /// One CPU level (OpenMP + SIMD), exposed for the tests.
 template <class T>

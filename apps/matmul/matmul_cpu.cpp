@@ -6,14 +6,17 @@
 //   gang           K cut into fixed chunks independent of the thread count (deterministic whatever
 //                  OMP_NUM_THREADS is), partials combined in chunk order
 //   tiled          cache-blocked i-k-j product, threads over C tiles, K folded in order
+//   ozaki          INT8 residue products and the CRT (ozaki/ozaki_cpu.cpp: the GPU's bits)
 #include <omp.h>
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "exact.hpp"
 #include "matmul.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
 #include "transpose.hpp"
@@ -37,6 +40,15 @@ template <class T>
 void partial_dots(const T* a, const T* bt, T* p, Shape s, idx k0, idx k1) {
   for (idx i = 0; i < s.m; ++i)
     for (idx j = 0; j < s.n; ++j) p[i * s.n + j] = dot(a + i * s.k + k0, bt + j * s.k + k0, k1 - k0);
+}
+
+// The gang level's K chunks: fixed, independent of the thread count (tuning_cpu.hpp).
+idx gang_chunks(Shape s, idx split_k) {
+  using namespace tuning::cpu;
+  if (split_k > 0) return std::min(split_k, s.k);
+  idx chunks = std::clamp<idx>(s.k / gang_min_chunk, 1, gang_max_chunks);
+  while (chunks > 1 && chunks * s.m * s.n > gang_max_partials) chunks /= 2;
+  return chunks;
 }
 
 // Sums partials[0..count) (each M x N) into c, in order.
@@ -104,11 +116,7 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::gang: {
       const auto bt = transpose(b_, s.k, s.n);
-      // Fixed chunks, independent of the thread count (tuning_cpu.hpp).
-      using namespace tuning::cpu;
-      idx chunks = std::clamp<idx>(s.k / gang_min_chunk, 1, gang_max_chunks);
-      while (chunks > 1 && chunks * mn > gang_max_partials) chunks /= 2;
-      if (split_k > 0) chunks = std::min(split_k, s.k);
+      const idx chunks = gang_chunks(s, split_k);
       std::vector<T> partials(static_cast<std::size_t>(chunks * mn));
 #pragma omp parallel for schedule(dynamic, 1)
       for (idx g = 0; g < chunks; ++g)
@@ -140,6 +148,25 @@ void cpu_multiply(Level level, std::span<const T> a_, std::span<const T> b_, std
     }
     case Level::tiled_tc:
       throw InputError("--level tiled-tc: runs on the tensor cores of a CUDA GPU; the CPU backend has no such level");
+    case Level::ozaki: (void)ozaki::multiply_cpu<T>(a_, b_, c_, s, ozaki::make_plan<T>(s.k, 0)); return;
+  }
+}
+
+template <class T>
+ErrorBound cpu_error_bound(Level level, Shape s, std::int64_t split_k, int threads) {
+  const idx k = std::max<idx>(s.k, 1);
+  // K cut into w ranges summed one after another: a range of at most ceil(K / w) products, each
+  // summed in turn or by an `omp simd` reduction (lanes of the compiler's choosing, then the lanes:
+  // any order, so at most its length), then w - 1 additions of the ranges' sums.
+  const auto ranges = [k](idx w) { return ErrorBound{(k + w - 1) / w + w - 1, 0}; };
+  switch (level) {
+    case Level::worker:
+    case Level::worker_vector: return ranges(std::min<idx>(threads, k));
+    case Level::gang: return ranges(gang_chunks(s, split_k));
+    case Level::ozaki: return ozaki::error_bound<T>(k);
+    case Level::vector:  // one `omp simd` reduction over K: any order
+    case Level::tiled:   // each element's products added in K order
+    default: return any_order(k);
   }
 }
 
@@ -179,9 +206,12 @@ class CpuEngine final : public Engine<T> {
     std::fill(c_.begin(), c_.end(), std::numeric_limits<T>::quiet_NaN());  // poison: unwritten shows
     HostTimer t;
     if (exact_) exact_cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
+    else if (level == Level::ozaki) ozaki_stats_ = ozaki::multiply_cpu<T>(a_, b_, c_, s_, ozaki_plan());
     else cpu_multiply<T>(level, a_, b_, c_, s_, split_k_);
     if (combine_) combine_(c_, nullptr);
-    return t.seconds();
+    const double seconds = t.seconds();
+    if (level == Level::ozaki && !exact_) ozaki::note_once(ozaki_stats_, ozaki_plan(), ozaki_noted_);
+    return seconds;
   }
   std::vector<T> c() override { return c_; }
   std::vector<T> a() override { return a_; }
@@ -191,14 +221,30 @@ class CpuEngine final : public Engine<T> {
   std::optional<double> copy_bandwidth_gbs() override { return std::nullopt; }
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
   void set_exact(bool on) override { exact_ = on; }
+  void set_ozaki(const ozaki::Settings& settings) override {
+    if (settings.moduli != ozaki_moduli_) plan_.reset();
+    ozaki_moduli_ = settings.moduli;
+  }
   Shape shape() const override { return s_; }
+  ErrorBound error_bound(Level level) override {
+    return cpu_error_bound<T>(level, s_, split_k_, omp_get_max_threads());
+  }
 
  private:
+  const ozaki::Plan& ozaki_plan() {
+    if (!plan_) plan_ = ozaki::make_plan<T>(s_.k, ozaki_moduli_);
+    return *plan_;
+  }
+
   Shape s_;
   std::int64_t split_k_ = 0;
   bool exact_ = false;
   std::vector<T> a_, b_, c_;
   typename Engine<T>::Combine combine_;
+  int ozaki_moduli_ = 0;
+  std::optional<ozaki::Plan> plan_;
+  ozaki::Stats ozaki_stats_;
+  bool ozaki_noted_ = false;
 };
 
 }  // namespace
@@ -210,6 +256,7 @@ std::unique_ptr<Engine<T>> make_cpu_engine(Shape s) {
 
 #define TALLY_MATMUL_CPU(T)                                                                                        \
   template void cpu_multiply<T>(Level, std::span<const T>, std::span<const T>, std::span<T>, Shape, std::int64_t); \
+  template ErrorBound cpu_error_bound<T>(Level, Shape, std::int64_t, int);                                         \
   template double eigen_multiply<T>(std::span<const T>, std::span<const T>, std::span<T>, Shape, int, int);        \
   template std::unique_ptr<Engine<T>> make_cpu_engine<T>(Shape);
 TALLY_MATMUL_CPU(float)

@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "tiled_tc.cuh"
 #include "tiled_wgmma.cuh"
 #include "tuning.cuh"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/copy_bandwidth.cuh"
 #include "tally/common/cuda_check.cuh"
 #include "tally/common/device_buffer.cuh"
@@ -85,15 +88,23 @@ class CudaEngine final : public Engine<T> {
         <<<blocks, fill_threads, 0, stream_>>>(b_.data(), static_cast<idx>(b_.size()), seed, 1, s_.n, slab.k0, 0, s_.n);
     TALLY_CHECK_LAUNCH();
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+    specials_ = false;  // uniform in [-1, 1)
   }
   void set_inputs(std::span<const T> a, std::span<const T> b) override {
     a_.upload(a, stream_);
     b_.upload(b, stream_);
+    if constexpr (sizeof(T) == 4) {  // 3xTF32 takes its IEEE split where an infinity is (tc_mma.cuh)
+      const auto inf = [](T x) { return std::isinf(x); };
+      specials_ = std::any_of(a.begin(), a.end(), inf) || std::any_of(b.begin(), b.end(), inf);
+    }
     TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
   double run(Level level) override {
-    return time([&] { launch(level); });
+    const double t = time([&] { launch(level); });
+    if (level == Level::ozaki && !exact_ && !ozaki_noted_)
+      ozaki::note_once(ozaki_->stats(), *ozaki_plan_, ozaki_noted_);
+    return t;
   }
   std::optional<double> run_vendor() override {
     return time([&] { cublas(); });
@@ -132,6 +143,22 @@ class CudaEngine final : public Engine<T> {
   }
 
   void set_split_k(std::int64_t splits) override { split_k_ = splits; }
+  ErrorBound error_bound(Level level) override {
+    if (level == Level::ozaki) return ozaki::error_bound<T>(s_.k);
+    const idx k = std::max<idx>(s_.k, 1);
+    switch (level) {  // the orders of kernels.cuh: a lane's two accumulators over K, then the lanes
+      case Level::vector: return {ceil_div(k, 2 * 32) + 1 + 5};  // 32 lanes, warp_reduce: 5 levels of pairs
+      case Level::worker: return {ceil_div(k, 2 * worker_workers) + 1 + worker_workers - 1};  // worker_reduce: in turn
+      case Level::worker_vector:  // block_reduce: a warp's 5 levels, then the warps' in warp 0
+        return {ceil_div(k, 2 * worker_vector_threads) + 1 + 5 + 5};
+      case Level::tiled: return any_order(k);                    // a thread's register tile, K in order
+      default: return bounds_[static_cast<std::size_t>(level)];  // recorded by the launch
+    }
+  }
+  void set_ozaki(const ozaki::Settings& settings) override {
+    if (settings.moduli != ozaki_settings_.moduli) ozaki_plan_.reset();
+    ozaki_settings_ = settings;
+  }
   void set_exact(bool on) override {
     if (on && !exact_) exact_ = std::make_unique<ExactCuda>();
     if (!on) exact_.reset();
@@ -186,6 +213,25 @@ class CudaEngine final : public Engine<T> {
         std::clamp<idx>((work + per_block - 1) / per_block, 1, idx{prop_.multiProcessorCount} * max_blocks_per_sm));
   }
 
+  static idx ceil_div(idx a, idx b) { return (a + b - 1) / b; }
+  void record(Level level, ErrorBound b) { bounds_[static_cast<std::size_t>(level)] = b; }
+  /// The error bound of TcProduct::run over a K range (tensor_core.cuh): 3xTF32, chains of
+  /// chain_steps k-steps folded into FP32 in turn; DMMA, FMAs in place over the group's k-steps; then
+  /// the worker groups added in turn.
+  template <class Cfg>
+  static ErrorBound tc_product_bound(idx k_range) {
+    using M = typename Cfg::Math;
+    const idx slices = ceil_div(std::max<idx>(k_range, 1), Cfg::BK);
+    if constexpr (M::promote)
+      return {ceil_div(slices, Cfg::chain_slices) + Cfg::KG - 1, M::chain_error_u(Cfg::chain_steps)};
+    else return {slices * Cfg::steps * M::km + Cfg::KG - 1, 0};
+  }
+  /// The gang level's bound: a split's (`in_split`, over its chunk), then the splits' partials
+  /// combined (split_k_combine).
+  void record_gang(ErrorBound in_split, const dim3& grid) {
+    record(Level::gang, {in_split.depth + k::split_k_combine_depth(grid.y), in_split.extra_u});
+  }
+
   template <class Cfg>
   void launch_tiled() {
     using L = k::TileLayout<T, Cfg>;
@@ -206,11 +252,16 @@ class CudaEngine final : public Engine<T> {
     idx chunk;
   };
   template <class Kernel>
-  SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem) {
+  /// `sizing`: the kernel whose occupancy sizes the grid (the plain kernel of a 3xTF32 tile whose IEEE
+  /// variant runs: the same splits, so the same order and bits off the infinities).
+  SplitGrid split_k_grid(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, Kernel sizing = nullptr) {
     TALLY_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if (!sizing || sizing == kernel) sizing = kernel;
+    else
+      TALLY_CUDA_TRY(cudaFuncSetAttribute(sizing, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     int per_sm = 0;
     TALLY_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(block.x * block.y), smem));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sizing, static_cast<int>(block.x * block.y), smem));
     const idx tiles = ((s_.m + bm - 1) / bm) * ((s_.n + bn - 1) / bn);
     const idx slices = (s_.k + bk - 1) / bk;
     const idx want = idx{prop_.multiProcessorCount} * std::max(per_sm, 1);
@@ -228,9 +279,12 @@ class CudaEngine final : public Engine<T> {
     }
     return {dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ksplit)), chunk};
   }
-  template <class Kernel>
-  void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b) {
-    const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem);
+  /// in_split(chunk): the bound of one split's product over `chunk` K.
+  template <class Kernel, class InSplit>
+  void launch_split_k(Kernel kernel, int bm, int bn, int bk, dim3 block, std::size_t smem, bool vec_a, bool vec_b,
+                      InSplit&& in_split, Kernel sizing = nullptr) {
+    const SplitGrid g = split_k_grid(kernel, bm, bn, bk, block, smem, sizing);
+    record_gang(in_split(g.chunk), g.grid);
     kernel<<<g.grid, block, smem, stream_>>>(a_.data(), b_.data(), c_.data(), s_.m, s_.n, s_.k, g.chunk,
                                              partials_.data(), tickets_.data(), vec_a, vec_b);
     TALLY_CHECK_LAUNCH();
@@ -239,15 +293,26 @@ class CudaEngine final : public Engine<T> {
   template <class Cfg>
   void launch_gang() {
     using L = k::TileLayout<T, Cfg>;
+    // A thread's G-th of each slice's K in turn, then the groups in turn (TileProduct::run).
     launch_split_k(k::gang_level<T, Cfg>, Cfg::BM, Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::G), L::smem_bytes,
-                   s_.k % L::V == 0, s_.n % L::V == 0);
+                   s_.k % L::V == 0, s_.n % L::V == 0, [](idx chunk) {
+                     return ErrorBound{ceil_div(chunk, Cfg::BK) * (Cfg::BK / Cfg::G) + Cfg::G - 1, 0};
+                   });
   }
 
   template <class Cfg>
   void launch_gang_tc() {
     const bool vec_a = s_.k % Cfg::CH == 0, vec_b = s_.n % Cfg::CH == 0;
-    launch_split_k(vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>, Cfg::BM,
-                   Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b);
+    const auto plain = vec_a && vec_b ? k::tc::gang_level_tc<Cfg, true> : k::tc::gang_level_tc<Cfg, false>;
+    auto kernel = plain;
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) {
+        using Ieee = typename Cfg::template with_math<k::tc::Tf32x3Specials>;
+        kernel = vec_a && vec_b ? k::tc::gang_level_tc<Ieee, true> : k::tc::gang_level_tc<Ieee, false>;
+      }
+    launch_split_k(
+        kernel, Cfg::BM, Cfg::BN, Cfg::BK, dim3(Cfg::group_threads, Cfg::KG), Cfg::smem_bytes, vec_a, vec_b,
+        [](idx chunk) { return tc_product_bound<Cfg>(chunk); }, plain);
   }
 
   /// A rows x cols row-major matrix as a 2-D tensor map of box_rows x box_cols boxes, 128-byte
@@ -277,9 +342,13 @@ class CudaEngine final : public Engine<T> {
   /// The Gram tiles fed by tensor copies: sm_90, K and N multiples of 16 bytes' worth (row strides).
   template <class Cfg>
   void launch_gang_tma(bool l2_promote) {
-    auto kernel = k::tc::gang_level_tma<Cfg>;
+    const auto plain = k::tc::gang_level_tma<Cfg>;
+    auto kernel = plain;
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) kernel = k::tc::gang_level_tma<typename Cfg::template with_math<k::tc::Tf32x3Specials>>;
     const dim3 block(Cfg::group_threads, Cfg::KG);
-    const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes);
+    const SplitGrid g = split_k_grid(kernel, Cfg::BM, Cfg::BN, Cfg::BK, block, Cfg::smem_bytes, plain);
+    record_gang(tc_product_bound<Cfg>(g.chunk), g.grid);
     if (!maps_)
       maps_ = {tensor_map(a_.data(), s_.m, s_.k, Cfg::tile_w, Cfg::BM, l2_promote),
                tensor_map(b_.data(), s_.k, s_.n, Cfg::tile_w, Cfg::BK, l2_promote)};
@@ -344,26 +413,40 @@ class CudaEngine final : public Engine<T> {
         return;
       }
       case Level::tiled: launch_tiled<Big>(); return;
+      case Level::ozaki:
+        if (!ozaki_plan_) ozaki_plan_ = ozaki::make_plan<T>(s_.k, ozaki_settings_.moduli);
+        if (!ozaki_) ozaki_ = std::make_unique<ozaki::Cuda>();
+        ozaki_->multiply<T>(a_.data(), b_.data(), c_.data(), s_, *ozaki_plan_, stream_, ozaki_settings_.profile);
+        return;
       case Level::tiled_tc:
         if (prop_.major < 8)
           throw InputError("--level tiled-tc: needs the tensor cores of sm_80 or later; device " +
                            std::string(prop_.name) + " is sm_" + std::to_string(prop_.major * 10 + prop_.minor));
         if constexpr (sizeof(T) == 4) {
-          if (use_wgmma()) launch_tiled_wgmma();
-          else if (k::tc::tf32x3_within_tolerance(s_.k, TcTiled::chain_steps)) launch_tiled_tc<TcTiled>();
-          else launch_tiled<Big>();  // K < 77: FP32 on the CUDA cores (tiled_tc.cuh)
+          if (use_wgmma()) {
+            launch_tiled_wgmma();
+            record(level, {ceil_div(ceil_div(s_.k, k::wg::BK), k::wg::chain_slices),
+                           k::tc::Tf32x3::chain_error_u(k::wg::chain_steps)});
+          } else if (k::tc::tf32x3_pays(s_.k, TcTiled::chain_steps)) {
+            launch_tiled_tc<TcTiled>();
+            record(level, tc_product_bound<TcTiled>(s_.k));
+          } else {
+            launch_tiled<Big>();  // small K: FP32 on the CUDA cores (tiled_tc.cuh)
+            record(level, any_order(s_.k));
+          }
         } else {
           launch_tiled_tc<TcTiledD>();
+          record(level, tc_product_bound<TcTiledD>(s_.k));
         }
         return;
     }
   }
 
   /// tiled-tc's wgmma kernel (tiled_wgmma.cuh): built for sm_90a, run on sm_90 with K and N multiples
-  /// of 4 (the tensor maps' 16-byte row strides) and K where its chains keep 3xTF32 within tolerance.
+  /// of 4 (the tensor maps' 16-byte row strides) and K where 3xTF32 pays (tf32x3_pays).
   [[nodiscard]] bool use_wgmma() const {
     return k::wg::built() && prop_.major == 9 && prop_.minor == 0 && s_.k % 4 == 0 && s_.n % 4 == 0 &&
-           k::tc::tf32x3_within_tolerance(s_.k, k::wg::chain_steps);
+           k::tc::tf32x3_pays(s_.k, k::wg::chain_steps);
   }
   void launch_tiled_wgmma() {
 #if TALLY_MATMUL_WGMMA_BUILT
@@ -371,13 +454,15 @@ class CudaEngine final : public Engine<T> {
       if (!wg_maps_)
         wg_maps_ = {tensor_map(a_.data(), s_.m, s_.k, 32, k::wg::BM, wgmma_l2_promote),
                     tensor_map(b_.data(), s_.k, s_.n, 32, k::wg::BK, wgmma_l2_promote)};
-      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, stream_);
+      k::wg::launch_tiled(wg_maps_->first, wg_maps_->second, c_.data(), s_.m, s_.n, s_.k, specials_, stream_);
     }
 #endif
   }
 
   template <class Cfg>
   void launch_tiled_tc() {
+    if constexpr (std::is_same_v<typename Cfg::Math, k::tc::Tf32x3>)
+      if (specials_) return launch_tiled_tc<typename Cfg::template with_math<k::tc::Tf32x3Specials>>();
     const bool vec = s_.k % Cfg::CH == 0 && s_.n % Cfg::CH == 0;
     auto kernel = vec ? k::tc::tiled_level_tc<Cfg, true> : k::tc::tiled_level_tc<Cfg, false>;
     TALLY_CUDA_TRY(
@@ -391,6 +476,11 @@ class CudaEngine final : public Engine<T> {
   Shape s_;
   idx split_k_ = 0;
   std::unique_ptr<ExactCuda> exact_;  // set: matmul --exact
+  bool specials_ = false;             // A or B holds an infinity: 3xTF32's IEEE split (float)
+  ozaki::Settings ozaki_settings_;
+  std::optional<ozaki::Plan> ozaki_plan_;
+  std::unique_ptr<ozaki::Cuda> ozaki_;  // made on the ozaki level's first run
+  bool ozaki_noted_ = false;
   typename Engine<T>::Combine combine_;
   cudaDeviceProp prop_{};
   cudaStream_t stream_{};
@@ -400,6 +490,7 @@ class CudaEngine final : public Engine<T> {
   PFN_cuTensorMapEncodeTiled_v12000 encode_ = nullptr;
   std::optional<std::pair<CUtensorMap, CUtensorMap>> maps_;     // A and B for the tensor-copy tile, made once
   std::optional<std::pair<CUtensorMap, CUtensorMap>> wg_maps_;  // A and B for tiled-tc's wgmma kernel, made once
+  std::array<ErrorBound, cuda_levels.size()> bounds_{};         // gang, tiled-tc: their last launch's order
 };
 
 }  // namespace

@@ -132,7 +132,7 @@ struct Dmma {
 /// + small 3xTF32 relies on the same), so lo enters truncated. hi is rounded, not truncated: the
 /// kernels are not bound by the split's issue slots, and rounding halves hi's error.
 ///
-/// Why the error stays within tolerance<float>(K) = u (1 + min(K, 10 sqrt K)), u = 2^-24:
+/// The error bound (u = 2^-24; matmul.hpp, ErrorBound: extra_u = chain_error_u(S), depth the folds):
 ///  * split: |x - hi| <= 2^-11 |x|, and lo as the tensor core reads it is within 2^-10 |x - hi| of
 ///    x - hi, so the dropped terms (lo_a lo_b and the two residuals) are below 5 * 2^-22 |a||b| =
 ///    20u |a||b|.
@@ -146,18 +146,30 @@ struct Dmma {
 ///    and |C| <= s_1 + ... + s_(q-1) before step q, the chain's error is <= 2u sum_q (3 (s_1 + ... +
 ///    s_(q-1)) + (1 + 2^-9) s_q) <= 2u (3 S - 2 + 2^-9) sum |a||b| over its 8 S products.
 ///  * each chain's result is added to an FP32 register accumulator with round-to-nearest (then
-///    worker_reduce and the ordered gang combine, also RN): the model of the CUDA-core path, over
-///    about K / (8 S) terms instead of K, so at most u min(K / (8 S), 10 sqrt(K / (8 S))) sum |a||b|.
-///  Total <= u (20 + 6 S + min(K / 8, 3.6 sqrt K)) sum |a||b|: within the tolerance for K >= 80 at
-///  S <= 8 (TcConfig asserts it); the host uses this path for K >= TcConfig::min_k = 1024 only. A
-///  NaN input gives NaN (it reaches lo); an Inf input gives NaN too (inf - inf in the split) where
-///  IEEE arithmetic (the CUDA-core path) gives an infinity: the check reports those places as NaN
-///  where the reference has none (compare, matmul.hpp).
-struct Tf32x3 {
+///    worker_reduce and the ordered gang combine, also RN): a sum of the ceil(K / (8 S)) chains in
+///    turn, then the groups and splits, of depth D, within gamma_D of the chains' |sums|.
+///  Total <= ((20 + 6 S) u + gamma_D (1 + (20 + 6 S) u)) sum |a||b|, D about K / (8 S): a K-term
+///  FP32 sum's gamma_K is larger from K = 70 at S = 8 on (tiled_tc.cuh: tf32x3_pays); the gang
+///  level uses this path for K >= TcConfig::min_k = 1024 only.
+///
+/// NaN and infinities, by IEEE as on the CUDA cores. A NaN x reaches lo (x - hi is NaN), so every
+/// product with it is NaN. The plain split (Specials = false) turns an infinite x into hi = x and
+/// lo = inf - inf = NaN, and an infinite b's hi meets a finite a's lo, which may be 0 or of the other
+/// sign (0 x Inf, or Inf - Inf): NaN where IEEE gives an infinity. With Specials, an infinite x splits
+/// into hi = +-1 and lo = x instead: then a b = lo_a hi_b + hi_a lo_b + hi_a hi_b is (finite) +
+/// hi_a (+-Inf) + (finite) for a finite a, an infinity of a b's sign (NaN for a = 0), and two
+/// infinities give two infinities of the same sign. (A subnormal a below 2^-137, whose hi is 0, times
+/// an infinity gives NaN.) Finite and NaN inputs split bit for bit as without; the select costs two
+/// instructions a split and registers in the main loops, so the engines take this variant only for
+/// inputs that hold an infinity (matmul_cuda.cu).
+template <bool Specials>
+struct Tf32x3Of {
   using T = float;
   static constexpr int km = 8;
   static constexpr bool promote = true;  // see above: a chain per slice, folded into FP32 with RN
   static constexpr int max_chain = 8;    // k-steps per chain the error bound above is written for
+  /// The split's and a chain of `steps` k-steps' error, in units of u of the chain's sum |a||b| (above).
+  static constexpr double chain_error_u(int steps) { return 20.0 + 6.0 * steps; }
   // K-slot relabelling: slot j of lane t (k = t + 4 j in the PTX layout) is taken at physical k 2 t + j,
   // for A and B alike (a permutation of the contraction index), so a lane's two A values of a row are
   // adjacent: one 8-byte load. Paddings for conflict-free loads: A, 8-byte loads of 16 lanes:
@@ -177,6 +189,8 @@ struct Tf32x3 {
   __device__ __forceinline__ static void split(float x, std::uint32_t& hi, std::uint32_t& lo) {
     const std::uint32_t bits = __float_as_uint(x);
     hi = (bits + 0x1000u) & 0xFFFFE000u;
+    if constexpr (Specials)
+      if (fabsf(x) == __uint_as_float(0x7F800000u)) hi ^= 0x40000000u;  // +-Inf: hi = +-1, and lo = x - hi = x
     lo = __float_as_uint(x - __uint_as_float(hi));
   }
   __device__ __forceinline__ static void load_a(AFrag& f, const float* p, int sa, int lane) {
@@ -261,5 +275,8 @@ struct Tf32x3 {
     mma_tf32(chain, a.hi, b.hi);
   }
 };
+/// 3xTF32 for finite (and NaN) inputs; with infinities kept IEEE's.
+using Tf32x3 = Tf32x3Of<false>;
+using Tf32x3Specials = Tf32x3Of<true>;
 
 }  // namespace tally::matmul::kernels::tc

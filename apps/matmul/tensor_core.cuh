@@ -259,6 +259,10 @@ struct TcConfig {
   static_assert(!tma || (tile_w % Math::km == 0 && (WN % tile_w == 0 || tile_w % WN == 0)),
                 "tensor-copy tiles: k-steps inside A tiles, a warp's columns whole B tiles or part of one");
   static constexpr int chain_steps = steps * chain_slices;  // k-steps an MMA chain spans
+  /// The same tile on other MMA arithmetic (Tf32x3Specials for inputs with infinities).
+  template <class OtherMath>
+  using with_math = TcConfig<OtherMath, BM_, BN_, WM_, WN_, KG_, BK_, Stages_, MinBlocks_, Tma_, ChainSlices_,
+                             RollSteps_, EarlyIssue_>;
   static_assert(chain_slices >= 1 && (chain_slices == 1 || (Math::promote && !tma)),
                 "chains over several slices: 3xTF32, cp.async");
   static_assert(!Math::promote || chain_steps <= Math::max_chain, "tensor-core chains the error bound covers");

@@ -8,10 +8,10 @@
 // FP64 FMAs, accumulated in place). No split K and no worker groups: a big C has tiles enough to
 // fill the machine.
 //
-// Float accuracy: Tf32x3's bound, u (20 + 6 S + min(K / 8, 3.6 sqrt K)) |A||B| with S k-steps a chain,
-// against the FP32 tolerance u (1 + min(K, 10 sqrt K)): inside it from K = 77 at S = 8 (K = 50 at
-// S = 4). Below that (microseconds of work) the level runs the CUDA-core tiled kernel
-// (tf32x3_within_tolerance).
+// Float accuracy: Tf32x3's bound (tc_mma.cuh), (20 + 6 S) u for the split and a chain of S k-steps,
+// plus gamma of the ceil(K / (8 S)) chains folded in turn, against a K-term FP32 sum's gamma_K: the
+// tensor cores run where theirs is no larger (K >= 70 at S = 8), the CUDA-core tiled kernel below
+// that (microseconds of work; tf32x3_pays).
 
 #include <cmath>
 #include <cstdint>
@@ -20,11 +20,11 @@
 
 namespace tally::matmul::kernels::tc {
 
-/// Whether Tf32x3's error bound with chains of `steps` k-steps lies inside tolerance<float>(k).
-inline bool tf32x3_within_tolerance(std::int64_t k, int steps) {
-  const double kk = static_cast<double>(k);
-  const double bound = 20.0 + 6.0 * steps + std::fmin(kk / 8.0, 3.6 * std::sqrt(kk));
-  return bound <= 1.0 + std::fmin(kk, 10.0 * std::sqrt(kk));
+/// Whether Tf32x3's error bound with chains of `steps` k-steps is no larger than a K-term FP32 sum's:
+/// (20 + 6 steps) u + gamma_chains against gamma_K, i.e. 20 + 6 steps + chains <= K.
+inline bool tf32x3_pays(std::int64_t k, int steps) {
+  const std::int64_t chains = (k + 8 * steps - 1) / (8 * steps);
+  return static_cast<double>(chains) + Tf32x3::chain_error_u(steps) <= static_cast<double>(k);
 }
 
 /// Block b's tile: groups of `group` tile rows, column-major inside a group, so that the blocks

@@ -22,7 +22,6 @@ using tc::mbar_wait;
 using tc::set_max_regs;
 using tc::smem_addr;
 using tc::tma_load_2d;
-using tc::Tf32x3;
 
 // Shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile (rows of 32 floats, 8-row
 // atoms 1024 bytes apart, 1024-byte aligned): start >> 4, leading offset 16 bytes (unused within one
@@ -73,10 +72,12 @@ __device__ __forceinline__ void wgmma_wait() {
 #endif
 }
 
+template <bool Specials>  // Tf32x3Of<Specials>: infinities kept IEEE's (tc_mma.cuh)
 __global__ void __launch_bounds__(threads, 1)
     tiled_wgmma(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, float* __restrict__ d_c,
                 idx m, idx n, idx k) {
 #if TALLY_WG_ARCH
+  using Split = tc::Tf32x3Of<Specials>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   float* smem = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   __shared__ std::uint64_t full[stages], ready[stages], empty[stages];
@@ -123,10 +124,10 @@ __global__ void __launch_bounds__(threads, 1)
       for (int i = 0; i < a_elems / 4 / 128; ++i) {
         const float4 x = big[tid + 128 * i];
         std::uint32_t h[4], l[4];
-        Tf32x3::split(x.x, h[0], l[0]);
-        Tf32x3::split(x.y, h[1], l[1]);
-        Tf32x3::split(x.z, h[2], l[2]);
-        Tf32x3::split(x.w, h[3], l[3]);
+        Split::split(x.x, h[0], l[0]);
+        Split::split(x.y, h[1], l[1]);
+        Split::split(x.z, h[2], l[2]);
+        Split::split(x.w, h[3], l[3]);
         big[tid + 128 * i] =
             make_float4(__uint_as_float(h[0]), __uint_as_float(h[1]), __uint_as_float(h[2]), __uint_as_float(h[3]));
         small[tid + 128 * i] =
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(threads, 1)
 #pragma unroll
       for (int q = 0; q < BK / 8; ++q)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) Tf32x3::split(bs[b_off[i % 2][i / 2] + q * 256], hi[q][i], lo[q][i]);
+        for (int i = 0; i < 4; ++i) Split::split(bs[b_off[i % 2][i / 2] + q * 256], hi[q][i], lo[q][i]);
       const bool first = t % chain_slices == 0;  // a new chain: the first wgmma ignores the accumulators
       wgmma_fence();
 #pragma unroll
@@ -198,11 +199,12 @@ __global__ void __launch_bounds__(threads, 1)
 }  // namespace
 
 void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n,
-                  std::int64_t k, cudaStream_t stream) {
+                  std::int64_t k, bool specials, cudaStream_t stream) {
+  auto kernel = specials ? tiled_wgmma<true> : tiled_wgmma<false>;
   TALLY_CUDA_TRY(
-      cudaFuncSetAttribute(tiled_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
   const idx tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
-  tiled_wgmma<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(ta, tb, d_c, m, n, k);
+  kernel<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(ta, tb, d_c, m, n, k);
   TALLY_CHECK_LAUNCH();
 }
 

@@ -44,8 +44,8 @@ inline constexpr std::size_t smem_bytes = sizeof(float) * stages * stage_elems +
 constexpr bool built() { return TALLY_MATMUL_WGMMA_BUILT != 0; }
 
 /// C (M x N) = A B from tensor maps of A (box 32 x BM) and B (box 32 x BK), both 128-byte swizzled;
-/// defined only where built().
+/// `specials`: A or B holds an infinity (Tf32x3Specials). Defined only where built().
 void launch_tiled(const CUtensorMap& ta, const CUtensorMap& tb, float* d_c, std::int64_t m, std::int64_t n,
-                  std::int64_t k, cudaStream_t stream);
+                  std::int64_t k, bool specials, cudaStream_t stream);
 
 }  // namespace tally::matmul::kernels::wg

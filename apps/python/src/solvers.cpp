@@ -29,6 +29,7 @@
 #include "matmul_output.hpp"
 #include "mcpi.hpp"
 #include "mcpi_output.hpp"
+#include "ozaki/ozaki.hpp"
 #include "tally/common/device_info.hpp"
 #include "tally/common/error.hpp"
 #include "tally/common/h5.hpp"
@@ -421,7 +422,8 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
                     const std::vector<std::string>& level_names, const std::string& backend, int device,
                     std::uint64_t seed, int warmup, int repeats, std::int64_t split_k, bool eigen,
                     std::optional<nb::ndarray<>> a, std::optional<nb::ndarray<>> b, bool return_c, bool write_c,
-                    bool exact, const std::optional<std::string>& out, const std::string& call) {
+                    bool exact, const std::optional<std::string>& out, const std::string& call,
+                    const std::string& ozaki_moduli) {
   using namespace matmul;
   check_precision(precision);
   for (auto [opt, v] : {std::pair{"--m", m}, std::pair{"--n", n}, std::pair{"--k", k}})
@@ -429,6 +431,7 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
   if (repeats < 1) throw InputError("--repeats: must be at least 1");
   if (warmup < 0) throw InputError("--warmup: must not be negative");
   if (split_k < 0) throw InputError("--split-k: must not be negative");
+  (void)ozaki::parse_moduli(ozaki_moduli);  // InputError naming --ozaki-moduli
   bool fell_back = false;
   const reduce::Backend be = backend_of(backend, fell_back);
   const std::vector<Level> levels = detail::resolve_levels(level_names, be, exact);  // InputError naming --level
@@ -447,6 +450,7 @@ nb::dict matmul_run(std::int64_t m, std::int64_t n, std::int64_t k, const std::s
   o.warmup = warmup;
   o.split_k = split_k;
   o.exact = exact;
+  o.ozaki_moduli = ozaki_moduli;
   nb::dict d = precision == "float" ? matmul_case<float>(be, device, s, levels, o, a, b, return_c, out, call)
                                     : matmul_case<double>(be, device, s, levels, o, a, b, return_c, out, call);
   d["shape"] = nb::make_tuple(m, n, k);
@@ -479,7 +483,8 @@ void bind_solvers(nb::module_& m) {
         arg("batch"), arg("backend"), arg("device"), arg("out").none(), arg("call"));
   m.def("matmul_run", &matmul_run, arg("m"), arg("n"), arg("k"), arg("precision"), arg("levels"), arg("backend"),
         arg("device"), arg("seed"), arg("warmup"), arg("repeats"), arg("split_k"), arg("eigen"), arg("a").none(),
-        arg("b").none(), arg("return_c"), arg("write_c"), arg("exact"), arg("out").none(), arg("call"));
+        arg("b").none(), arg("return_c"), arg("write_c"), arg("exact"), arg("out").none(), arg("call"),
+        arg("ozaki_moduli"));
 }
 
 }  // namespace tally::python

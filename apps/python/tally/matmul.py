@@ -6,7 +6,8 @@ the chosen levels, each checked against a double-double reference, one rank.
 
 Options as the executable's (`matmul --help`): m, n, k or size; precision 'float' or 'double';
 level a name, a comma list or a list ('vector', 'worker', 'worker+vector', 'gang', 'tiled', 'tiled-tc'
-(CUDA only, not with exact=True), 'all');
+(CUDA only, not with exact=True), 'ozaki' (INT8 products of residues, the Ozaki scheme), 'all');
+ozaki_moduli the ozaki level's moduli, 'auto' (as accurate as DGEMM / SGEMM) or a count in [1, 20];
 seed, warmup, repeats, split_k, eigen (compare with Eigen; the executable's --no-eigen is
 eigen=False); a and b: NumPy matrices (m x k, k x n, of the precision's dtype) instead of the
 generated inputs (the executable's --a/--b files). Bad input raises ValueError with the
@@ -27,11 +28,12 @@ from ._result import Result, call_text, out_path
 
 
 def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backend="auto", device=0, seed=20260101,
-        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False, write_c=False, exact=False, out=None):
+        warmup=1, repeats=5, split_k=0, eigen=True, a=None, b=None, return_c=False, write_c=False, exact=False, out=None,
+        ozaki_moduli="auto"):
     """Multiplies and checks (and writes the executable's file to `out`); see the module's documentation."""
     call = call_text("tally.matmul.run", m=m, n=n, k=k, size=size, precision=precision, level=level, backend=backend,
                      device=device, seed=seed, warmup=warmup, repeats=repeats, split_k=split_k, eigen=eigen, a=a, b=b,
-                     write_c=write_c, exact=exact, out=out)
+                     write_c=write_c, exact=exact, out=out, ozaki_moduli=ozaki_moduli)
     if size is not None:
         m = n = k = size
     if a is not None:
@@ -41,7 +43,7 @@ def run(m=256, n=256, k=256, *, size=None, precision="float", level="all", backe
     levels = [s.strip() for s in level.split(",")] if isinstance(level, str) else list(level)
     r = Result(_tally.matmul_run(int(m), int(n), int(k), precision, levels, backend, int(device), int(seed), int(warmup),
                                  int(repeats), int(split_k), bool(eigen), a, b, bool(return_c), bool(write_c),
-                                 bool(exact), out_path(out), call))
+                                 bool(exact), out_path(out), call, str(ozaki_moduli)))
     r["levels"] = [Result(x) for x in r["levels"]]
     for key in ("vendor", "eigen"):
         if r[key] is not None:
