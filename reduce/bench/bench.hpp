@@ -26,7 +26,8 @@ struct Options {
   bool extents_given = false;                           ///< --extents was given (the ranks suite has its own default)
   std::uint64_t seed = 1;
   int device = 0;
-  int threads = 0;  ///< CPU threads (0: OpenMP's default)
+  int threads = 0;           ///< CPU threads (0: OpenMP's default)
+  std::string segment_case;  ///< --suite segments: only the case of this name (empty: all)
 };
 
 /// One measured case. time_us: median of repeated timings after warm-up; gbs: bytes of input read
@@ -83,7 +84,9 @@ struct SegmentCase {
   bool power_law =
       false;  ///< lengths with P(L > x) ~ x^-1.2 (1 <= L <= n/4); else 10^5 of length 1, then one of the rest
 };
-std::vector<SegmentCase> segment_cases(std::int64_t n);
+/// The suite's cases over n elements; `only` non-empty: that case alone (InputError naming the cases
+/// when there is none of that name).
+std::vector<SegmentCase> segment_cases(std::int64_t n, const std::string& only = {});
 /// The case's n_seg + 1 offsets (0 .. n), from `seed`.
 std::vector<std::int64_t> segment_offsets(const SegmentCase& c, std::int64_t n, std::uint64_t seed);
 Report run_segments_cuda(const Options& o);

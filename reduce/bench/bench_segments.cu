@@ -115,10 +115,7 @@ Report run_segments_cuda(const Options& o) {
     rep.rows.push_back(r);
     return r;
   };
-  // TALLY_SEGMENT_CASE="power law" times that case alone (a profiler then sees only its launches).
-  const char* only = std::getenv("TALLY_SEGMENT_CASE");
-  for (const SegmentCase& c : segment_cases(n)) {
-    if (only != nullptr && *only != '\0' && c.name != only) continue;
+  for (const SegmentCase& c : segment_cases(n, o.segment_case)) {
     const auto off64 = segment_offsets(c, n, o.seed);
     const std::vector<std::int32_t> off32h(off64.begin(), off64.end());
     const auto n_seg = static_cast<std::int64_t>(off64.size()) - 1;

@@ -11,18 +11,25 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "tally/common/error.hpp"
 #include "tally/common/interrupt.hpp"
 #include "tally/reduce/segmented.hpp"
 
 namespace tally::reduce::bench {
 
-std::vector<SegmentCase> segment_cases(std::int64_t n) {
+std::vector<SegmentCase> segment_cases(std::int64_t n, const std::string& only) {
   // Segments of 4: CSR rows of a very sparse matrix, where the pair kernel (CUDA) takes over.
   std::vector<SegmentCase> c = {{"uniform 4", 4, false}, {"uniform 16", 16, false}, {"uniform 1000", 1000, false}};
   if (n >= (std::int64_t{1} << 22)) c.push_back({"uniform 2^20", std::int64_t{1} << 20, false});
   c.push_back({"power law", 0, true});
   c.push_back({"10^5 ones + 1 giant", 0, false});
-  return c;
+  if (only.empty()) return c;
+  std::string names;
+  for (const SegmentCase& k : c) {
+    if (k.name == only) return {k};
+    names += (names.empty() ? "'" : ", '") + k.name + "'";
+  }
+  throw InputError("--segment-case: no case '" + only + "' (the cases: " + names + ")");
 }
 
 std::vector<std::int64_t> segment_offsets(const SegmentCase& c, std::int64_t n, std::uint64_t seed) {
@@ -72,7 +79,7 @@ Report run_segments_cpu(const Options& o) {
   rep.summary.push_back("| segments (cpu, " + size_name(n) +
                         " floats) | segments | tally GB/s | vs full sum | fixed-size GB/s |");
   rep.summary.push_back("| --- | --- | --- | --- | --- |");
-  for (const SegmentCase& c : segment_cases(n)) {
+  for (const SegmentCase& c : segment_cases(n, o.segment_case)) {
     const auto off = segment_offsets(c, n, o.seed);
     const auto n_seg = static_cast<std::int64_t>(off.size()) - 1;
     std::vector<float> out(static_cast<std::size_t>(n_seg));

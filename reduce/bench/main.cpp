@@ -92,6 +92,9 @@ int run(int argc, char** argv, ranks::Comm& comm) {
                  "Loop nest ng,nw,nv for --suite openacc (default 256,256,1024) and ranks (default 1024,1024,1024; "
                  "CPU 64,1024,1024)");
   app.add_option("--csv", csv, "Also write the rows as CSV to this file");
+  app.add_option("--segment-case", o.segment_case,
+                 "--suite segments: time only the case of this name (e.g. \"power law\"), so that a profiler sees "
+                 "its launches alone");
   cli::add_number(app, "--threads", o.threads, "CPU threads (default: OpenMP's)", cli::non_negative);
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   // Checked on every rank alike; agreed, so that a multi-rank job exits 2 everywhere with one message.
@@ -104,6 +107,10 @@ int run(int argc, char** argv, ranks::Comm& comm) {
           throw InputError("--extents: must be three positive integers ng,nw,nv (got " + extents + ")");
         o.extents = {a, b, c};
         o.extents_given = true;
+      }
+      if (!o.segment_case.empty()) {
+        if (o.suite != "segments") throw InputError("--segment-case: applies to --suite segments only");
+        (void)segment_cases(std::int64_t{1} << 28, o.segment_case);  // a name the suite has
       }
       if (comm.size() > 1 && o.suite != "ranks")
         throw InputError("--suite " + o.suite + ": runs in one process; under an MPI launcher use --suite ranks");
