@@ -125,8 +125,9 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
     t=$build/tests
     mc=$results/memcheck
     mkdir -p "$mc"
-    # label|executable|arguments, split on spaces; in a Catch2 test spec '@' stands for a space of a
-    # test name, ',' separates alternatives and '*' (at either end) is a wildcard.
+    # label|executable|arguments, split on spaces; '@' stands for a space inside one argument (a Catch2
+    # test name, a --set line); in a Catch2 test spec ',' separates alternatives and '*' (at either
+    # end) is a wildcard.
     memcheck_runs=(
       "heat2d-registers|$build/apps/heat2d/heat2d|--backend cuda --cuda-kernel registers --nx 65 --ny 47 --max-iter 300 --check-every 7 --validate --quiet --out $mc/heat2d-r.h5"
       "heat2d-persistent|$build/apps/heat2d/heat2d|--backend cuda --nx 300 --ny 200 --tol 1e-4 --max-iter 300 --check-every 3 --validate --quiet --out $mc/heat2d-p.h5"
@@ -134,6 +135,10 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
       "heat2d-transient|$build/apps/heat2d/heat2d|--backend cuda --mode transient --nx 33 --t-end 0.01 --quiet --out $mc/heat2d-t.h5"
       "matmul-double|$build/apps/matmul/matmul|--backend cuda --precision double --m 130 --n 67 --k 257 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-d.h5"
       "matmul-float|$build/apps/matmul/matmul|--backend cuda --precision float --m 256 --n 128 --k 512 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-f.h5"
+      "heat2d-implicit-cg|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --backend cuda --quiet --out $mc/tea-cg.h5"
+      "heat2d-implicit-cheby|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --solver cheby --preconditioner jac_diag --backend cuda --quiet --out $mc/tea-cheby.h5"
+      "heat2d-implicit-ppcg|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --solver ppcg --preconditioner jac_block --backend cuda --quiet --out $mc/tea-ppcg.h5"
+      "matmul-ozaki|$build/apps/matmul/matmul|--backend cuda --precision double --level ozaki --m 130 --n 67 --k 257 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-o.h5"
       "mcpi-device|$build/apps/mcpi/mcpi|--backend cuda --n 2^22 --batch 2^20 --quiet --out $mc/mcpi-d.h5"
       "mcpi-host-sobol|$build/apps/mcpi/mcpi|--backend cuda --api host --generator scrambled-sobol --n 2^21 --batch 2^19 --quiet --out $mc/mcpi-h.h5"
       "reduce-tests|$t/reduce/reduce_gpu_test|[nan],[stream],[workspace]"
@@ -150,7 +155,7 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
         ((keep)) || continue
       fi
       read -r -a argv <<<"$args"
-      [[ $exe == */tests/* ]] && argv=("${argv[@]//@/ }")
+      argv=("${argv[@]//@/ }")
       echo "==== $label: $exe ${argv[*]}" >>"$out/memcheck.log"
       if [[ ! -x $exe ]]; then
         echo "no executable" >>"$out/memcheck.log"; mc_failed+=("$label: no executable"); continue
