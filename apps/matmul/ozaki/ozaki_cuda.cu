@@ -349,7 +349,8 @@ struct Cuda::Impl {
   DeviceBuffer<unsigned long long> counters{3};
   cudaEvent_t ev[5] = {};
   Stats last;
-  bool pending = false;  ///< counters not yet read for `last`
+  bool pending = false;           ///< counters not yet read for `last`
+  cudaStream_t last_stream = {};  ///< the stream `last` ran on
 
   Impl() {
     check_cublas(cublasCreate(&blas), "cublasCreate");
@@ -473,6 +474,7 @@ void Cuda::multiply(const T* a, const T* b, T* c, Shape s, const Plan& plan, str
   im.last = Stats{};
   im.last.tiles = tm * tn;
   im.pending = true;
+  im.last_stream = stream;
   if (profile) {
     float ms[4] = {};
     TALLY_CUDA_TRY(cudaEventSynchronize(im.ev[4]));
@@ -489,7 +491,10 @@ Stats Cuda::stats() {
   Impl& im = *impl_;
   if (im.pending) {
     unsigned long long h[3] = {};
-    TALLY_CUDA_TRY(cudaMemcpy(h, im.counters.data(), sizeof h, cudaMemcpyDeviceToHost));  // waits for the product
+    // On the product's stream, then waited for: a plain cudaMemcpy would not wait for a
+    // non-blocking stream (matmul's engines make theirs so).
+    TALLY_CUDA_TRY(cudaMemcpyAsync(h, im.counters.data(), sizeof h, cudaMemcpyDeviceToHost, im.last_stream));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(im.last_stream));
     im.last.exact_tiles = static_cast<std::int64_t>(h[0]);
     im.last.special_tiles = static_cast<std::int64_t>(h[1]);
     im.last.exact_elements = static_cast<std::int64_t>(h[2]);
