@@ -360,9 +360,13 @@ struct Cuda::Impl {
     for (auto& e : ev) cudaEventDestroy(e);
     cublasDestroy(blas);
   }
+  /// The old buffer is freed before the new one is allocated (cudaFree waits for the work using
+  /// it): the footprint never holds both, as multiply's check of the free memory assumes.
   template <class U>
   static void grow(DeviceBuffer<U>& buf, idx n) {
-    if (buf.size() < static_cast<std::size_t>(n)) buf = DeviceBuffer<U>(static_cast<std::size_t>(n));
+    if (buf.size() >= static_cast<std::size_t>(n)) return;
+    buf = DeviceBuffer<U>();
+    buf = DeviceBuffer<U>(static_cast<std::size_t>(n));
   }
 };
 
