@@ -101,11 +101,11 @@ Case run_bench_case(const Comm& comm, Backend backend, int device, const BenchCa
 // double-double reference on C's first rows (below), the INT8 products' rate against a plain INT8
 // GEMM of the same shape measured in the same run, and the share of time outside them.
 //
-// The reference (one thread an element, K in turn) reads all of B for every ~16 rows of C that the
-// GPU holds at once (2048 threads on each of 132 SMs), so all of C at 16384^3 would stream B 1000
-// times: 2 TiB, over ten minutes. It covers the first kReferenceElements / N rows instead
-// (128 at 16384: 8 passes over B, seconds); the inputs are i.i.d., so those rows are a fair sample,
-// the same for cuBLAS and the level.
+// The reference (one thread an element, K in turn) reads all of B for every group of C's elements
+// the GPU holds at once (about 2^18 threads, 16 rows at 16384), so all of C at 16384^3 would stream
+// B a thousand times: 2 TiB. It covers the first kReferenceElements / N rows instead (128 at
+// 16384: 8 passes over B); the inputs are i.i.d., so those rows are a fair sample, the same for
+// cuBLAS and the level.
 //
 // The arithmetic (M = N = K = n, L moduli, T's size t bytes; one chunk of K up to 131056):
 //   INT8 operations       2 n^3 L               (8192^3, L = 15: 1.65e13; float L = 7: 7.7e12)
