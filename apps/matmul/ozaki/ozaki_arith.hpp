@@ -27,6 +27,7 @@ inline constexpr std::uint64_t kMaxQ = std::uint64_t{1} << 52;
 /// Elements of K per INT8 GEMM: |r_a r_b| <= 2^14 for residues in [-128, 127], so K 2^14 < 2^31 keeps
 /// the INT32 sums exact; a multiple of 16 so that every chunk starts 16-byte aligned.
 inline constexpr std::int64_t kChunkK = ((std::int64_t{1} << 31) - 1) / (std::int64_t{1} << 14) / 16 * 16;
+static_assert(kChunkK * (std::int64_t{1} << 14) <= (std::int64_t{1} << 31) - 1 && kChunkK % 16 == 0);
 /// The certificate's histograms: quarter-octave bins over 16 octaves (below).
 inline constexpr int kOctaves = 16, kSub = 4, kBins = kOctaves * kSub;
 /// C's tiles (rows and columns) over which the certificate is taken and the fallback runs.

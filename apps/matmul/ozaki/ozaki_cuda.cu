@@ -4,10 +4,12 @@
 // INT8 products cannot serve. The arithmetic is ozaki_arith.hpp's, as on the CPU.
 //
 // Layouts: residues of A as moduli planes of M x Kp int8 (row-major, K padded with zeros to a
-// multiple of 16), of B as planes of N x Kp (B transposed): both operands K-contiguous, cuBLAS's
-// TN form for INT8 (lda = ldb = Kp, pointers 16-byte aligned). The products C_l (INT32) as planes
-// of M x Nc (Nc = N rounded up to 4), one set per chunk of K. Row-major C = A B is column-major
-// C^T = B^T A^T: cuBLAS's m = N, n = M, op(A) = T on B's planes, op(B) = N on A's.
+// multiple of 16), of B as planes of Nc x Kp (B transposed, Nc = N rounded up to 4, the rows past N
+// zeros): both operands K-contiguous, cuBLAS's TN form for INT8 (lda = ldb = Kp, pointers 16-byte
+// aligned). The products C_l (INT32) as planes of M x Nc, one set per chunk of K. Row-major C = A B
+// is column-major C^T = B^T A^T: cuBLAS's m = Nc, n = M, op(A) = T on B's planes, op(B) = N on A's.
+// Nc and Kp keep m, k and every leading dimension multiples of 4, as cuBLAS's IMMA kernels require
+// (some GPUs refuse INT8 GEMMs without).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -181,9 +183,10 @@ __global__ void __launch_bounds__(256)
 /// Columns of B, transposed: block (32 columns, y) over pieces of 128 rows of K. Each thread loads 16 elements (a
 /// warp a row: coalesced), their scaled integers go to shared memory, then each thread takes 16
 /// consecutive K of one column and writes 16 bytes per modulus (a warp: 4 columns x 128 bytes).
+/// Columns n .. nc - 1 (nc <= 32 ceil(n / 32)) get zeros.
 template <class T>
 __global__ void __launch_bounds__(256)
-    col_residues(const T* __restrict__ b, idx k, idx n, idx kp, const LineScale* __restrict__ scales,
+    col_residues(const T* __restrict__ b, idx k, idx n, idx nc, idx kp, const LineScale* __restrict__ scales,
                  LineStats* __restrict__ stats, std::int8_t* __restrict__ out, idx plane, Tables t) {
   __shared__ std::int64_t vals[128][33];
   __shared__ std::uint32_t hist[32][kBins + 1];
@@ -208,7 +211,7 @@ __global__ void __launch_bounds__(256)
     }
     __syncthreads();
     const int col = tid / 8, r0 = (tid % 8) * 16;
-    if (j0 + col < n && k0 + r0 < kp) {
+    if (j0 + col < nc && k0 + r0 < kp) {
       std::int64_t v[16];
       double dv[16];
       for (int u = 0; u < 16; ++u) v[u] = vals[r0 + u][col], dv[u] = static_cast<double>(v[u]);
@@ -346,7 +349,8 @@ struct Cuda::Impl {
   DeviceBuffer<unsigned long long> counters{3};
   cudaEvent_t ev[5] = {};
   Stats last;
-  bool pending = false;  ///< counters not yet read for `last`
+  bool pending = false;           ///< counters not yet read for `last`
+  cudaStream_t last_stream = {};  ///< the stream `last` ran on
 
   Impl() {
     check_cublas(cublasCreate(&blas), "cublasCreate");
@@ -356,9 +360,13 @@ struct Cuda::Impl {
     for (auto& e : ev) cudaEventDestroy(e);
     cublasDestroy(blas);
   }
+  /// The old buffer is freed before the new one is allocated (cudaFree waits for the work using
+  /// it): the footprint never holds both, as multiply's check of the free memory assumes.
   template <class U>
   static void grow(DeviceBuffer<U>& buf, idx n) {
-    if (buf.size() < static_cast<std::size_t>(n)) buf = DeviceBuffer<U>(static_cast<std::size_t>(n));
+    if (buf.size() >= static_cast<std::size_t>(n)) return;
+    buf = DeviceBuffer<U>();
+    buf = DeviceBuffer<U>(static_cast<std::size_t>(n));
   }
 };
 
@@ -374,7 +382,7 @@ void Cuda::multiply(const T* a, const T* b, T* c, Shape s, const Plan& plan, str
     throw Error("ozaki: the plan is for K = " + std::to_string(plan.k) + ", the product has " + std::to_string(s.k));
   const idx M = s.m, N = s.n, K = s.k, L = t.moduli;
   const idx kp = round_up(K, 16), nc = round_up(N, 4);
-  const idx plane_a = round_up(M * kp, 256), plane_b = round_up(N * kp, 256), plane_c = round_up(M * nc, 64);
+  const idx plane_a = round_up(M * kp, 256), plane_b = round_up(nc * kp, 256), plane_c = round_up(M * nc, 64);
   const idx tm = ceil_div(M, kTile), tn = ceil_div(N, kTile);
   // Refuse what cannot fit (the INT32 products dominate: 4 L chunks bytes per element of C).
   const double need = static_cast<double>(L) * static_cast<double>(plane_a + plane_b) +
@@ -430,7 +438,7 @@ void Cuda::multiply(const T* a, const T* b, T* c, Shape s, const Plan& plan, str
       a, K, kp, rscale, rows, im.ra.data(), plane_a, t);
   TALLY_CHECK_LAUNCH();
   col_residues<T><<<dim3(static_cast<unsigned>(ceil_div(N, 32)), grid_y(ceil_div(kp, 128))), 256, 0, stream>>>(
-      b, K, N, kp, cscale, cols, im.rb.data(), plane_b, t);
+      b, K, N, nc, kp, cscale, cols, im.rb.data(), plane_b, t);
   TALLY_CHECK_LAUNCH();
   // The certificates.
   tile_sides<<<static_cast<unsigned>(ceil_div(tm, 128)), 128, 0, stream>>>(M, rows, im.sides.data());
@@ -448,7 +456,7 @@ void Cuda::multiply(const T* a, const T* b, T* c, Shape s, const Plan& plan, str
   for (idx ch = 0; ch < plan.chunks; ++ch) {
     const idx k0 = ch * kChunkK, kc = std::min(kp, k0 + kChunkK) - k0;
     check_cublas(cublasGemmStridedBatchedEx(
-                     im.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(kc),
+                     im.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nc), static_cast<int>(M), static_cast<int>(kc),
                      &one, im.rb.data() + k0, CUDA_R_8I, static_cast<int>(kp), plane_b, im.ra.data() + k0, CUDA_R_8I,
                      static_cast<int>(kp), plane_a, &zero, im.c32.data() + ch * L * plane_c, CUDA_R_32I,
                      static_cast<int>(nc), plane_c, static_cast<int>(L), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
@@ -470,6 +478,7 @@ void Cuda::multiply(const T* a, const T* b, T* c, Shape s, const Plan& plan, str
   im.last = Stats{};
   im.last.tiles = tm * tn;
   im.pending = true;
+  im.last_stream = stream;
   if (profile) {
     float ms[4] = {};
     TALLY_CUDA_TRY(cudaEventSynchronize(im.ev[4]));
@@ -486,7 +495,10 @@ Stats Cuda::stats() {
   Impl& im = *impl_;
   if (im.pending) {
     unsigned long long h[3] = {};
-    TALLY_CUDA_TRY(cudaMemcpy(h, im.counters.data(), sizeof h, cudaMemcpyDeviceToHost));  // waits for the product
+    // On the product's stream, then waited for: a plain cudaMemcpy would not wait for a
+    // non-blocking stream (matmul's engines make theirs so).
+    TALLY_CUDA_TRY(cudaMemcpyAsync(h, im.counters.data(), sizeof h, cudaMemcpyDeviceToHost, im.last_stream));
+    TALLY_CUDA_TRY(cudaStreamSynchronize(im.last_stream));
     im.last.exact_tiles = static_cast<std::int64_t>(h[0]);
     im.last.special_tiles = static_cast<std::int64_t>(h[1]);
     im.last.exact_elements = static_cast<std::int64_t>(h[2]);
@@ -508,7 +520,7 @@ __global__ void fill_bytes_pattern(std::int8_t* p, idx n, std::uint64_t seed) {
 double int8_gemm_seconds(Shape s, int device, int repeats) {
   TALLY_CUDA_TRY(cudaSetDevice(device));
   const idx kp = round_up(s.k, 16), nc = round_up(s.n, 4);
-  DeviceBuffer<std::int8_t> a8(static_cast<std::size_t>(s.m * kp)), b8(static_cast<std::size_t>(s.n * kp));
+  DeviceBuffer<std::int8_t> a8(static_cast<std::size_t>(s.m * kp)), b8(static_cast<std::size_t>(nc * kp));
   DeviceBuffer<std::int32_t> c32(static_cast<std::size_t>(s.m * nc));
   fill_bytes_pattern<<<1024, 256>>>(a8.data(), static_cast<idx>(a8.size()), 1);
   TALLY_CHECK_LAUNCH();
@@ -524,7 +536,7 @@ double int8_gemm_seconds(Shape s, int device, int repeats) {
   for (int r = 0; r <= repeats; ++r) {  // the first run untimed
     TALLY_CUDA_TRY(cudaEventRecord(e0));
     const cublasStatus_t st =
-        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(kp),
+        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nc), static_cast<int>(s.m), static_cast<int>(kp),
                      &one, b8.data(), CUDA_R_8I, static_cast<int>(kp), a8.data(), CUDA_R_8I, static_cast<int>(kp),
                      &zero, c32.data(), CUDA_R_32I, static_cast<int>(nc), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {

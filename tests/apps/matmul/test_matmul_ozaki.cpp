@@ -4,6 +4,7 @@
 // subnormals, overflow, Inf and NaN; the same bits for every thread count; the app's options.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "matmul.hpp"
 #include "matmul_app_support.hpp"
 #include "ozaki/ozaki.hpp"
+#include "ozaki/ozaki_lines.hpp"
 #include "ozaki_oracle.hpp"
 #include "tally/common/error.hpp"
 #include "test_support.hpp"
@@ -147,6 +149,29 @@ TEST_CASE("ozaki CRT: the residues of an integer below P / 2 rebuild it within u
   }
 }
 
+TEST_CASE("ozaki CRT digits: exact for every INT32 product sum the GPU can form (|x| <= K 2^14, K < 2^28)",
+          "[matmul][ozaki]") {
+  // The GPU's residues lie anywhere in [-128, 127], so a modulus' sum over K reaches K 2^14 (2^42 at
+  // the largest K) where the CPU's symmetric ones stay smaller; the digit must be exact either way.
+  const oz::Plan plan = oz::make_plan<double>(1000, oz::kMaxModuli);
+  const auto& t = plan.tables;
+  auto g = tally::test::rng(4230);
+  const std::int64_t top = (std::int64_t{1} << 42) - (std::int64_t{1} << 14);  // (2^28 - 1) 2^14
+  std::uniform_int_distribution<std::int64_t> any(-top, top);
+  std::vector<std::int64_t> xs{0, 1, -1, top, -top, top - 1, -top + 1};
+  for (int i = 0; i < 20000; ++i) xs.push_back(any(g));
+  std::int64_t bad = 0;
+  for (const std::int64_t x : xs)
+    for (int l = 0; l < t.moduli; ++l) {
+      const std::int64_t m = t.m_int[l], inv = static_cast<std::int64_t>(t.inv[l]);
+      const std::int64_t want = ((x % m + m) % m * inv) % m;
+      const double got = oz::crt_digit(static_cast<double>(x), t, l);
+      if (got != static_cast<double>(want) && ++bad <= 5)
+        FAIL_CHECK("x = " << x << ", m = " << m << ": digit " << got << ", want " << want);
+    }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("ozaki residues: the CPU's symmetric ones and the GPU's representatives, congruent and within INT8",
           "[matmul][ozaki]") {
   const oz::Plan plan = oz::make_plan<double>(1000, oz::kMaxModuli);
@@ -171,6 +196,67 @@ TEST_CASE("ozaki residues: the CPU's symmetric ones and the GPU's representative
     }
   }
   CHECK(bad == 0);
+}
+
+TEST_CASE("ozaki: the GPU's arithmetic (its residues, K in INT32 chunks, N and K padded) gives the CPU engine's bits",
+          "[matmul][ozaki]") {
+  // ozaki_cuda.cu's pipeline on the host: residues by residue_fast into planes of M x Kp and Nc x Kp
+  // (zero padding), one INT32 sum per chunk of kChunkK (each must fit: |sum| < 2^31), the chunks'
+  // sums added in double in chunk order, the CRT and the scaling; the same bits as multiply_cpu,
+  // with K beyond one chunk and N not a multiple of 4.
+  for (const Shape s : {Shape{2, 3, oz::kChunkK + 200}, Shape{5, 7, 333}}) {
+    INFO(s.str());
+    const auto a = uniform<double>(static_cast<std::size_t>(s.m * s.k), 4260),
+               b = uniform<double>(static_cast<std::size_t>(s.k * s.n), 4261);
+    const oz::Plan plan = oz::make_plan<double>(s.k, 0);
+    const auto& t = plan.tables;
+    oz::Stats st;
+    const auto want = run_cpu<double>(a, b, s, 0, &st);
+    REQUIRE(st.exact_elements == 0);  // every element from the residues
+    const std::int64_t kp = (s.k + 15) / 16 * 16, nc = (s.n + 3) / 4 * 4, L = t.moduli;
+    std::vector<oz::LineStats> rows, cols;
+    for (std::int64_t i = 0; i < s.m; ++i) rows.push_back(oz::line_stats(a.data() + i * s.k, 1, s.k, t.q));
+    for (std::int64_t j = 0; j < s.n; ++j) cols.push_back(oz::line_stats(b.data() + j, s.n, s.k, t.q));
+    std::vector<std::int8_t> ra(static_cast<std::size_t>(L * s.m * kp)), rb(static_cast<std::size_t>(L * nc * kp));
+    const auto fill = [&](std::int8_t* plane0, std::int64_t plane, std::int64_t line, const double* x,
+                          std::int64_t stride, int scale) {
+      for (std::int64_t q = 0; q < s.k; ++q) {
+        const std::int64_t v = oz::scaled_integer(oz::decompose(x[q * stride]), scale);
+        for (int l = 0; l < L; ++l)
+          plane0[l * plane + line * kp + q] =
+              static_cast<std::int8_t>(oz::residue_fast(v, static_cast<double>(v), t, l));
+      }
+    };
+    for (std::int64_t i = 0; i < s.m; ++i)
+      fill(ra.data(), s.m * kp, i, a.data() + i * s.k, 1, rows[static_cast<std::size_t>(i)].scale);
+    for (std::int64_t j = 0; j < s.n; ++j)
+      fill(rb.data(), nc * kp, j, b.data() + j, s.n, cols[static_cast<std::size_t>(j)].scale);
+    REQUIRE(plan.chunks == (kp + oz::kChunkK - 1) / oz::kChunkK);
+    std::int64_t mismatches = 0;
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const double y = oz::with_limbs(t, [&](auto limbs) {
+          double acc[decltype(limbs)::value] = {};
+          for (int l = 0; l < L; ++l) {
+            double x = 0;
+            for (std::int64_t k0 = 0; k0 < kp; k0 += oz::kChunkK) {
+              std::int64_t sum = 0;
+              for (std::int64_t q = k0; q < std::min(kp, k0 + oz::kChunkK); ++q)
+                sum += ra[static_cast<std::size_t>(l * s.m * kp + i * kp + q)] *
+                       rb[static_cast<std::size_t>(l * nc * kp + j * kp + q)];
+              REQUIRE(std::abs(sum) < (std::int64_t{1} << 31));  // cuBLAS's INT32 sum is exact
+              x += static_cast<double>(sum);
+            }
+            oz::crt_accumulate(acc, oz::crt_digit(x, t, l), t, l);
+          }
+          return oz::crt_finish(acc, t);
+        });
+        const double c =
+            oz::scale_pow2(y, -(rows[static_cast<std::size_t>(i)].scale + cols[static_cast<std::size_t>(j)].scale));
+        mismatches += std::memcmp(&c, &want[static_cast<std::size_t>(i * s.n + j)], sizeof c) != 0;
+      }
+    CHECK(mismatches == 0);
+  }
 }
 
 TEST_CASE("ozaki on the CPU: odd shapes within the promise and the Ozaki bound of exact products", "[matmul][ozaki]") {
