@@ -100,7 +100,8 @@ __device__ __forceinline__ void strip_residual(const Coeffs& k, const double* __
   for (int j = 0; j < kStrip; ++j)
     if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * s), smvp(k.kx, k.ky, u, c0 + j * s, s));
 }
-/// A strip's u += alpha p, r -= alpha w (rv: the new r).
+/// A strip's r -= alpha w (rv: the new r) and, with U, u += alpha p (CG defers its u to cg_w).
+template <bool U>
 __device__ __forceinline__ void strip_update(double* __restrict__ u, const double* __restrict__ p,
                                              double* __restrict__ r, const double* __restrict__ w, double alpha,
                                              long long c0, long long s, int n, double (&rv)[kStrip]) {
@@ -108,7 +109,7 @@ __device__ __forceinline__ void strip_update(double* __restrict__ u, const doubl
   for (int j = 0; j < kStrip; ++j)
     if (j < n) {
       const long long c = c0 + j * s;
-      u[c] = ops::axpy(u[c], alpha, ld(p, c));
+      if constexpr (U) u[c] = ops::axpy(u[c], alpha, ld(p, c));
       rv[j] = ops::axmy(r[c], alpha, ld(w, c));
       r[c] = rv[j];
     }

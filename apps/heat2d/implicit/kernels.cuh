@@ -3,8 +3,8 @@
 // Every cell's arithmetic is cell_ops.hpp's (the _rn intrinsics: no contraction), every dot product
 // the library's exact device block (ExactThread<DoubleProducts>::add_product, exact_gang_sum: exact
 // partial sums in the kernel, combined exactly and rounded once by the last block): the CPU
-// engine's bits. With Exact false the
-// dots are ordinary sums (a block tree and the blocks in order: deterministic for one launch shape).
+// engine's bits. With Exact false the dots are ordinary sums (a block tree and the blocks in order:
+// deterministic for one launch shape).
 //
 // Work: a block of 32 x 8 threads takes tiles of 32 columns x 32 rows (grid-stride over tiles); a
 // thread takes a strip of up to 4 rows of one column (a jac_block block: the strips start at rows
@@ -13,13 +13,9 @@
 // `halt` (a solve that converged or diverged: the iterations enqueued after it do nothing) and, for
 // CG's, `cg_over` (the switch to Chebyshev or PPCG is due).
 //
-// Bytes moved a cell (doubles, no preconditioner; the neighbours' loads hit the caches):
-//   cg_w       p, r (or z), kx, ky in; p, w out             48  (the next search direction fused in)
-//   cg_ur      u, p, r, w in; u, r out                       48  -> a CG iteration: 96
-//   cheby      u, u0, p, kx, ky in; u, p out                 56  (r only in registers)
-//   ppcg inner sd, r, u, kx, ky in; r, u out                 56  + sd update: sd, r in, sd out 24
-//   jacobi     u, u0, kx, ky in; u out                       40
-// jac_diag adds mi in and z out (16), jac_block cp, bfp in and z out (24) where z is needed later.
+// A CG step is two passes over memory: cg_w (the search direction, w = A p and p.w, and the step
+// before's u += alpha p) and cg_ur (r -= alpha w, M^-1 r, r.z); cg_u applies the last step's u
+// update where the CG steps end. The bytes each kernel moves: traffic.hpp.
 
 #include "kernel_blocks.cuh"
 
@@ -76,15 +72,18 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) st->rro = dot;
 }
 
-/// CG's (and PPCG's: in_cg 0) w = A p, pw = p.w and alpha = rro / pw (alphas[k] too). Update:
+/// CG's (and PPCG's: Cg false) w = A p, pw = p.w and alpha = rro / pw (alphas[it] too). Update:
 /// p = beta p_in + z first (the previous iteration's search direction, fused in: computed for the
-/// neighbours too, written to p_out); else p_in as it is.
-template <bool Exact, bool Update>
+/// neighbours too, written to p_out); else p_in as it is. Cg with Update: the previous CG step's
+/// u += alpha p too (alpha = alphas[it - 1], p = p_in, which this pass reads anyway): CG's second
+/// pass (cg_ur) leaves u alone, and cg_u applies the last step's where the CG steps end.
+template <bool Exact, bool Update, bool Cg>
 __global__ void __launch_bounds__(kTileX* kWarps)
     cg_w(Layout g, Coeffs k, const double* p_in, double* __restrict__ p_out, const double* __restrict__ z,
-         double* __restrict__ w, Scratch sc, DeviceState* st, double* alphas, long long it, int in_cg) {
-  if (st->halt || (in_cg && st->cg_over)) return;
+         double* __restrict__ w, double* __restrict__ u, Scratch sc, DeviceState* st, double* alphas, long long it) {
+  if (st->halt || (Cg && st->cg_over)) return;
   const double beta = Update ? st->beta : 0.0;
+  const double alpha_prev = Cg && Update ? alphas[it - 1] : 0.0;
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
@@ -94,10 +93,12 @@ __global__ void __launch_bounds__(kTileX* kWarps)
     for (int j = 0; j < kStrip; ++j)
       if (j < n) {
         const long long c = c0 + j * S;
-        const double pc = pv(c);
+        const double pin = ld(p_in, c);
+        const double pc = Update ? ops::axpy(ld(z, c), beta, pin) : pin;
         const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1),
                                     pv(c + 1), pv(c - S), pv(c + S));
         if constexpr (Update) p_out[c] = pc;
+        if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
         w[c] = wc;
         d.add(pc, wc);
       }
@@ -110,13 +111,14 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   }
 }
 
-/// CG's u += alpha p, r -= alpha w, z = M^-1 r, rrn = r.z, beta = rrn / rro (betas[k]), the test of
-/// iteration k and, for Chebyshev / PPCG, whether the switch is due at k + 1.
+/// CG's r -= alpha w, z = M^-1 r, rrn = r.z, beta = rrn / rro (betas[it]), the test of iteration
+/// `it` and, for Chebyshev / PPCG, whether the switch is due at it + 1. Its u += alpha p waits for
+/// the next cg_w (or cg_u).
 template <bool Exact, int P, bool Max>
 __global__ void __launch_bounds__(kTileX* kWarps)
-    cg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ u, const double* __restrict__ p,
-          double* __restrict__ r, const double* __restrict__ w, double* __restrict__ z, Scratch sc, DeviceState* st,
-          TestParams tp, double* betas, double* hist, long long it) {
+    cg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ r, const double* __restrict__ w,
+          double* __restrict__ z, Scratch sc, DeviceState* st, TestParams tp, double* betas, double* hist,
+          long long it) {
   if (st->halt || st->cg_over) return;
   const double alpha = st->alpha;
   __shared__ ReduceStorage s;
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_update(u, p, r, w, alpha, c0, S, n, rv);
+    strip_update<false>(nullptr, nullptr, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
     strip_rz<P, Max>(z, c0, S, n, rv, zv, d, mb);
   });
@@ -142,6 +144,20 @@ __global__ void __launch_bounds__(kTileX* kWarps)
         (tp.error_switch ? error < tp.eps_lim && next > 20 : next > tp.presteps && error < 1.0))
       st->cg_over = 1, st->k_switch = next;
   }
+}
+
+/// u += alpha p (alpha: *alpha): the last CG step's update of u, which no later cg_w applied (the
+/// solve stopped, reached max_iters or switched to Chebyshev / PPCG). The host launches it once.
+__global__ void cg_u(Layout g, double* __restrict__ u, const double* __restrict__ p, const double* alpha) {
+  const double a = *alpha;
+  for_strips(g, [&](long long c0, int n) {
+#pragma unroll
+    for (int j = 0; j < kStrip; ++j)
+      if (j < n) {
+        const long long c = c0 + j * g.stride;
+        u[c] = ops::axpy(u[c], a, ld(p, c));
+      }
+  });
 }
 
 /// p_out = beta p_in + z: the last CG step's search direction, written out before PPCG replaces r.
@@ -263,7 +279,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_update(u, p, r, w, alpha, c0, S, n, rv);
+    strip_update<true>(u, p, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
 #pragma unroll
     for (int j = 0; j < kStrip; ++j)
