@@ -29,10 +29,7 @@ namespace tally::heat2d::implicit::gpu {
 __global__ void set_u(Layout g, const double* __restrict__ energy, const double* __restrict__ density,
                       double* __restrict__ u, double* __restrict__ u0) {
   for_strips(g, [&](long long c0, int n) {
-    for (int k = 0; k < n; ++k) {
-      const long long c = c0 + k * g.stride;
-      u[c] = u0[c] = ops::mul(ld(energy, c), ld(density, c));
-    }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { u[c] = u0[c] = ops::mul(ld(energy, c), ld(density, c)); });
   });
 }
 
@@ -40,10 +37,7 @@ __global__ void set_u(Layout g, const double* __restrict__ energy, const double*
 __global__ void set_energy(Layout g, const double* __restrict__ u, const double* __restrict__ density,
                            double* __restrict__ energy) {
   for_strips(g, [&](long long c0, int n) {
-    for (int k = 0; k < n; ++k) {
-      const long long c = c0 + k * g.stride;
-      energy[c] = ops::div(ld(u, c), ld(density, c));
-    }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { energy[c] = ops::div(ld(u, c), ld(density, c)); });
   });
 }
 
@@ -58,15 +52,12 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        r[c] = rv[j];
-        if constexpr (P != kNone) z[c] = zv[j];
-        p[c] = zv[j];
-        d.add(rv[j], zv[j]);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      r[c] = rv[j];
+      if constexpr (P != kNone) z[c] = zv[j];
+      p[c] = zv[j];
+      d.add(rv[j], zv[j]);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) st->rro = dot;
@@ -89,19 +80,16 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   const long long S = g.stride;
   const auto pv = [&](long long c) { return Update ? ops::axpy(ld(z, c), beta, ld(p_in, c)) : ld(p_in, c); };
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pin = ld(p_in, c);
-        const double pc = Update ? ops::axpy(ld(z, c), beta, pin) : pin;
-        const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1),
-                                    pv(c + 1), pv(c - S), pv(c + S));
-        if constexpr (Update) p_out[c] = pc;
-        if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
-        w[c] = wc;
-        d.add(pc, wc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double pin = ld(p_in, c);
+      const double pc = Update ? ops::axpy(ld(z, c), beta, pin) : pin;
+      const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1), pv(c + 1),
+                                  pv(c - S), pv(c + S));
+      if constexpr (Update) p_out[c] = pc;
+      if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
+      w[c] = wc;
+      d.add(pc, wc);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) {
@@ -151,12 +139,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
 __global__ void cg_u(Layout g, double* __restrict__ u, const double* __restrict__ p, const double* alpha) {
   const double a = *alpha;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * g.stride;
-        u[c] = ops::axpy(u[c], a, ld(p, c));
-      }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { u[c] = ops::axpy(u[c], a, ld(p, c)); });
   });
 }
 
@@ -165,12 +148,7 @@ __global__ void set_p(Layout g, const double* __restrict__ p_in, const double* _
                       double* __restrict__ p_out, const DeviceState* st) {
   const double beta = st->beta;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * g.stride;
-        p_out[c] = ops::axpy(ld(z, c), beta, ld(p_in, c));
-      }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { p_out[c] = ops::axpy(ld(z, c), beta, ld(p_in, c)); });
   });
 }
 
@@ -183,14 +161,11 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
-        if (r) r[c] = rc;
-        if constexpr (Dot) d.add(rc, rc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
+      if (r) r[c] = rc;
+      if constexpr (Dot) d.add(rc, rc);
+    });
   });
   if constexpr (Dot) {
     double dot = 0.0, mx = 0.0;
@@ -205,9 +180,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) d.add(ld(a, c0 + j * g.stride), ld(b, c0 + j * g.stride));
+    strip_cells(c0, g.stride, n, [&](int, long long c) { d.add(ld(a, c), ld(b, c)); });
   });
   double v = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, v, mx) && thread0()) *out = v;
@@ -222,14 +195,11 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pc = ops::div(zv[j], theta);
-        p[c] = pc;
-        u_out[c] = ops::add(ld(u_in, c), pc);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      const double pc = ops::div(zv[j], theta);
+      p[c] = pc;
+      u_out[c] = ops::add(ld(u_in, c), pc);
+    });
   });
 }
 
@@ -248,16 +218,13 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pc = ops::lin2(a, p[c], b, zv[j]);
-        p[c] = pc;
-        u_out[c] = ops::add(ld(u_in, c), pc);
-        if constexpr (Tested) d.add(rv[j], rv[j]);
-        if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      const double pc = ops::lin2(a, p[c], b, zv[j]);
+      p[c] = pc;
+      u_out[c] = ops::add(ld(u_in, c), pc);
+      if constexpr (Tested) d.add(rv[j], rv[j]);
+      if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
+    });
   });
   if constexpr (Tested) {
     double dot = 0.0, mx = 0.0;
@@ -281,9 +248,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_update<true>(u, p, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) sd[c0 + j * S] = ops::div(zv[j], theta);
+    strip_cells(c0, S, n, [&](int j, long long c) { sd[c] = ops::div(zv[j], theta); });
   });
 }
 
@@ -294,13 +259,10 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   if (st->halt) return;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        r[c] = ops::sub(r[c], smvp(k.kx, k.ky, sd, c, S));
-        u[c] = ops::add(u[c], ld(sd, c));
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      r[c] = ops::sub(r[c], smvp(k.kx, k.ky, sd, c, S));
+      u[c] = ops::add(u[c], ld(sd, c));
+    });
   });
 }
 
@@ -315,12 +277,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_load(r, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        sd[c] = ops::lin2(a, sd[c], b, zv[j]);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) { sd[c] = ops::lin2(a, sd[c], b, zv[j]); });
   });
 }
 
@@ -385,17 +342,14 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   unsigned long long mb = 0;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double un = ops::jacobi(ld(u0, c), ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S),
-                                      u_in[c - 1], u_in[c + 1], u_in[c - S], u_in[c + S]);
-        u_out[c] = un;
-        const double diff = fabs(ops::sub(un, u_in[c]));
-        if constexpr (Max) mb = max(mb, abs_bits(diff));
-        else sum.add(diff);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double un = ops::jacobi(ld(u0, c), ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), u_in[c - 1],
+                                    u_in[c + 1], u_in[c - S], u_in[c + S]);
+      u_out[c] = un;
+      const double diff = fabs(ops::sub(un, u_in[c]));
+      if constexpr (Max) mb = max(mb, abs_bits(diff));
+      else sum.add(diff);
+    });
   });
   double err = 0.0;
   bool last;
@@ -417,12 +371,10 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const double rc = ops::sub(ld(u0, c0 + j * S), smvp(k.kx, k.ky, u, c0 + j * S, S));
-        d.add(rc, rc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
+      d.add(rc, rc);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) test(st, tp, hist, it, ops::add(st->err, dot));
@@ -437,14 +389,11 @@ __global__ void __launch_bounds__(kTileX* kWarps) mass_sum(Layout g, const doubl
   SumShare<Exact> sum(es);
   DotShare<Exact> d(s.exact);
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * g.stride;
-        const double m = ops::mul(vol, ld(density, c));
-        if (x) d.add(m, ld(x, c));
-        else sum.add(m);
-      }
+    strip_cells(c0, g.stride, n, [&](int, long long c) {
+      const double m = ops::mul(vol, ld(density, c));
+      if (x) d.add(m, ld(x, c));
+      else sum.add(m);
+    });
   });
   double v = 0.0, mx = 0.0;
   bool last;
