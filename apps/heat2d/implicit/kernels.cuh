@@ -82,11 +82,11 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     strip_cells(c0, S, n, [&](int, long long c) {
       const double pin = ld(p_in, c);
+      if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
       const double pc = Update ? ops::axpy(ld(z, c), beta, pin) : pin;
+      if constexpr (Update) p_out[c] = pc;
       const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1), pv(c + 1),
                                   pv(c - S), pv(c + S));
-      if constexpr (Update) p_out[c] = pc;
-      if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
       w[c] = wc;
       d.add(pc, wc);
     });
