@@ -4,7 +4,9 @@
 // stopped the solve find `halt` set and do nothing. The host steps in once a solve where TeaLeaf's
 // drivers need it: at the switch from CG to Chebyshev / PPCG (the eigenvalue bounds from the CG
 // steps' alphas and betas, chebyshev.hpp, the same host code as the CPU engine's) and after
-// Chebyshev's first step (its estimate of the iterations).
+// Chebyshev's first step (its estimate of the iterations). A CG step's u += alpha p rides on the
+// next step's first pass (cg_w); where the CG steps end (converged, diverged, max_iters or the
+// switch) the host applies the last step's once (cg_u), before anything reads u.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -298,18 +300,18 @@ long long CudaEngine::cg_phase(long long k_end) {
   for (; k < k_end;) {
     with_exact([&]<bool E>() {
       if (k == 0)
-        launch(cg_w<E, false>, geo_, coeffs(), p_[0].data(), nullptr, zsrc(), w_.data(), sc_, st_.data(),
-               alphas_.data(), k, 1);
+        launch(cg_w<E, false, true>, geo_, coeffs(), p_[0].data(), nullptr, zsrc(), w_.data(), u_[0].data(), sc_,
+               st_.data(), alphas_.data(), k);
       else
-        launch(cg_w<E, true>, geo_, coeffs(), p_[(k - 1) % 2].data(), p_[k % 2].data(), zsrc(), w_.data(), sc_,
-               st_.data(), alphas_.data(), k, 1);
+        launch(cg_w<E, true, true>, geo_, coeffs(), p_[(k - 1) % 2].data(), p_[k % 2].data(), zsrc(), w_.data(),
+               u_[0].data(), sc_, st_.data(), alphas_.data(), k);
       with_prec([&]<int P>() {
         if (max)
-          launch(cg_ur<E, P, true>, geo_, coeffs(), prec_arrays(), u_[0].data(), p_[k % 2].data(), r_.data(), w_.data(),
-                 z_.data(), sc_, st_.data(), tp, betas_.data(), hist_.data(), k);
+          launch(cg_ur<E, P, true>, geo_, coeffs(), prec_arrays(), r_.data(), w_.data(), z_.data(), sc_, st_.data(), tp,
+                 betas_.data(), hist_.data(), k);
         else
-          launch(cg_ur<E, P, false>, geo_, coeffs(), prec_arrays(), u_[0].data(), p_[k % 2].data(), r_.data(),
-                 w_.data(), z_.data(), sc_, st_.data(), tp, betas_.data(), hist_.data(), k);
+          launch(cg_ur<E, P, false>, geo_, coeffs(), prec_arrays(), r_.data(), w_.data(), z_.data(), sc_, st_.data(),
+                 tp, betas_.data(), hist_.data(), k);
       });
     });
     ++k;
@@ -328,6 +330,9 @@ void CudaEngine::krylov(SolveStats& s) {
   });
   (void)cg_phase(o_.max_iters);
   const DeviceState st = read_state();
+  // The last CG step's u += alpha p, which each step leaves to the next one's cg_w.
+  const long long k_last = st.halt != 0 ? st.k_halt : st.cg_over != 0 ? st.k_switch - 1 : o_.max_iters - 1;
+  if (k_last >= 0) launch(cg_u, geo_, u_[0].data(), p_[k_last % 2].data(), alphas_.data() + k_last);
   if (st.halt != 0 || st.cg_over == 0 || st.k_switch >= o_.max_iters) {
     conclude(s, st, o_.max_iters, 0);
     s.cg_iterations = s.iterations;
@@ -411,11 +416,11 @@ void CudaEngine::ppcg_phase(SolveStats& s, long long k0) {
   for (long long k = k0; k < o_.max_iters; ++k) {
     with_exact([&]<bool E>() {
       if (k == k0)
-        launch(cg_w<E, false>, geo_, coeffs(), p_[k % 2].data(), nullptr, zsrc(), w_.data(), sc_, st_.data(),
-               alphas_.data(), k, 0);
+        launch(cg_w<E, false, false>, geo_, coeffs(), p_[k % 2].data(), nullptr, zsrc(), w_.data(), nullptr, sc_,
+               st_.data(), alphas_.data(), k);
       else
-        launch(cg_w<E, true>, geo_, coeffs(), p_[(k - 1) % 2].data(), p_[k % 2].data(), zsrc(), w_.data(), sc_,
-               st_.data(), alphas_.data(), k, 0);
+        launch(cg_w<E, true, false>, geo_, coeffs(), p_[(k - 1) % 2].data(), p_[k % 2].data(), zsrc(), w_.data(),
+               nullptr, sc_, st_.data(), alphas_.data(), k);
       with_prec([&]<int P>() {
         launch(ppcg_ur<P>, geo_, coeffs(), prec_arrays(), u_[0].data(), p_[k % 2].data(), r_.data(), w_.data(),
                sd_.data(), cc.theta, st_.data());

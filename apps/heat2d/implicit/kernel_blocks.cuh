@@ -76,6 +76,14 @@ __device__ __forceinline__ void for_strips(const Layout& g, F&& f) {
   }
 }
 
+/// f(j, c) for the cells of a strip of n rows from c0: row j, cell c = c0 + j s (unrolled).
+template <class F>
+__device__ __forceinline__ void strip_cells(long long c0, long long s, int n, F&& f) {
+#pragma unroll
+  for (int j = 0; j < kStrip; ++j)
+    if (j < n) f(j, c0 + j * s);
+}
+
 __device__ __forceinline__ double ld(const double* p, long long c) { return __ldg(p + c); }
 
 /// (I + K) a at cell c (a read through the caches).
@@ -96,29 +104,23 @@ struct Coeffs {
 /// A strip's residual r = u0 - A u (rv: its n values).
 __device__ __forceinline__ void strip_residual(const Coeffs& k, const double* __restrict__ u0, const double* u,
                                                long long c0, long long s, int n, double (&rv)[kStrip]) {
-#pragma unroll
-  for (int j = 0; j < kStrip; ++j)
-    if (j < n) rv[j] = ops::sub(ld(u0, c0 + j * s), smvp(k.kx, k.ky, u, c0 + j * s, s));
+  strip_cells(c0, s, n, [&](int j, long long c) { rv[j] = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, s)); });
 }
-/// A strip's u += alpha p, r -= alpha w (rv: the new r).
+/// A strip's r -= alpha w (rv: the new r) and, with U, u += alpha p (CG defers its u to cg_w).
+template <bool U>
 __device__ __forceinline__ void strip_update(double* __restrict__ u, const double* __restrict__ p,
                                              double* __restrict__ r, const double* __restrict__ w, double alpha,
                                              long long c0, long long s, int n, double (&rv)[kStrip]) {
-#pragma unroll
-  for (int j = 0; j < kStrip; ++j)
-    if (j < n) {
-      const long long c = c0 + j * s;
-      u[c] = ops::axpy(u[c], alpha, ld(p, c));
-      rv[j] = ops::axmy(r[c], alpha, ld(w, c));
-      r[c] = rv[j];
-    }
+  strip_cells(c0, s, n, [&](int j, long long c) {
+    if constexpr (U) u[c] = ops::axpy(u[c], alpha, ld(p, c));
+    rv[j] = ops::axmy(r[c], alpha, ld(w, c));
+    r[c] = rv[j];
+  });
 }
 /// A strip of a field into registers.
 __device__ __forceinline__ void strip_load(const double* __restrict__ a, long long c0, long long s, int n,
                                            double (&v)[kStrip]) {
-#pragma unroll
-  for (int j = 0; j < kStrip; ++j)
-    if (j < n) v[j] = ld(a, c0 + j * s);
+  strip_cells(c0, s, n, [&](int j, long long c) { v[j] = ld(a, c); });
 }
 
 /// The preconditioner's coefficients on the device.
@@ -137,9 +139,7 @@ __device__ __forceinline__ void precondition(const PrecArrays& pa, const double*
 #pragma unroll
     for (int k = 0; k < kStrip; ++k) z[k] = r[k];
   } else if constexpr (P == kDiag) {
-#pragma unroll
-    for (int k = 0; k < kStrip; ++k)
-      if (k < n) z[k] = ops::mul(ld(pa.mi, c0 + k * s), r[k]);
+    strip_cells(c0, s, n, [&](int k, long long c) { z[k] = ops::mul(ld(pa.mi, c), r[k]); });
   } else {
     z[0] = ops::div(r[0], diag_at(kx, ky, c0, s));
 #pragma unroll
@@ -230,13 +230,11 @@ template <int P, bool Max, bool Exact>
 __device__ __forceinline__ void strip_rz(double* __restrict__ z, long long c0, long long s, int n,
                                          const double (&rv)[kStrip], const double (&zv)[kStrip], DotShare<Exact>& d,
                                          unsigned long long& max_bits) {
-#pragma unroll
-  for (int j = 0; j < kStrip; ++j)
-    if (j < n) {
-      if constexpr (P != kNone) z[c0 + j * s] = zv[j];
-      d.add(rv[j], zv[j]);
-      if constexpr (Max) max_bits = max(max_bits, abs_bits(rv[j]));
-    }
+  strip_cells(c0, s, n, [&](int j, long long c) {
+    if constexpr (P != kNone) z[c] = zv[j];
+    d.add(rv[j], zv[j]);
+    if constexpr (Max) max_bits = max(max_bits, abs_bits(rv[j]));
+  });
 }
 
 /// Records the tested value of iteration k and stops the solve on convergence or a non-finite error.

@@ -3,8 +3,8 @@
 // Every cell's arithmetic is cell_ops.hpp's (the _rn intrinsics: no contraction), every dot product
 // the library's exact device block (ExactThread<DoubleProducts>::add_product, exact_gang_sum: exact
 // partial sums in the kernel, combined exactly and rounded once by the last block): the CPU
-// engine's bits. With Exact false the
-// dots are ordinary sums (a block tree and the blocks in order: deterministic for one launch shape).
+// engine's bits. With Exact false the dots are ordinary sums (a block tree and the blocks in order:
+// deterministic for one launch shape).
 //
 // Work: a block of 32 x 8 threads takes tiles of 32 columns x 32 rows (grid-stride over tiles); a
 // thread takes a strip of up to 4 rows of one column (a jac_block block: the strips start at rows
@@ -13,13 +13,9 @@
 // `halt` (a solve that converged or diverged: the iterations enqueued after it do nothing) and, for
 // CG's, `cg_over` (the switch to Chebyshev or PPCG is due).
 //
-// Bytes moved a cell (doubles, no preconditioner; the neighbours' loads hit the caches):
-//   cg_w       p, r (or z), kx, ky in; p, w out             48  (the next search direction fused in)
-//   cg_ur      u, p, r, w in; u, r out                       48  -> a CG iteration: 96
-//   cheby      u, u0, p, kx, ky in; u, p out                 56  (r only in registers)
-//   ppcg inner sd, r, u, kx, ky in; r, u out                 56  + sd update: sd, r in, sd out 24
-//   jacobi     u, u0, kx, ky in; u out                       40
-// jac_diag adds mi in and z out (16), jac_block cp, bfp in and z out (24) where z is needed later.
+// A CG step is two passes over memory: cg_w (the search direction, w = A p and p.w, and the step
+// before's u += alpha p) and cg_ur (r -= alpha w, M^-1 r, r.z); cg_u applies the last step's u
+// update where the CG steps end. The bytes each kernel moves: traffic.hpp.
 
 #include "kernel_blocks.cuh"
 
@@ -33,10 +29,7 @@ namespace tally::heat2d::implicit::gpu {
 __global__ void set_u(Layout g, const double* __restrict__ energy, const double* __restrict__ density,
                       double* __restrict__ u, double* __restrict__ u0) {
   for_strips(g, [&](long long c0, int n) {
-    for (int k = 0; k < n; ++k) {
-      const long long c = c0 + k * g.stride;
-      u[c] = u0[c] = ops::mul(ld(energy, c), ld(density, c));
-    }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { u[c] = u0[c] = ops::mul(ld(energy, c), ld(density, c)); });
   });
 }
 
@@ -44,10 +37,7 @@ __global__ void set_u(Layout g, const double* __restrict__ energy, const double*
 __global__ void set_energy(Layout g, const double* __restrict__ u, const double* __restrict__ density,
                            double* __restrict__ energy) {
   for_strips(g, [&](long long c0, int n) {
-    for (int k = 0; k < n; ++k) {
-      const long long c = c0 + k * g.stride;
-      energy[c] = ops::div(ld(u, c), ld(density, c));
-    }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { energy[c] = ops::div(ld(u, c), ld(density, c)); });
   });
 }
 
@@ -62,45 +52,44 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        r[c] = rv[j];
-        if constexpr (P != kNone) z[c] = zv[j];
-        p[c] = zv[j];
-        d.add(rv[j], zv[j]);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      r[c] = rv[j];
+      if constexpr (P != kNone) z[c] = zv[j];
+      p[c] = zv[j];
+      d.add(rv[j], zv[j]);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) st->rro = dot;
 }
 
-/// CG's (and PPCG's: in_cg 0) w = A p, pw = p.w and alpha = rro / pw (alphas[k] too). Update:
+/// CG's (and PPCG's: Cg false) w = A p, pw = p.w and alpha = rro / pw (alphas[it] too). Update:
 /// p = beta p_in + z first (the previous iteration's search direction, fused in: computed for the
-/// neighbours too, written to p_out); else p_in as it is.
-template <bool Exact, bool Update>
+/// neighbours too, written to p_out); else p_in as it is. Cg with Update: the previous CG step's
+/// u += alpha p too (alpha = alphas[it - 1], p = p_in, which this pass reads anyway): CG's second
+/// pass (cg_ur) leaves u alone, and cg_u applies the last step's where the CG steps end.
+template <bool Exact, bool Update, bool Cg>
 __global__ void __launch_bounds__(kTileX* kWarps)
     cg_w(Layout g, Coeffs k, const double* p_in, double* __restrict__ p_out, const double* __restrict__ z,
-         double* __restrict__ w, Scratch sc, DeviceState* st, double* alphas, long long it, int in_cg) {
-  if (st->halt || (in_cg && st->cg_over)) return;
+         double* __restrict__ w, double* __restrict__ u, Scratch sc, DeviceState* st, double* alphas, long long it) {
+  if (st->halt || (Cg && st->cg_over)) return;
   const double beta = Update ? st->beta : 0.0;
+  const double alpha_prev = Cg && Update ? alphas[it - 1] : 0.0;
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
   const auto pv = [&](long long c) { return Update ? ops::axpy(ld(z, c), beta, ld(p_in, c)) : ld(p_in, c); };
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pc = pv(c);
-        const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1),
-                                    pv(c + 1), pv(c - S), pv(c + S));
-        if constexpr (Update) p_out[c] = pc;
-        w[c] = wc;
-        d.add(pc, wc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double pin = ld(p_in, c);
+      if constexpr (Cg && Update) u[c] = ops::axpy(u[c], alpha_prev, pin);
+      const double pc = Update ? ops::axpy(ld(z, c), beta, pin) : pin;
+      if constexpr (Update) p_out[c] = pc;
+      const double wc = ops::smvp(ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), pc, pv(c - 1), pv(c + 1),
+                                  pv(c - S), pv(c + S));
+      w[c] = wc;
+      d.add(pc, wc);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) {
@@ -110,13 +99,14 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   }
 }
 
-/// CG's u += alpha p, r -= alpha w, z = M^-1 r, rrn = r.z, beta = rrn / rro (betas[k]), the test of
-/// iteration k and, for Chebyshev / PPCG, whether the switch is due at k + 1.
+/// CG's r -= alpha w, z = M^-1 r, rrn = r.z, beta = rrn / rro (betas[it]), the test of iteration
+/// `it` and, for Chebyshev / PPCG, whether the switch is due at it + 1. Its u += alpha p waits for
+/// the next cg_w (or cg_u).
 template <bool Exact, int P, bool Max>
 __global__ void __launch_bounds__(kTileX* kWarps)
-    cg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ u, const double* __restrict__ p,
-          double* __restrict__ r, const double* __restrict__ w, double* __restrict__ z, Scratch sc, DeviceState* st,
-          TestParams tp, double* betas, double* hist, long long it) {
+    cg_ur(Layout g, Coeffs k, PrecArrays pa, double* __restrict__ r, const double* __restrict__ w,
+          double* __restrict__ z, Scratch sc, DeviceState* st, TestParams tp, double* betas, double* hist,
+          long long it) {
   if (st->halt || st->cg_over) return;
   const double alpha = st->alpha;
   __shared__ ReduceStorage s;
@@ -125,7 +115,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_update(u, p, r, w, alpha, c0, S, n, rv);
+    strip_update<false>(nullptr, nullptr, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
     strip_rz<P, Max>(z, c0, S, n, rv, zv, d, mb);
   });
@@ -144,17 +134,21 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   }
 }
 
+/// u += alpha p (alpha: *alpha): the last CG step's update of u, which no later cg_w applied (the
+/// solve stopped, reached max_iters or switched to Chebyshev / PPCG). The host launches it once.
+__global__ void cg_u(Layout g, double* __restrict__ u, const double* __restrict__ p, const double* alpha) {
+  const double a = *alpha;
+  for_strips(g, [&](long long c0, int n) {
+    strip_cells(c0, g.stride, n, [&](int, long long c) { u[c] = ops::axpy(u[c], a, ld(p, c)); });
+  });
+}
+
 /// p_out = beta p_in + z: the last CG step's search direction, written out before PPCG replaces r.
 __global__ void set_p(Layout g, const double* __restrict__ p_in, const double* __restrict__ z,
                       double* __restrict__ p_out, const DeviceState* st) {
   const double beta = st->beta;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * g.stride;
-        p_out[c] = ops::axpy(ld(z, c), beta, ld(p_in, c));
-      }
+    strip_cells(c0, g.stride, n, [&](int, long long c) { p_out[c] = ops::axpy(ld(z, c), beta, ld(p_in, c)); });
   });
 }
 
@@ -167,14 +161,11 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
-        if (r) r[c] = rc;
-        if constexpr (Dot) d.add(rc, rc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
+      if (r) r[c] = rc;
+      if constexpr (Dot) d.add(rc, rc);
+    });
   });
   if constexpr (Dot) {
     double dot = 0.0, mx = 0.0;
@@ -189,9 +180,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) d.add(ld(a, c0 + j * g.stride), ld(b, c0 + j * g.stride));
+    strip_cells(c0, g.stride, n, [&](int, long long c) { d.add(ld(a, c), ld(b, c)); });
   });
   double v = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, v, mx) && thread0()) *out = v;
@@ -206,14 +195,11 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pc = ops::div(zv[j], theta);
-        p[c] = pc;
-        u_out[c] = ops::add(ld(u_in, c), pc);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      const double pc = ops::div(zv[j], theta);
+      p[c] = pc;
+      u_out[c] = ops::add(ld(u_in, c), pc);
+    });
   });
 }
 
@@ -232,16 +218,13 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_residual_z<P>(k, pa, u0, u_in, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double pc = ops::lin2(a, p[c], b, zv[j]);
-        p[c] = pc;
-        u_out[c] = ops::add(ld(u_in, c), pc);
-        if constexpr (Tested) d.add(rv[j], rv[j]);
-        if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) {
+      const double pc = ops::lin2(a, p[c], b, zv[j]);
+      p[c] = pc;
+      u_out[c] = ops::add(ld(u_in, c), pc);
+      if constexpr (Tested) d.add(rv[j], rv[j]);
+      if constexpr (Max) mb = max(mb, abs_bits(rv[j]));
+    });
   });
   if constexpr (Tested) {
     double dot = 0.0, mx = 0.0;
@@ -263,11 +246,9 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
     double rv[kStrip] = {}, zv[kStrip] = {};
-    strip_update(u, p, r, w, alpha, c0, S, n, rv);
+    strip_update<true>(u, p, r, w, alpha, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) sd[c0 + j * S] = ops::div(zv[j], theta);
+    strip_cells(c0, S, n, [&](int j, long long c) { sd[c] = ops::div(zv[j], theta); });
   });
 }
 
@@ -278,13 +259,10 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   if (st->halt) return;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        r[c] = ops::sub(r[c], smvp(k.kx, k.ky, sd, c, S));
-        u[c] = ops::add(u[c], ld(sd, c));
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      r[c] = ops::sub(r[c], smvp(k.kx, k.ky, sd, c, S));
+      u[c] = ops::add(u[c], ld(sd, c));
+    });
   });
 }
 
@@ -299,12 +277,7 @@ __global__ void __launch_bounds__(kTileX* kWarps)
     double rv[kStrip] = {}, zv[kStrip] = {};
     strip_load(r, c0, S, n, rv);
     precondition<P>(pa, k.kx, k.ky, c0, S, n, rv, zv);
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        sd[c] = ops::lin2(a, sd[c], b, zv[j]);
-      }
+    strip_cells(c0, S, n, [&](int j, long long c) { sd[c] = ops::lin2(a, sd[c], b, zv[j]); });
   });
 }
 
@@ -369,17 +342,14 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   unsigned long long mb = 0;
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * S;
-        const double un = ops::jacobi(ld(u0, c), ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S),
-                                      u_in[c - 1], u_in[c + 1], u_in[c - S], u_in[c + S]);
-        u_out[c] = un;
-        const double diff = fabs(ops::sub(un, u_in[c]));
-        if constexpr (Max) mb = max(mb, abs_bits(diff));
-        else sum.add(diff);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double un = ops::jacobi(ld(u0, c), ld(k.kx, c), ld(k.kx, c + 1), ld(k.ky, c), ld(k.ky, c + S), u_in[c - 1],
+                                    u_in[c + 1], u_in[c - S], u_in[c + S]);
+      u_out[c] = un;
+      const double diff = fabs(ops::sub(un, u_in[c]));
+      if constexpr (Max) mb = max(mb, abs_bits(diff));
+      else sum.add(diff);
+    });
   });
   double err = 0.0;
   bool last;
@@ -401,12 +371,10 @@ __global__ void __launch_bounds__(kTileX* kWarps)
   DotShare<Exact> d(s.exact);
   const long long S = g.stride;
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const double rc = ops::sub(ld(u0, c0 + j * S), smvp(k.kx, k.ky, u, c0 + j * S, S));
-        d.add(rc, rc);
-      }
+    strip_cells(c0, S, n, [&](int, long long c) {
+      const double rc = ops::sub(ld(u0, c), smvp(k.kx, k.ky, u, c, S));
+      d.add(rc, rc);
+    });
   });
   double dot = 0.0, mx = 0.0;
   if (finish<Exact, false>(d, 0, sc, s, dot, mx) && thread0()) test(st, tp, hist, it, ops::add(st->err, dot));
@@ -421,14 +389,11 @@ __global__ void __launch_bounds__(kTileX* kWarps) mass_sum(Layout g, const doubl
   SumShare<Exact> sum(es);
   DotShare<Exact> d(s.exact);
   for_strips(g, [&](long long c0, int n) {
-#pragma unroll
-    for (int j = 0; j < kStrip; ++j)
-      if (j < n) {
-        const long long c = c0 + j * g.stride;
-        const double m = ops::mul(vol, ld(density, c));
-        if (x) d.add(m, ld(x, c));
-        else sum.add(m);
-      }
+    strip_cells(c0, g.stride, n, [&](int, long long c) {
+      const double m = ops::mul(vol, ld(density, c));
+      if (x) d.add(m, ld(x, c));
+      else sum.add(m);
+    });
   });
   double v = 0.0, mx = 0.0;
   bool last;

@@ -97,6 +97,41 @@ TEST_CASE("tea gpu: CPU and CUDA give the same bits", "[tea][gpu]") {
   }
 }
 
+TEST_CASE("tea gpu: where the CG steps end, u has each update once", "[tea][gpu]") {
+  // A CG step's u += alpha p rides on the next step's first pass; the last one is applied where the
+  // CG steps end: converged and max_iters (above), the switch to PPCG / Chebyshev after 21 steps
+  // (errswitch with an epslim every error passes), and a switch due exactly at max_iters.
+  using tally::reduce::Backend;
+  for (const std::vector<std::string>& set : std::vector<std::vector<std::string>>{
+           {"use_ppcg", "errswitch", "epslim 1e300", "max_iters 21"},
+           {"use_ppcg", "errswitch", "epslim 1e300", "max_iters 22"},
+           {"use_chebyshev", "errswitch", "epslim 1e300", "max_iters 22"},
+           {"use_chebyshev", "errswitch", "epslim 1e300", "max_iters 21", "preconditioner_type jac_diag"}}) {
+    INFO(set[0] << " " << set[3]);
+    check_same(run("tea_64_1.in", set, Backend::cpu), run("tea_64_1.in", set, Backend::cuda));
+  }
+}
+
+TEST_CASE("tea gpu: a grid of more tiles than resident blocks, partial tiles and strips", "[tea][gpu]") {
+  // 1500 x 1030 cells: 47 x 33 tiles of 32 x 32, more than 8 blocks on each of an H100's 132 SMs (the
+  // kernels stride over tiles), the last tile column 28 wide, the last tile 6 rows (a strip of 2).
+  using tally::reduce::Backend;
+  const std::vector<std::string> grid = {"x_cells 1500", "y_cells 1030"};
+  for (std::vector<std::string> set : std::vector<std::vector<std::string>>{
+           {"use_cg", "max_iters 60"},
+           {"use_cg", "max_iters 60", "preconditioner_type jac_block"},
+           {"use_chebyshev", "errswitch", "epslim 1e8", "max_iters 60", "preconditioner_type jac_diag"},
+           {"use_ppcg", "errswitch", "epslim 1e8", "max_iters 30", "preconditioner_type jac_block"},
+           {"use_jacobi", "max_iters 120"}}) {
+    INFO(set[0] << " " << set.back());
+    set.insert(set.begin(), grid.begin(), grid.end());
+    check_same(run("tea_64_1.in", set, Backend::cpu), run("tea_64_1.in", set, Backend::cuda));
+  }
+  INFO("max norm, CG");
+  const std::vector<std::string> set = {"x_cells 1500", "y_cells 1030", "use_cg", "max_iters 60"};
+  check_same(run("tea_64_1.in", set, Backend::cpu, EpsNorm::max), run("tea_64_1.in", set, Backend::cuda, EpsNorm::max));
+}
+
 TEST_CASE("tea gpu: ordinary sums reach the published temperature", "[tea][gpu]") {
   // tea_bm_1's published temperature (data/tealeaf/expected.csv, TeaLeaf_ref); CG to eps 1e-15 leaves
   // it far closer than 1e-9 (test_tea_solve.cpp bounds the error).
