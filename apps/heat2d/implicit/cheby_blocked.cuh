@@ -55,6 +55,17 @@ __device__ __forceinline__ double cheby_cell(double u0, double mi, double kxl, d
   return ops::add(uc, p);
 }
 
+/// f(h, j, lx, ly) for this thread's cells: its column h (0, 1) and row j of its strip, at (lx, ly) in
+/// the region.
+template <class F>
+__device__ __forceinline__ void for_cells(F&& f) {
+  const int tx = static_cast<int>(threadIdx.x), y0 = static_cast<int>(threadIdx.y) * kCbRows;
+#pragma unroll
+  for (int h = 0; h < kCbCols; ++h)
+#pragma unroll
+    for (int j = 0; j < kCbRows; ++j) f(h, j, tx + kTileX * h, y0 + j);
+}
+
 /// cs.n Chebyshev steps in one pass: u_out, p_out from u_in, p_in; Tested: the last step's r.r into
 /// rr and the test of iteration `it` (r.r, or max |r| with Max), as `cheby` does.
 template <bool Exact, int P, bool Tested, bool Max, int T>
@@ -72,7 +83,6 @@ __global__ void __launch_bounds__(kTileX* kWarps, tuning::implicit_cheby_blocks_
   unsigned long long mb = 0;
   const long long S = g.stride, rows_h = g.rows + 2, cols_h = g.nx + 2;  // the grid, halo included
   const long long tiles_x = (g.nx + OX - 1) / OX, tiles = tiles_x * ((g.rows + OY - 1) / OY);
-  const int tx = static_cast<int>(threadIdx.x), y0 = static_cast<int>(threadIdx.y) * kCbRows;
   for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
     // The region's first grid column and row (the tile's first interior cell is T cells in).
     const long long gc0 = 1 + (t % tiles_x) * OX - T, gr0 = 1 + (t / tiles_x) * OY - T;
@@ -88,24 +98,18 @@ __global__ void __launch_bounds__(kTileX* kWarps, tuning::implicit_cheby_blocks_
     double uv[kCbCols][kCbRows], pv[kCbCols][kCbRows], u0v[kCbCols][kCbRows], miv[kCbCols][kCbRows];
     double kyv[kCbCols][kCbRows + 1];  // ky of the strip's rows and of the row above it (its top face)
     __syncthreads();                   // the previous tile's reads of su, skx are done
-#pragma unroll
-    for (int h = 0; h < kCbCols; ++h) {
-      const int lx = tx + kTileX * h;
-#pragma unroll
-      for (int j = 0; j < kCbRows; ++j) {
-        const int ly = y0 + j;
-        const bool ing = in_grid(lx, ly), inr = interior(lx, ly);
-        const long long c = cell(lx, ly);
-        uv[h][j] = ing ? ld(u_in, c) : 0.0;
-        su[ly][lx] = uv[h][j];
-        skx[ly][lx] = ing ? ld(k.kx, c) : 0.0;
-        kyv[h][j] = ing ? ld(k.ky, c) : 0.0;
-        pv[h][j] = inr ? ld(p_in, c) : 0.0;
-        u0v[h][j] = inr ? ld(u0, c) : 0.0;
-        miv[h][j] = P == kDiag && inr ? ld(pa.mi, c) : 0.0;
-      }
-      kyv[h][kCbRows] = in_grid(lx, y0 + kCbRows) ? ld(k.ky, cell(lx, y0 + kCbRows)) : 0.0;
-    }
+    for_cells([&](int h, int j, int lx, int ly) {
+      const bool ing = in_grid(lx, ly), inr = interior(lx, ly);
+      const long long c = cell(lx, ly);
+      uv[h][j] = ing ? ld(u_in, c) : 0.0;
+      su[ly][lx] = uv[h][j];
+      skx[ly][lx] = ing ? ld(k.kx, c) : 0.0;
+      kyv[h][j] = ing ? ld(k.ky, c) : 0.0;
+      pv[h][j] = inr ? ld(p_in, c) : 0.0;
+      u0v[h][j] = inr ? ld(u0, c) : 0.0;
+      miv[h][j] = P == kDiag && inr ? ld(pa.mi, c) : 0.0;
+      if (j == kCbRows - 1) kyv[h][kCbRows] = in_grid(lx, ly + 1) ? ld(k.ky, cell(lx, ly + 1)) : 0.0;
+    });
     __syncthreads();
 #pragma unroll
     for (int lev = 1; lev <= T; ++lev) {  // unrolled: cs's coefficients and the cells' arrays in registers
@@ -113,38 +117,26 @@ __global__ void __launch_bounds__(kTileX* kWarps, tuning::implicit_cheby_blocks_
       const double a = cs.a[lev - 1], b = cs.b[lev - 1];
       const bool last = lev == cs.n;
       double un[kCbCols][kCbRows];
-#pragma unroll
-      for (int h = 0; h < kCbCols; ++h) {
-        const int lx = tx + kTileX * h;
-#pragma unroll
-        for (int j = 0; j < kCbRows; ++j) {
-          const int ly = y0 + j;
-          un[h][j] = uv[h][j];
-          // Step lev is exact on the cells at least lev from the region's edge; the domain's halo stays.
-          if (!interior(lx, ly) || lx < lev || lx >= kCbX - lev || ly < lev || ly >= kCbY - lev) continue;
-          const double ub = j > 0 ? uv[h][j - 1] : su[ly - 1][lx];
-          const double ut = j < kCbRows - 1 ? uv[h][j + 1] : su[ly + 1][lx];
-          double r;
-          un[h][j] = cheby_cell<P>(u0v[h][j], miv[h][j], skx[ly][lx], skx[ly][lx + 1], kyv[h][j], kyv[h][j + 1],
-                                   uv[h][j], su[ly][lx - 1], su[ly][lx + 1], ub, ut, a, b, pv[h][j], r);
-          if (last && lx >= T && lx < kCbX - T && ly >= T && ly < kCbY - T) {  // the output tile
-            const long long c = cell(lx, ly);
-            u_out[c] = un[h][j];
-            p_out[c] = pv[h][j];
-            if constexpr (Tested) d.add(r, r);
-            if constexpr (Max) mb = max(mb, abs_bits(r));
-          }
+      for_cells([&](int h, int j, int lx, int ly) {
+        un[h][j] = uv[h][j];
+        // Step lev is exact on the cells at least lev from the region's edge; the domain's halo stays.
+        if (!interior(lx, ly) || lx < lev || lx >= kCbX - lev || ly < lev || ly >= kCbY - lev) return;
+        const double ub = j > 0 ? uv[h][j - 1] : su[ly - 1][lx];
+        const double ut = j < kCbRows - 1 ? uv[h][j + 1] : su[ly + 1][lx];
+        double r;
+        un[h][j] = cheby_cell<P>(u0v[h][j], miv[h][j], skx[ly][lx], skx[ly][lx + 1], kyv[h][j], kyv[h][j + 1], uv[h][j],
+                                 su[ly][lx - 1], su[ly][lx + 1], ub, ut, a, b, pv[h][j], r);
+        if (last && lx >= T && lx < kCbX - T && ly >= T && ly < kCbY - T) {  // the output tile
+          const long long c = cell(lx, ly);
+          u_out[c] = un[h][j];
+          p_out[c] = pv[h][j];
+          if constexpr (Tested) d.add(r, r);
+          if constexpr (Max) mb = max(mb, abs_bits(r));
         }
-      }
+      });
       if (last) break;
       __syncthreads();  // every thread has read step lev - 1's u
-#pragma unroll
-      for (int h = 0; h < kCbCols; ++h)
-#pragma unroll
-        for (int j = 0; j < kCbRows; ++j) {
-          uv[h][j] = un[h][j];
-          su[y0 + j][tx + kTileX * h] = un[h][j];
-        }
+      for_cells([&](int h, int j, int lx, int ly) { uv[h][j] = su[ly][lx] = un[h][j]; });
       __syncthreads();
     }
   }

@@ -427,6 +427,8 @@ void CudaEngine::cheby_pass(const ChebyCoefficients& cc, long long n, long long 
                             int pi) {
   ChebySteps cs{};
   cs.n = static_cast<int>(m - n + 1);
+  if (cs.n < 2 || cs.n > kChebyDepthMax)
+    throw Error("heat2d: a blocked Chebyshev pass of " + std::to_string(cs.n) + " steps (internal error)");
   for (int i = 0; i < cs.n; ++i)
     cs.a[i] = cc.alpha[static_cast<std::size_t>(n + i)], cs.b[i] = cc.beta[static_cast<std::size_t>(n + i)];
   const TestParams tp = test_params();
