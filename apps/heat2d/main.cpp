@@ -88,6 +88,13 @@ CLI::Option_group* add_implicit_options(CLI::App& app, implicit::Options& o) {
                 "on: every dot product and norm exact, rounded once (the same bits everywhere); off: ordinary sums")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  g->add_option("--cheby-steps-per-pass", o.cheby_steps,
+                "Chebyshev steps a pass over memory on CUDA (temporal blocking; not with jac_block): auto (" +
+                    std::to_string(tuning::implicit_cheby_auto_steps) +
+                    "), 1, 2 or 5 (dividing the test interval, 10); the CPU takes one a pass; the same bits for "
+                    "every value")
+      ->check(CLI::IsMember({"auto", "1", "2", "5"}))
+      ->capture_default_str();
   return g;
 }
 

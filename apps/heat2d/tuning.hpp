@@ -45,5 +45,11 @@ inline constexpr int cpu_preferred_sweeps_per_pass = 8;
 inline constexpr int implicit_tile_x = 32, implicit_warps = 8, implicit_strip = 4;
 /// Iterations enqueued between two looks at the solve's state: the host never waits a chunk's end.
 inline constexpr long long implicit_chunk = 32;
+/// Blocked Chebyshev (implicit/cheby_blocked.cuh): a thread keeps 2 columns x 4 rows of the region in
+/// registers (a region of 64 x 32 cells), 2 blocks an SM (up to 128 registers a thread, no spills).
+inline constexpr int implicit_cheby_rows = 4, implicit_cheby_blocks_sm = 2;
+/// --cheby-steps-per-pass auto on CUDA: 5, the deepest pass (a step moves 11 bytes a cell from memory
+/// instead of 56); t must divide 10, Chebyshev's test interval.
+inline constexpr int implicit_cheby_auto_steps = 5;
 
 }  // namespace tally::heat2d::tuning

@@ -49,10 +49,16 @@ struct SolveOptions {
   bool error_switch = false;
   double eps_lim = 1e-5;
   std::int64_t inner_steps = 10;
-  bool check_result = true;  ///< compute the true residual |u0 - A u| after each solve
-  bool reproducible = true;  ///< exact dot products; false: ordinary sums (the bits may vary)
+  bool check_result = true;      ///< compute the true residual |u0 - A u| after each solve
+  bool reproducible = true;      ///< exact dot products; false: ordinary sums (the bits may vary)
+  int cheby_steps_per_pass = 0;  ///< Chebyshev steps a pass over memory: 0 auto, 1, 2, 5 (below)
 };
 SolveOptions solve_options(const Deck& d);
+
+/// The Chebyshev steps one pass over memory advances (--cheby-steps-per-pass): on CUDA, for Chebyshev
+/// with no preconditioner or jac_diag, the requested count (auto: tuning.hpp's); otherwise 1 (the CPU
+/// engine, jac_block's 4-row solves, the other solvers). Every count gives the same bits.
+int cheby_steps_per_pass(const SolveOptions& o, bool cuda);
 
 enum class SolveStatus { converged, max_iters, diverged };
 std::string to_string(SolveStatus s);  ///< "converged", "max-iters", "diverged"

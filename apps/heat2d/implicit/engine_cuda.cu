@@ -13,7 +13,10 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "cheby_blocked.cuh"
 #include "engine.hpp"
 #include "kernels.cuh"
 #include "tally/common/cuda_check.cuh"
@@ -262,6 +265,9 @@ class CudaEngine final : public Engine {
   Eigenvalues cg_eigenvalues(long long k0);
   long long cg_phase(long long k_end);
   void cheby_phase(SolveStats& s, long long k0);
+  /// Chebyshev's steps n..m (2 <= m - n + 1 <= kChebyDepthMax; m is iteration k) in one blocked pass:
+  /// u from u_[ui] to u_[1 - ui], p from p_[pi] to p_[1 - pi]; tested: step m's test.
+  void cheby_pass(const ChebyCoefficients& cc, long long n, long long m, long long k, bool tested, int ui, int pi);
   void ppcg_phase(SolveStats& s, long long k0);
   void jacobi_solve(SolveStats& s);
 
@@ -357,32 +363,34 @@ void CudaEngine::cheby_phase(SolveStats& s, long long k0) {
   const ChebyCoefficients cc = cheby_coefficients(s.eigenvalues, o_.max_iters - k0 + 1);
   const bool max = o_.norm == EpsNorm::max;
   const TestParams tp = test_params();
-  // bb = u0.u0, then the first step: u_[0] -> u_[1] (init), step n reads u_[n % 2] and writes the other.
+  // bb = u0.u0, then the first half-step (u_[0] -> u_[1]) and step 1 (u_[1] -> u_[0]).
   with_exact([&]<bool E>() { launch(dot<E>, geo_, u0_.data(), u0_.data(), sc_, &st_.data()->scalar); });
   with_prec([&]<int P>() {
     launch(cheby_init<P>, geo_, coeffs(), prec_arrays(), u_[0].data(), u_[1].data(), u0_.data(), p_[0].data(),
            cc.theta);
   });
-  const auto step = [&](long long n, bool tested) {
+  // Step n with `cheby`: u from u_[ui] to u_[1 - ui], p in place in p_[pi].
+  const auto step = [&](long long n, bool tested, int ui, int pi) {
     const long long k = k0 + n - 1;
-    const double* in = u_[n % 2].data();
-    double* out = u_[(n + 1) % 2].data();
+    const double* in = u_[ui].data();
+    double* out = u_[1 - ui].data();
+    double* p = p_[pi].data();
     const double an = cc.alpha[static_cast<std::size_t>(n)], bn = cc.beta[static_cast<std::size_t>(n)];
     with_exact([&]<bool E>() {
       with_prec([&]<int P>() {
         if (!tested)
-          launch(cheby<E, P, false, false>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p_[0].data(), an, bn,
-                 sc_, st_.data(), tp, hist_.data(), k);
+          launch(cheby<E, P, false, false>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p, an, bn, sc_,
+                 st_.data(), tp, hist_.data(), k);
         else if (max)
-          launch(cheby<E, P, true, true>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p_[0].data(), an, bn, sc_,
+          launch(cheby<E, P, true, true>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p, an, bn, sc_,
                  st_.data(), tp, hist_.data(), k);
         else
-          launch(cheby<E, P, true, false>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p_[0].data(), an, bn,
-                 sc_, st_.data(), tp, hist_.data(), k);
+          launch(cheby<E, P, true, false>, geo_, coeffs(), prec_arrays(), in, out, u0_.data(), p, an, bn, sc_,
+                 st_.data(), tp, hist_.data(), k);
       });
     });
   };
-  step(1, true);
+  step(1, true, 1, 0);
   DeviceState st = read_state();
   const double bb = st.scalar;
   s.cheby_estimate = cheby_estimated_iterations(s.eigenvalues, bb, st.rr);
@@ -390,17 +398,63 @@ void CudaEngine::cheby_phase(SolveStats& s, long long k0) {
     const long long n = k - k0 + 1;
     return n <= 1 || (n >= s.cheby_estimate && (k + 1) % 10 == 0);
   };
-  long long n = 2;
+  // Steps 2.. in passes of up to t steps (cheby_blocked.cuh; t = 1, and jac_block: one `cheby` a step).
+  // A pass ends at every tested step (the only step of a pass whose residual is reduced), at
+  // max_iters, and where k + 1 = 0 mod t, so that with t dividing 10 the tested steps fall on pass
+  // ends without shortening the passes between them. Each pass swaps u's buffers; a blocked pass
+  // also p's (its halo reads its neighbours' old p). ends: each pass's last step and u's buffer then.
+  const int t = cheby_steps_per_pass(o_, true);
+  const long long n_max = o_.max_iters - k0;
+  std::vector<std::pair<long long, int>> ends{{1, 0}};
+  int ui = 0, pi = 0;  // u after step 1 is in u_[0], p in p_[0]
   chunks_ = 0;
   if (st.halt == 0)
-    for (; k0 + n - 1 < o_.max_iters; ++n) {
-      step(n, tested(k0 + n - 1));
-      if (n % kChunk == 0 && chunk_done(false)) break;
+    for (long long n = 2; n <= n_max;) {
+      long long m = n;
+      while (m < n_max && !tested(k0 + m - 1) && (k0 + m) % t != 0 && m - n + 1 < t) ++m;
+      if (m == n) step(n, tested(k0 + n - 1), ui, pi);
+      else cheby_pass(cc, n, m, k0 + m - 1, tested(k0 + m - 1), ui, pi), pi = 1 - pi;
+      ui = 1 - ui;
+      ends.emplace_back(m, ui);
+      const bool chunk = m / kChunk != (n - 1) / kChunk;
+      n = m + 1;
+      if (chunk && chunk_done(false)) break;
     }
   st = read_state();
-  const long long last_n = st.halt != 0 ? st.k_halt - k0 + 1 : o_.max_iters - k0;
-  conclude(s, st, o_.max_iters, static_cast<int>((last_n + 1) % 2));
+  const long long last_n = st.halt != 0 ? st.k_halt - k0 + 1 : n_max;
+  const auto end = std::find_if(ends.begin(), ends.end(), [&](const auto& e) { return e.first == last_n; });
+  if (end == ends.end()) throw Error("heat2d: a Chebyshev solve stopped inside a pass (internal error)");
+  conclude(s, st, o_.max_iters, end->second);
   history(s, s.iterations, tested);
+}
+
+void CudaEngine::cheby_pass(const ChebyCoefficients& cc, long long n, long long m, long long k, bool tested, int ui,
+                            int pi) {
+  ChebySteps cs{};
+  cs.n = static_cast<int>(m - n + 1);
+  if (cs.n < 2 || cs.n > kChebyDepthMax)
+    throw Error("heat2d: a blocked Chebyshev pass of " + std::to_string(cs.n) + " steps (internal error)");
+  for (int i = 0; i < cs.n; ++i)
+    cs.a[i] = cc.alpha[static_cast<std::size_t>(n + i)], cs.b[i] = cc.beta[static_cast<std::size_t>(n + i)];
+  const TestParams tp = test_params();
+  const bool max = o_.norm == EpsNorm::max;
+  const auto go = [&]<bool E, int P, int T>() {
+    const auto args = [&](auto kernel) {
+      launch(kernel, geo_, coeffs(), prec_arrays(), u_[ui].data(), u_[1 - ui].data(), u0_.data(), p_[pi].data(),
+             p_[1 - pi].data(), cs, sc_, st_.data(), tp, hist_.data(), k);
+    };
+    if (!tested) args(cheby_blocked<E, P, false, false, T>);
+    else if (max) args(cheby_blocked<E, P, true, true, T>);
+    else args(cheby_blocked<E, P, true, false, T>);
+  };
+  const auto depth = [&]<bool E, int P>() {
+    if (cs.n <= 2) go.template operator()<E, P, 2>();
+    else go.template operator()<E, P, kChebyDepthMax>();
+  };
+  with_exact([&]<bool E>() {
+    if (prec_ == Preconditioner::jac_diag) depth.template operator()<E, kDiag>();
+    else depth.template operator()<E, kNone>();
+  });
 }
 
 void CudaEngine::ppcg_phase(SolveStats& s, long long k0) {

@@ -42,9 +42,12 @@ SolveOptions make_solve_options(const Deck& d, const Options& o) {
     throw InputError("--eps-norm: '" + o.eps_norm + "' is not one of l2, max");
   if (o.reproducible != "on" && o.reproducible != "off")
     throw InputError("--reproducible: '" + o.reproducible + "' is not one of on, off");
+  if (o.cheby_steps != "auto" && o.cheby_steps != "1" && o.cheby_steps != "2" && o.cheby_steps != "5")
+    throw InputError("--cheby-steps-per-pass: '" + o.cheby_steps + "' is not one of auto, 1, 2, 5 (they divide 10)");
   SolveOptions s = solve_options(d);
   s.norm = o.eps_norm == "max" ? EpsNorm::max : EpsNorm::l2;
   s.reproducible = o.reproducible == "on";
+  s.cheby_steps_per_pass = o.cheby_steps == "auto" ? 0 : std::stoi(o.cheby_steps);
   return s;
 }
 

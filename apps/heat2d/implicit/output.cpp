@@ -46,6 +46,7 @@ void write_result(h5::Location& f, const RunReport& r, const OutputRecord& rec, 
   f.attr("eps_norm", to_string(o.norm));
   f.attr("max_iters", static_cast<std::int64_t>(o.max_iters));
   f.attr("reproducible", o.reproducible);
+  f.attr("cheby_steps_per_pass", static_cast<std::int64_t>(o.cheby_steps_per_pass));
   f.attr("backend", rec.backend);
   f.attr("ranks", static_cast<std::int64_t>(rec.ranks));
   f.attr("x_cells", static_cast<std::int64_t>(d.x_cells));
@@ -126,6 +127,7 @@ std::string json_summary(const RunReport& r, const OutputRecord& rec, const std:
   j += ",\"eps\":" + num(r.solve.eps) + ",\"eps_norm\":" + str(to_string(r.solve.norm));
   j += std::string(",\"reproducible\":") + (r.solve.reproducible ? "true" : "false") +
        ",\"backend\":" + str(rec.backend);
+  j += ",\"cheby_steps_per_pass\":" + std::to_string(r.solve.cheby_steps_per_pass);
   j += ",\"ranks\":" + std::to_string(rec.ranks);
   j += ",\"x_cells\":" + std::to_string(r.deck.x_cells) + ",\"y_cells\":" + std::to_string(r.deck.y_cells);
   j += ",\"steps\":" + std::to_string(r.steps_done) + ",\"steps_asked\":" + std::to_string(r.steps);

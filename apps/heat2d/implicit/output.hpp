@@ -4,8 +4,9 @@
 //
 // The result file:
 //   /            attributes app (heat2d), mode (implicit), deck_file, deck (deck_text: every keyword),
-//                solver, preconditioner, eps, eps_norm, max_iters, reproducible, backend, ranks, x_cells,
-//                y_cells, dx, dy, dt, steps (asked), steps_done, status, converged, iterations
+//                solver, preconditioner, eps, eps_norm, max_iters, reproducible, cheby_steps_per_pass (the
+//                Chebyshev steps a pass took: cheby_steps_per_pass()), backend, ranks, x_cells, y_cells,
+//                dx, dy, dt, steps (asked), steps_done, status, converged, iterations
 //   field        ny x nx: u after the last step taken (attribute status: "converged", or the failed
 //                solve's "max-iters" / "diverged", the field it reached); energy, density likewise
 //   summary/     step, time, volume, mass, density, energy, temperature: one row per field summary

@@ -3,8 +3,14 @@
 
 #include "tally/common/error.hpp"
 #include "tally/common/timing.hpp"
+#include "tuning.hpp"
 
 namespace tally::heat2d::implicit {
+
+int cheby_steps_per_pass(const SolveOptions& o, bool cuda) {
+  if (!cuda || o.solver != SolverKind::chebyshev || o.preconditioner == Preconditioner::jac_block) return 1;
+  return o.cheby_steps_per_pass > 0 ? o.cheby_steps_per_pass : tuning::implicit_cheby_auto_steps;
+}
 
 std::int64_t RunReport::iterations() const {
   std::int64_t n = 0;
@@ -37,6 +43,7 @@ RunReport run_deck(const Deck& d, const RunOptions& o) {
     throw Error("heat2d --deck: the ranks' decomposition is missing or of other ranks");
   rep.grid = o.decomposition ? make_grid(d, *o.decomposition) : make_grid(d);
   rep.solve = o.solve;
+  rep.solve.cheby_steps_per_pass = cheby_steps_per_pass(o.solve, o.backend == reduce::Backend::cuda);  // as run
   rep.steps = step_count(d);
   rep.dt = d.initial_timestep;
   std::unique_ptr<Engine> e = o.backend == reduce::Backend::cuda ? make_cuda_engine(d, rep.grid, o.device)
@@ -51,7 +58,7 @@ RunReport run_deck(const Deck& d, const RunOptions& o) {
   };
   summary(0);
   for (std::int64_t step = 1; step <= rep.steps; ++step) {
-    rep.solves.push_back(e->step(rep.dt, o.solve));
+    rep.solves.push_back(e->step(rep.dt, rep.solve));
     const SolveStats& s = rep.solves.back();
     rep.solve_s += s.solve_s;
     rep.steps_done = step;

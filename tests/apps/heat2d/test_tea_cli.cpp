@@ -10,7 +10,10 @@
 #include "catch.hpp"
 #include "heat2d_test_support.hpp"
 #include "implicit/deck.hpp"
+#include "implicit/job.hpp"
 #include "implicit/run.hpp"
+#include "tally/common/error.hpp"
+#include "tuning.hpp"
 #include "tally/common/h5.hpp"
 
 namespace {
@@ -153,4 +156,52 @@ TEST_CASE("tea cli: a solve that does not converge exits 1, the field written an
                     &text) == 1);
   CHECK_THAT(text, contains("DIVERGED"));
   CHECK(tally::h5::File::open(out).read_attr_string("status") == "diverged");
+}
+
+TEST_CASE("tea cli: --cheby-steps-per-pass", "[tea][cli]") {
+  // The values: auto, 1, 2, 5 (dividing Chebyshev's test interval, 10); anything else refused by name.
+  const Deck d = parse_deck("", "--set", {"state 1 density=1 energy=1", "use_chebyshev"});
+  Options o;
+  CHECK(make_solve_options(d, o).cheby_steps_per_pass == 0);
+  for (const int t : {1, 2, 5}) {
+    o.cheby_steps = std::to_string(t);
+    CHECK(make_solve_options(d, o).cheby_steps_per_pass == t);
+  }
+  for (const std::string bad : {"3", "0", "10", "", "2x", "-1"}) {
+    o.cheby_steps = bad;
+    CHECK_THROWS_WITH(make_solve_options(d, o), contains("--cheby-steps-per-pass: '" + bad + "'"));
+  }
+  // The steps a pass runs: the request on CUDA for Chebyshev without jac_block, else 1.
+  SolveOptions s = solve_options(d);
+  CHECK(cheby_steps_per_pass(s, true) == tally::heat2d::tuning::implicit_cheby_auto_steps);
+  CHECK(cheby_steps_per_pass(s, false) == 1);
+  s.cheby_steps_per_pass = 2;
+  CHECK(cheby_steps_per_pass(s, true) == 2);
+  s.preconditioner = Preconditioner::jac_diag;
+  CHECK(cheby_steps_per_pass(s, true) == 2);
+  s.preconditioner = Preconditioner::jac_block;
+  CHECK(cheby_steps_per_pass(s, true) == 1);
+  s.preconditioner = Preconditioner::none;
+  for (const SolverKind k : {SolverKind::cg, SolverKind::ppcg, SolverKind::jacobi}) {
+    s.solver = k;
+    CHECK(cheby_steps_per_pass(s, true) == 1);
+  }
+
+  // The executable: bad values exit 2 naming the option, nothing written; the explicit mode refuses it.
+  TempDir t;
+  const std::string out = (t.path / "c.h5").string();
+  std::string text;
+  CHECK(run_command(kExe + " --deck " + kBm1 + " --cheby-steps-per-pass 3 --out " + out + " 2>&1", &text) == 2);
+  CHECK_THAT(text, contains("--cheby-steps-per-pass"));
+  CHECK(run_command(kExe + " --nx 16 --cheby-steps-per-pass 2 --out " + out + " 2>&1", &text) == 2);
+  CHECK_THAT(text, contains("--cheby-steps-per-pass: an option of the implicit mode"));
+  CHECK_FALSE(fs::exists(out));
+  // The CPU engine takes one step a pass whatever is asked (recorded as run): the same bits as 1.
+  const std::string cmd = "OMP_NUM_THREADS=1 " + kExe + " --deck " + kBm1 + " --backend cpu --solver cheby --json";
+  REQUIRE(run_command(cmd + " --cheby-steps-per-pass 5 --out " + out + " 2>&1", &text) == 0);
+  CHECK_THAT(text, contains("\"cheby_steps_per_pass\":1"));
+  std::string one;
+  REQUIRE(run_command(cmd + " --cheby-steps-per-pass 1 --out " + (t.path / "one.h5").string() + " 2>&1", &one) == 0);
+  CHECK(same_bits(json_number(text, "temperature"), json_number(one, "temperature")));
+  CHECK(tally::h5::File::open(out).read_attr<std::int64_t>("cheby_steps_per_pass") == 1);
 }

@@ -16,13 +16,14 @@ namespace {
 using namespace tally::heat2d::implicit;
 
 RunReport run(const std::string& deck, const std::vector<std::string>& set, tally::reduce::Backend b,
-              EpsNorm norm = EpsNorm::l2, bool reproducible = true) {
+              EpsNorm norm = EpsNorm::l2, bool reproducible = true, int cheby_steps = 0) {
   const Deck d = read_deck(TEA_DATA_DIR "/" + deck, set);
   RunOptions o;
   o.backend = b;
   o.solve = solve_options(d);
   o.solve.norm = norm;
   o.solve.reproducible = reproducible;
+  o.solve.cheby_steps_per_pass = cheby_steps;
   return run_deck(d, o);
 }
 
@@ -35,7 +36,8 @@ bool same_bits(std::initializer_list<double> a, std::initializer_list<double> b)
   return same_bits(std::vector<double>(a), std::vector<double>(b));
 }
 
-void check_same(const RunReport& c, const RunReport& g) {
+/// c and g the same bits; with history_rel > 0 the tested values only within that relative distance.
+void check_same(const RunReport& c, const RunReport& g, double history_rel = 0.0) {
   CHECK(c.status == g.status);
   REQUIRE(c.solves.size() == g.solves.size());
   for (std::size_t k = 0; k < c.solves.size(); ++k) {
@@ -50,7 +52,16 @@ void check_same(const RunReport& c, const RunReport& g) {
     CHECK(same_bits(a.eigenvalues.min, b.eigenvalues.min));
     CHECK(same_bits(a.eigenvalues.max, b.eigenvalues.max));
     CHECK(a.history_iteration == b.history_iteration);
-    CHECK(same_bits(a.history_error, b.history_error));
+    if (history_rel == 0.0) {
+      CHECK(same_bits(a.history_error, b.history_error));
+    } else {
+      REQUIRE(a.history_error.size() == b.history_error.size());
+      for (std::size_t i = 0; i < a.history_error.size(); ++i) {
+        const double x = a.history_error[i], y = b.history_error[i];
+        INFO("tested value " << i << ": " << x << " " << y);
+        CHECK(std::fabs(x - y) <= history_rel * std::fmax(std::fabs(x), std::fabs(y)));
+      }
+    }
     CHECK(same_bits(a.residual, b.residual));
   }
   REQUIRE(c.summaries.size() == g.summaries.size());
@@ -139,4 +150,62 @@ TEST_CASE("tea gpu: ordinary sums reach the published temperature", "[tea][gpu]"
   const RunReport r = run("tea_bm_1.in", {"use_cg"}, tally::reduce::Backend::cuda, EpsNorm::l2, false);
   REQUIRE(r.status == SolveStatus::converged);
   CHECK(std::fabs(r.final_summary().temperature - expected) <= 1e-9 * expected);
+}
+
+TEST_CASE("tea gpu: Chebyshev's blocked passes give the bits of one step a pass", "[tea][gpu]") {
+  // --cheby-steps-per-pass 2 and 5 (cheby_blocked.cuh) against 1 (`cheby`, a launch a step) and the
+  // CPU engine: grids that no output tile ((64 - 2t) x (32 - 2t)) divides, one column, one row, a
+  // max_iters inside a pass; the first pass shortened to align with the tests (the CG steps before
+  // differ per case), every tested step a pass's end. Exact dots: everything the same bits. Ordinary
+  // sums: the CG steps and Chebyshev's first step are the same kernels, so the iterations, fields and
+  // summaries are the same bits; a later tested r.r is a sum of n rounded squares in another order,
+  // each within gamma_n = n u / (1 - n u) of the exact sum (Higham, Accuracy and Stability, 3.1), so
+  // the two within 2 gamma_n / (1 - gamma_n) of each other (relative).
+  using tally::reduce::Backend;
+  struct Grid {
+    std::vector<std::string> set;
+    std::string max_eps;  // for the max norm (max |r| against eps: about eps(l2)^(1/2))
+  };
+  const std::vector<Grid> grids = {
+      {{"x_cells 37", "y_cells 29", "eps 1e-24"}, "eps 1e-12"},
+      {{"x_cells 300", "y_cells 257", "eps 1e-20"}, "eps 1e-10"},
+      {{"x_cells 1", "y_cells 45", "eps 1e-24",
+        "state 6 density=0.1 energy=25 geometry=rectangle xmin=0 xmax=10 ymin=3 ymax=4"},
+       "eps 1e-12"},
+      {{"x_cells 53", "y_cells 1", "eps 1e-24"}, "eps 1e-12"},
+      {{"x_cells 37", "y_cells 29", "eps 1e-30", "max_iters 29"}, "eps 1e-15"},  // stops at max_iters, mid-pass
+  };
+  for (const Grid& grid : grids)
+    for (const std::string prec : {"none", "jac_diag"}) {
+      std::vector<std::string> set = grid.set;
+      set.insert(set.end(), {"use_chebyshev", "presteps 5", "end_step 2", "preconditioner_type " + prec});
+      const double cells = std::stod(set[0].substr(8)) * std::stod(set[1].substr(8));
+      const double gamma = cells * 0x1p-53 / (1.0 - cells * 0x1p-53);
+      for (const bool exact : {true, false}) {
+        INFO(set[0] << " " << set[1] << " " << set[2] << " " << prec << (exact ? " exact" : " ordinary"));
+        const RunReport one = run("tea_bm_1.in", set, Backend::cuda, EpsNorm::l2, exact, 1);
+        CHECK(one.solve.cheby_steps_per_pass == 1);
+        if (exact) check_same(run("tea_bm_1.in", set, Backend::cpu), one);
+        for (const int t : {2, 5}) {
+          INFO("steps a pass " << t);
+          const RunReport r = run("tea_bm_1.in", set, Backend::cuda, EpsNorm::l2, exact, t);
+          CHECK(r.solve.cheby_steps_per_pass == t);
+          check_same(one, r, exact ? 0.0 : 2 * gamma / (1 - gamma));
+        }
+      }
+      // The max norm: max |r| is exact in any order, so ordinary sums give the bits of t = 1 too.
+      set.push_back(grid.max_eps);
+      INFO(set[0] << " " << set[1] << " " << prec << " max norm");
+      check_same(run("tea_bm_1.in", set, Backend::cpu, EpsNorm::max),
+                 run("tea_bm_1.in", set, Backend::cuda, EpsNorm::max, true, 5));
+      const RunReport one = run("tea_bm_1.in", set, Backend::cuda, EpsNorm::max, false, 1);
+      check_same(one, run("tea_bm_1.in", set, Backend::cuda, EpsNorm::max, false, 2));
+      check_same(one, run("tea_bm_1.in", set, Backend::cuda, EpsNorm::max, false, 5));
+    }
+  // auto: tuning.hpp's depth on CUDA, the CPU's bits.
+  const std::vector<std::string> set = {"use_chebyshev", "presteps 5", "end_step 2",
+                                        "eps 1e-24",     "x_cells 37", "y_cells 29"};
+  const RunReport a = run("tea_bm_1.in", set, Backend::cuda);
+  CHECK(a.solve.cheby_steps_per_pass == 5);
+  check_same(run("tea_bm_1.in", set, Backend::cpu), a);
 }
