@@ -241,11 +241,13 @@ int bench_ranks(const Options& o, const RunOptions& ro, const Comm& comm) {
 
 /// The implicit mode's rows (CUDA): one step of TeaLeaf's five-state problem on n x n cells for each
 /// solver, to a fixed count of iterations (eps 0; Chebyshev and PPCG take over after 21 CG steps),
-/// dots exact and ordinary; the time per iteration, and the bytes its kernels move
-/// (implicit/traffic.hpp) over the solve's time against the copy bandwidth.
+/// dots exact and ordinary, Chebyshev at 1, 2 and 5 steps a pass; the time per iteration, and the
+/// bytes a one-step-a-pass iteration moves (implicit/traffic.hpp) over the solve's time against the
+/// copy bandwidth (for blocked Chebyshev what a one-step kernel would need: it may pass 100%).
 struct ImplicitRow {
   implicit::SolverKind solver = implicit::SolverKind::cg;
   bool reproducible = true;
+  int steps_per_pass = 1;  ///< Chebyshev steps a pass over memory (1 for the other solvers)
   std::int64_t n = 0, iterations = 0, cg_iterations = 0;
   double per_iteration_s = 0.0;  ///< median over repeats
   double bytes_per_cell = 0.0;   ///< of the solver's own iteration (traffic.hpp)
@@ -272,47 +274,50 @@ std::vector<ImplicitRow> implicit_rows(const RunOptions& o, const std::vector<st
     const im::State0 s0 = im::initial_state(d, g);
     for (const im::SolverKind solver :
          {im::SolverKind::cg, im::SolverKind::chebyshev, im::SolverKind::ppcg, im::SolverKind::jacobi})
-      for (const bool reproducible : {true, false}) {
-        interrupt::check("between benchmark cases");
-        if (!quiet)
-          std::fprintf(stderr, "heat2d bench: implicit %s %lld^2 ...\n", im::to_string(solver).c_str(),
-                       static_cast<long long>(n));
-        im::SolveOptions so = im::solve_options(d);
-        so.solver = solver;
-        so.preconditioner = im::Preconditioner::none;
-        so.reproducible = reproducible;
-        so.eps = 0.0;  // never converged: every repeat runs all its iterations
-        so.check_result = false;
-        so.error_switch = true;  // the switch after 21 CG steps, whatever their error
-        so.eps_lim = std::numeric_limits<double>::infinity();
-        so.max_iters = solver == im::SolverKind::ppcg ? 21 + 20 : solver == im::SolverKind::cg ? 200 : 221;
-        auto e = im::make_cuda_engine(d, g, o.device);
-        e->set_state(s0.density, s0.energy);
-        (void)e->step(d.initial_timestep, so);  // warm-up
-        std::vector<im::SolveStats> runs;
-        for (int rep = 0; rep < repeats; ++rep) {
-          runs.push_back(e->step(d.initial_timestep, so));
-          if (runs.back().status != im::SolveStatus::max_iters)
-            throw Error("heat2d bench: the implicit " + im::to_string(solver) + " solve stopped early (" +
-                        im::to_string(runs.back().status) + ")");
+      for (const int steps : solver == im::SolverKind::chebyshev ? std::vector<int>{1, 2, 5} : std::vector<int>{1})
+        for (const bool reproducible : {true, false}) {
+          interrupt::check("between benchmark cases");
+          if (!quiet)
+            std::fprintf(stderr, "heat2d bench: implicit %s %lld^2 ...\n", im::to_string(solver).c_str(),
+                         static_cast<long long>(n));
+          im::SolveOptions so = im::solve_options(d);
+          so.solver = solver;
+          so.preconditioner = im::Preconditioner::none;
+          so.reproducible = reproducible;
+          so.cheby_steps_per_pass = steps;
+          so.eps = 0.0;  // never converged: every repeat runs all its iterations
+          so.check_result = false;
+          so.error_switch = true;  // the switch after 21 CG steps, whatever their error
+          so.eps_lim = std::numeric_limits<double>::infinity();
+          so.max_iters = solver == im::SolverKind::ppcg ? 21 + 20 : solver == im::SolverKind::cg ? 200 : 221;
+          auto e = im::make_cuda_engine(d, g, o.device);
+          e->set_state(s0.density, s0.energy);
+          (void)e->step(d.initial_timestep, so);  // warm-up
+          std::vector<im::SolveStats> runs;
+          for (int rep = 0; rep < repeats; ++rep) {
+            runs.push_back(e->step(d.initial_timestep, so));
+            if (runs.back().status != im::SolveStatus::max_iters)
+              throw Error("heat2d bench: the implicit " + im::to_string(solver) + " solve stopped early (" +
+                          im::to_string(runs.back().status) + ")");
+          }
+          std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.solve_s < b.solve_s; });
+          const im::SolveStats& m = runs[runs.size() / 2];
+          ImplicitRow row;
+          row.solver = solver;
+          row.reproducible = reproducible;
+          row.steps_per_pass = steps;
+          row.n = n;
+          row.iterations = m.iterations;
+          row.cg_iterations = m.cg_iterations;
+          row.per_iteration_s = m.solve_s / static_cast<double>(m.iterations);
+          row.bytes_per_cell = im::bytes_per_cell(solver, so.preconditioner, so.inner_steps);
+          row.gb_per_s =
+              static_cast<double>(n * n) *
+              im::solve_bytes_per_cell(solver, so.preconditioner, so.inner_steps, m.cg_iterations, m.iterations) /
+              m.solve_s / 1e9;
+          row.fraction_of_copy = row.gb_per_s / copy_gbs;
+          rows.push_back(row);
         }
-        std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.solve_s < b.solve_s; });
-        const im::SolveStats& m = runs[runs.size() / 2];
-        ImplicitRow row;
-        row.solver = solver;
-        row.reproducible = reproducible;
-        row.n = n;
-        row.iterations = m.iterations;
-        row.cg_iterations = m.cg_iterations;
-        row.per_iteration_s = m.solve_s / static_cast<double>(m.iterations);
-        row.bytes_per_cell = im::bytes_per_cell(solver, so.preconditioner, so.inner_steps);
-        row.gb_per_s =
-            static_cast<double>(n * n) *
-            im::solve_bytes_per_cell(solver, so.preconditioner, so.inner_steps, m.cg_iterations, m.iterations) /
-            m.solve_s / 1e9;
-        row.fraction_of_copy = row.gb_per_s / copy_gbs;
-        rows.push_back(row);
-      }
   }
   return rows;
 }
@@ -321,29 +326,31 @@ std::vector<ImplicitRow> implicit_rows(const RunOptions& o, const std::vector<st
 void implicit_table(const std::vector<ImplicitRow>& rows, h5::File& file) {
   // B/cell: one iteration of the solver (PPCG: an outer step with its 10 inner steps); GB/s and
   // % copy: the solve's bytes (its CG steps too) over its time.
-  std::printf("| %-10s | %-6s | %-11s | %-10s | %-10s | %-8s | %-7s | %-8s |\n", "implicit", "dots", "grid",
+  std::printf("| %-10s | %-6s | %-5s | %-11s | %-10s | %-10s | %-8s | %-7s | %-8s |\n", "implicit", "dots", "t", "grid",
               "iterations", "us/iter", "B/cell", "GB/s", "% copy");
   for (const auto& r : rows) {
     const std::string grid = std::to_string(r.n) + "^2";
-    std::printf("| %-10s | %-6s | %-11s | %10lld | %10.2f | %8.1f | %7.0f | %7.1f%% |\n",
-                implicit::to_string(r.solver).c_str(), r.reproducible ? "exact" : "plain", grid.c_str(),
-                static_cast<long long>(r.iterations), r.per_iteration_s * 1e6, r.bytes_per_cell, r.gb_per_s,
-                100.0 * r.fraction_of_copy);
+    std::printf("| %-10s | %-6s | %5d | %-11s | %10lld | %10.2f | %8.1f | %7.0f | %7.1f%% |\n",
+                implicit::to_string(r.solver).c_str(), r.reproducible ? "exact" : "plain", r.steps_per_pass,
+                grid.c_str(), static_cast<long long>(r.iterations), r.per_iteration_s * 1e6, r.bytes_per_cell,
+                r.gb_per_s, 100.0 * r.fraction_of_copy);
   }
   for (const implicit::SolverKind solver : {implicit::SolverKind::cg, implicit::SolverKind::chebyshev,
                                             implicit::SolverKind::ppcg, implicit::SolverKind::jacobi}) {
-    std::vector<std::int32_t> exact;
+    std::vector<std::int32_t> exact, steps;
     std::vector<std::int64_t> n, its, cg;
     std::vector<double> per, bpc, gbs, frac;
     for (const auto& r : rows) {
       if (r.solver != solver) continue;
-      exact.push_back(r.reproducible ? 1 : 0), n.push_back(r.n), its.push_back(r.iterations);
+      exact.push_back(r.reproducible ? 1 : 0), steps.push_back(r.steps_per_pass), n.push_back(r.n);
+      its.push_back(r.iterations);
       cg.push_back(r.cg_iterations), per.push_back(r.per_iteration_s), bpc.push_back(r.bytes_per_cell);
       gbs.push_back(r.gb_per_s), frac.push_back(r.fraction_of_copy);
     }
     if (n.empty()) continue;
     auto g = file.group("bench/implicit/" + implicit::to_string(solver));
     g.write<std::int32_t>("exact_dots", exact);
+    g.write<std::int32_t>("steps_per_pass", steps);
     g.write<std::int64_t>("n", n);
     g.write<std::int64_t>("iterations", its);
     g.write<std::int64_t>("cg_iterations", cg);
