@@ -70,7 +70,7 @@ CLI::Option_group* add_explicit_options(CLI::App& app, Options& o) {
 CLI::Option_group* add_implicit_options(CLI::App& app, implicit::Options& o) {
   CLI::Option_group* g = app.add_option_group(
       "Implicit mode (--deck or --set)",
-      "TeaLeaf's heat conduction: backward Euler steps, every dot product exact (README.md, implicit mode)");
+      "TeaLeaf's heat conduction: backward Euler steps, every dot product exact (implicit/README.md)");
   g->add_option("--deck", o.deck, "TeaLeaf input deck (tea.in format)")->check(CLI::ExistingFile);
   g->add_option("--set", o.set, "A deck line, read after the deck's own (repeatable): --set 'x_cells 64'");
   g->add_option("--solver", o.solver, "Override the deck's solver")

@@ -14,7 +14,7 @@
 // One keyword a line, with or without the `tl_` prefix, its value after `=` or blanks; `!` and `#`
 // start a comment; keywords are case-insensitive. Lines before `*tea` and after `*endtea` may hold
 // only comments (a deck without the markers is all one block). Every keyword, its default and what
-// it does is in README.md (section "Implicit mode"); the defaults are the C++ port's.
+// it does is in README.md (this folder's); the defaults are the C++ port's.
 //
 // Bad input throws tally::InputError naming the deck and the line ("deck tea.in:7: ..."): an unknown
 // keyword, a missing or malformed value, a value out of range, a state defined twice or missing, a

@@ -1,7 +1,7 @@
 #pragma once
 // heat2d's implicit mode as a job (job.cpp): the deck the options make, its run on the ranks of the
 // job, the result file and the lines it prints. heat2d's driver hands it the runs with --deck or
-// --set (heat2d's README.md, "Implicit mode"); the options are parsed with the explicit mode's in main.cpp:
+// --set (README.md in this folder); the options are parsed with the explicit mode's in main.cpp:
 //
 //   heat2d --deck tea.in [--set 'LINE' ...] [--solver cg|cheby|ppcg|jacobi] [--eps X] [--eps-norm l2|max]
 //          [--max-iters N] [--preconditioner none|jac_diag|jac_block] [--reproducible on|off]
