@@ -7,6 +7,7 @@
 #   GPU tests       ctest -L gpu, failing if any GPU test was skipped
 #   ranks (NCCL)    ctest -L ranks with device buffers through NCCL, also where the ranks share one GPU
 #   memcheck        compute-sanitizer over the apps on small problems and a fast subset of GPU tests
+#                   (racecheck and synccheck over the blocked Chebyshev kernel)
 #   python          the module's GPU tests (PyTorch, CuPy; a skip fails) and scripts/python_bench.py
 #   benchmarks      each app's and reduce-bench's --bench on the GPU (and across ranks on several GPUs)
 # Logs and results go to $OUT (default build/gpu-check): summary.txt (the table, printed last),
@@ -125,7 +126,8 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
     t=$build/tests
     mc=$results/memcheck
     mkdir -p "$mc"
-    # label|executable|arguments, split on spaces; '@' stands for a space inside one argument (a Catch2
+    # label|executable|arguments[|tool], split on spaces; tool: memcheck (the default), racecheck
+    # (shared-memory hazards) or synccheck (barriers); '@' stands for a space inside one argument (a Catch2
     # test name, a --set line); in a Catch2 test spec ',' separates alternatives and '*' (at either
     # end) is a wildcard.
     memcheck_runs=(
@@ -138,6 +140,8 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
       "heat2d-implicit-cg|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --backend cuda --quiet --out $mc/tea-cg.h5"
       "heat2d-implicit-cheby|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --solver cheby --preconditioner jac_diag --backend cuda --quiet --out $mc/tea-cheby.h5"
       "heat2d-implicit-ppcg|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@37 --set y_cells@29 --set end_step@2 --solver ppcg --preconditioner jac_block --backend cuda --quiet --out $mc/tea-ppcg.h5"
+      "heat2d-implicit-cheby-blocked-racecheck|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@150 --set y_cells@77 --set end_step@1 --solver cheby --backend cuda --quiet --out $mc/tea-race.h5|racecheck"
+      "heat2d-implicit-cheby-blocked-synccheck|$build/apps/heat2d/heat2d|--deck $root/data/tealeaf/tea_bm_1.in --set x_cells@150 --set y_cells@77 --set end_step@1 --solver cheby --preconditioner jac_diag --backend cuda --quiet --out $mc/tea-sync.h5|synccheck"
       "matmul-ozaki|$build/apps/matmul/matmul|--backend cuda --precision double --level ozaki --m 130 --n 67 --k 257 --repeats 1 --warmup 0 --no-eigen --quiet --out $mc/matmul-o.h5"
       "mcpi-device|$build/apps/mcpi/mcpi|--backend cuda --n 2^22 --batch 2^20 --quiet --out $mc/mcpi-d.h5"
       "mcpi-host-sobol|$build/apps/mcpi/mcpi|--backend cuda --api host --generator scrambled-sobol --n 2^21 --batch 2^19 --quiet --out $mc/mcpi-h.h5"
@@ -148,7 +152,7 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
     )
     mc_runs=0 mc_errors=0 mc_failed=()
     for entry in "${memcheck_runs[@]}"; do
-      IFS='|' read -r label exe args <<<"$entry"
+      IFS='|' read -r label exe args tool <<<"$entry"
       if [[ -n $memcheck_select ]]; then
         keep=0
         for want in $memcheck_select; do [[ $label == "$want"* ]] && keep=1; done
@@ -161,12 +165,14 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
         echo "no executable" >>"$out/memcheck.log"; mc_failed+=("$label: no executable"); continue
       fi
       mc_runs=$((mc_runs + 1))
-      timeout "${TALLY_MEMCHECK_TIMEOUT:-300}" "$sanitizer" --tool memcheck --error-exitcode 86 --print-limit 20 \
+      timeout "${TALLY_MEMCHECK_TIMEOUT:-300}" "$sanitizer" --tool "${tool:-memcheck}" --error-exitcode 86 --print-limit 20 \
         "$exe" "${argv[@]}" >"$mc/$label.log" 2>&1
       rc=$?
       cat "$mc/$label.log" >>"$out/memcheck.log"
       # Its last word: "========= ERROR SUMMARY: N errors" (or "N error").
       n=$(sed -n 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$mc/$label.log" | tail -n1)
+      # racecheck's: "========= RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+      [[ -z $n ]] && n=$(sed -n 's/^========= RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$mc/$label.log" | tail -n1)
       if [[ -z $n ]]; then
         mc_failed+=("$label: $( ((rc == 124)) && echo "timed out" || echo "no summary, exit $rc")")
       elif ((n > 0)); then
