@@ -35,6 +35,11 @@ inline constexpr int kChebyDepthMax = 5;
 /// A thread's cells: kCbCols columns (32 apart) of kCbRows rows; a region: kCbX x kCbY cells.
 inline constexpr int kCbCols = 2, kCbRows = tuning::implicit_cheby_rows;
 inline constexpr int kCbX = kTileX * kCbCols, kCbY = kWarps * kCbRows;
+/// A pass of depth T writes output tiles of kCbOutX<T> x kCbOutY<T> cells (its region less a halo of T).
+template <int T>
+inline constexpr int kCbOutX = kCbX - 2 * T;
+template <int T>
+inline constexpr int kCbOutY = kCbY - 2 * T;
 
 /// A pass's steps: step s (from 0) takes p = a[s] p + b[s] M^-1 r; n steps (1..T).
 struct ChebySteps {
@@ -76,7 +81,7 @@ __global__ void __launch_bounds__(kTileX* kWarps, tuning::implicit_cheby_blocks_
   static_assert(T >= 1 && T <= kChebyDepthMax && 2 * T < kCbX && 2 * T < kCbY, "the halo leaves an output tile");
   static_assert(P == kNone || P == kDiag, "jac_block couples 4 rows: its steps are not blocked");
   if (st->halt) return;
-  constexpr int OX = kCbX - 2 * T, OY = kCbY - 2 * T;  // a tile's output cells
+  constexpr int OX = kCbOutX<T>, OY = kCbOutY<T>;  // a tile's output cells
   __shared__ double su[kCbY][kCbX], skx[kCbY][kCbX];
   __shared__ ReduceStorage s;
   DotShare<Exact> d(s.exact);

@@ -147,14 +147,14 @@ class CudaEngine final : public Engine {
 
  private:
   // ---- launching ----------------------------------------------------------------------------------
-  /// Blocks for `kernel`: what fits on the device at once (grid-stride over the tiles), at most the
-  /// tiles and the partials' room.
-  int grid_of(const void* kernel) {
+  /// Blocks for `kernel`, whose blocks stride over tiles of tx x ty cells: what fits on the device at
+  /// once, at most the tiles and the partials' room.
+  int grid_of(const void* kernel, long long tx, long long ty) {
     auto it = grid_.find(kernel);
     if (it == grid_.end()) {
       int per_sm = 0;
       TALLY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileX * kWarps, 0));
-      const long long tiles = (g_.nx + kTileX - 1) / kTileX * ((g_.rows + kTileY - 1) / kTileY);
+      const long long tiles = (g_.nx + tx - 1) / tx * ((g_.rows + ty - 1) / ty);
       it = grid_
                .emplace(kernel, static_cast<int>(
                                     std::max(1LL, std::min<long long>({tiles, 1LL * sms_ * std::clamp(per_sm, 1, 8)}))))
@@ -162,10 +162,16 @@ class CudaEngine final : public Engine {
     }
     return it->second;
   }
+  /// kernel<<<...>>>(args) on blocks of kTileX x kWarps threads that take tiles of tx x ty cells.
+  template <class... K, class... A>
+  void launch_tiles(long long tx, long long ty, void (*kernel)(K...), A... args) {
+    kernel<<<grid_of(reinterpret_cast<const void*>(kernel), tx, ty), dim3(kTileX, kWarps), 0, s_>>>(args...);
+    TALLY_CHECK_LAUNCH();
+  }
+  /// The same for kernels.cuh's kernels (tiles of kTileX x kTileY cells, for_strips).
   template <class... K, class... A>
   void launch(void (*kernel)(K...), A... args) {
-    kernel<<<grid_of(reinterpret_cast<const void*>(kernel)), dim3(kTileX, kWarps), 0, s_>>>(args...);
-    TALLY_CHECK_LAUNCH();
+    launch_tiles(kTileX, kTileY, kernel, args...);
   }
   /// f.template operator()<E>() with E = o_.reproducible.
   template <class F>
@@ -440,8 +446,8 @@ void CudaEngine::cheby_pass(const ChebyCoefficients& cc, long long n, long long 
   const bool max = o_.norm == EpsNorm::max;
   const auto go = [&]<bool E, int P, int T>() {
     const auto args = [&](auto kernel) {
-      launch(kernel, geo_, coeffs(), prec_arrays(), u_[ui].data(), u_[1 - ui].data(), u0_.data(), p_[pi].data(),
-             p_[1 - pi].data(), cs, sc_, st_.data(), tp, hist_.data(), k);
+      launch_tiles(kCbOutX<T>, kCbOutY<T>, kernel, geo_, coeffs(), prec_arrays(), u_[ui].data(), u_[1 - ui].data(),
+                   u0_.data(), p_[pi].data(), p_[1 - pi].data(), cs, sc_, st_.data(), tp, hist_.data(), k);
     };
     if (!tested) args(cheby_blocked<E, P, false, false, T>);
     else if (max) args(cheby_blocked<E, P, true, true, T>);
