@@ -29,14 +29,15 @@ def same_float(a, b):
     ([], {}),
     (["--solver", "cheby", "--preconditioner", "jac_diag"], dict(solver="cheby", preconditioner="jac_diag")),
     (["--solver", "ppcg", "--eps-norm", "max", "--eps", "1e-12"], dict(solver="ppcg", eps_norm="max", eps=1e-12)),
+    (["--solver", "cheby", "--cheby-steps-per-pass", "5"], dict(solver="cheby", cheby_steps_per_pass=5)),
 ])
 def test_deck_matches_the_executables_json_and_file(tally, build_dir, tmp_path, args, kwargs):
     exe = require_app(build_dir, "heat2d")
     rc, j = exe_json(exe, tmp_path / "exe.h5", *args)
     assert rc == 0
     r = tally.heat2d.solve(deck=str(BM1), backend="cpu", out=tmp_path / "py.h5", **kwargs)
-    for key in ("solver", "preconditioner", "eps", "eps_norm", "reproducible", "x_cells", "y_cells", "steps",
-                "steps_asked", "status", "converged", "iterations"):
+    for key in ("solver", "preconditioner", "eps", "eps_norm", "reproducible", "cheby_steps_per_pass", "x_cells",
+                "y_cells", "steps", "steps_asked", "status", "converged", "iterations"):
         assert r[key] == j[key], key
     assert set(r.summary) == set(j["summary"]) == {"volume", "mass", "density", "energy", "temperature"}
     for k, v in j["summary"].items():
@@ -85,6 +86,7 @@ def test_not_converged_is_a_status_with_the_field_written(tally, tmp_path):
     (dict(solver="gmres"), "--solver"),
     (dict(eps=-1.0), "--eps"),
     (dict(eps_norm="l1"), "--eps-norm"),
+    (dict(solver="cheby", cheby_steps_per_pass=3), "--cheby-steps-per-pass"),
     (dict(nx=64), "--nx: an option of the explicit mode"),
     (dict(precision="float"), "--precision"),
 ])
@@ -98,6 +100,8 @@ def test_bad_input_raises_and_writes_nothing(tally, tmp_path, kwargs, msg):
 def test_implicit_options_without_a_deck_are_refused(tally):
     with pytest.raises(ValueError, match="--solver: an option of the implicit mode"):
         tally.heat2d.solve(nx=17, solver="cg", backend="cpu")
+    with pytest.raises(ValueError, match="--cheby-steps-per-pass: an option of the implicit mode"):
+        tally.heat2d.solve(nx=17, cheby_steps_per_pass=2, backend="cpu")
 
 
 def test_mcpi_error_bound_is_the_apps(tally):

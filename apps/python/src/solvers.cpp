@@ -233,8 +233,8 @@ nb::dict heat2d_solve(std::int64_t nx, std::optional<std::int64_t> ny, const std
 /// line's text (the Python wrapper parses it) and the final fields; `out` gets the executable's file.
 nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& set, const std::string& solver,
                      double eps, const std::string& eps_norm, std::int64_t max_iters, const std::string& preconditioner,
-                     const std::string& reproducible, const std::string& backend, int device, bool xdmf,
-                     const std::optional<std::string>& out, const std::string& call) {
+                     const std::string& reproducible, const std::string& cheby_steps, const std::string& backend,
+                     int device, bool xdmf, const std::optional<std::string>& out, const std::string& call) {
   using namespace heat2d::implicit;
   HostTimer total;
   // As the executable's options: everything is checked before anything is computed.
@@ -245,6 +245,7 @@ nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& se
   o.preconditioner = preconditioner;
   o.eps_norm = eps_norm;
   o.reproducible = reproducible;
+  o.cheby_steps = cheby_steps;
   o.eps = eps;
   o.max_iters = max_iters;
   if (!o.solver.empty() && o.solver != "cg" && o.solver != "cheby" && o.solver != "ppcg" && o.solver != "jacobi")
@@ -469,8 +470,8 @@ void bind_solvers(nb::module_& m) {
         arg("bc_right"), arg("init"), arg("precision"), arg("backend"), arg("device"), arg("cuda_kernel"),
         arg("validate"), arg("sweeps_per_pass"), arg("xdmf"), arg("out").none(), arg("call"));
   m.def("heat2d_deck", &heat2d_deck, arg("deck"), arg("set"), arg("solver"), arg("eps"), arg("eps_norm"),
-        arg("max_iters"), arg("preconditioner"), arg("reproducible"), arg("backend"), arg("device"), arg("xdmf"),
-        arg("out").none(), arg("call"));
+        arg("max_iters"), arg("preconditioner"), arg("reproducible"), arg("cheby_steps"), arg("backend"), arg("device"),
+        arg("xdmf"), arg("out").none(), arg("call"));
   m.def(
       "mcpi_error_bound",
       [](const std::string& generator, std::int64_t offset, std::int64_t n) {

@@ -19,7 +19,8 @@ Implicit, as TeaLeaf runs it (the executable's --deck and --set):
 
 deck= is a TeaLeaf input deck (a path), set= a list of deck lines read after it (set alone: the deck
 is those lines); solver, eps, eps_norm, max_iters, preconditioner and reproducible override the
-deck as the executable's options do. The result is what `heat2d --deck ... --json` prints: summary
+deck as the executable's options do, and cheby_steps_per_pass ("auto", 1, 2 or 5: Chebyshev's steps a pass
+over memory on CUDA, the same bits for each) as --cheby-steps-per-pass. The result is what `heat2d --deck ... --json` prints: summary
 (volume, mass, density, energy, temperature), steps, steps_asked, status ('converged', 'max-iters',
 'diverged'), converged, iterations (total and per_step), timings, solver, preconditioner, eps,
 eps_norm, reproducible, backend, x_cells, y_cells; plus field, energy and density (NumPy (y_cells,
@@ -43,14 +44,15 @@ from ._result import Result, call_text, out_path
 _EXPLICIT = dict(nx=128, ny=None, mode="steady", tol=1e-10, max_iter=1_000_000, check_every=1, alpha=1.0, dt=0.0,
                  t_end=0.0, bc_top="sin", bc_bottom="0", bc_left="0", bc_right="0", init="0", precision="double",
                  cuda_kernel="persistent", validate=False, sweeps_per_pass="auto")
-_IMPLICIT = dict(solver=None, eps=None, eps_norm="l2", max_iters=None, preconditioner=None, reproducible="on")
+_IMPLICIT = dict(solver=None, eps=None, eps_norm="l2", max_iters=None, preconditioner=None, reproducible="on",
+                 cheby_steps_per_pass="auto")
 
 
 def solve(nx=128, ny=None, *, mode="steady", tol=1e-10, max_iter=1_000_000, check_every=1, alpha=1.0, dt=0.0,
           t_end=0.0, bc_top="sin", bc_bottom="0", bc_left="0", bc_right="0", init="0", precision="double",
           backend="auto", device=0, cuda_kernel="persistent", validate=False, sweeps_per_pass="auto",
           deck=None, set=None, solver=None, eps=None, eps_norm="l2", max_iters=None, preconditioner=None,
-          reproducible="on", xdmf=False, out=None):
+          reproducible="on", cheby_steps_per_pass="auto", xdmf=False, out=None):
     """Solves one heat2d problem (and writes the executable's file to `out`); see the module's documentation."""
     given = locals()
     if deck is not None or set is not None:
@@ -58,8 +60,8 @@ def solve(nx=128, ny=None, *, mode="steady", tol=1e-10, max_iter=1_000_000, chec
             if given[name] != default:
                 raise ValueError(f"--{name.replace('_', '-')}: an option of the explicit mode; "
                                  "with deck= or set= the deck sets the problem")
-        return _solve_deck(deck, set, solver, eps, eps_norm, max_iters, preconditioner, reproducible, backend,
-                           device, xdmf, out)
+        return _solve_deck(deck, set, solver, eps, eps_norm, max_iters, preconditioner, reproducible,
+                           cheby_steps_per_pass, backend, device, xdmf, out)
     for name, default in _IMPLICIT.items():
         if given[name] != default:
             raise ValueError(f"--{name.replace('_', '-')}: an option of the implicit mode, which deck= or set= selects")
@@ -75,13 +77,13 @@ def solve(nx=128, ny=None, *, mode="steady", tol=1e-10, max_iter=1_000_000, chec
                                       bool(xdmf), out_path(out), call))
 
 
-def _solve_deck(deck, lines, solver, eps, eps_norm, max_iters, preconditioner, reproducible, backend, device, xdmf,
-                out):
+def _solve_deck(deck, lines, solver, eps, eps_norm, max_iters, preconditioner, reproducible, cheby_steps, backend,
+                device, xdmf, out):
     """The implicit mode: the executable's --deck run on one rank; its --json line as a dict, and the fields."""
     import os
     call = call_text("tally.heat2d.solve", deck=deck, set=lines, solver=solver, eps=eps, eps_norm=eps_norm,
-                     max_iters=max_iters, preconditioner=preconditioner, reproducible=reproducible, backend=backend,
-                     device=device, xdmf=xdmf, out=out)
+                     max_iters=max_iters, preconditioner=preconditioner, reproducible=reproducible,
+                     cheby_steps_per_pass=cheby_steps, backend=backend, device=device, xdmf=xdmf, out=out)
     if isinstance(lines, str):
         lines = [lines]  # one deck line
     if eps is not None and not float(eps) > 0:
@@ -92,7 +94,7 @@ def _solve_deck(deck, lines, solver, eps, eps_norm, max_iters, preconditioner, r
     r = _tally.heat2d_deck("" if deck is None else os.fsdecode(os.fspath(deck)), [str(x) for x in (lines or [])],
                            solver or "", 0.0 if eps is None else float(eps), eps_norm,
                            0 if max_iters is None else _positive(max_iters, "--max-iters"), preconditioner or "",
-                           reproducible, backend, int(device), bool(xdmf), path, call)
+                           reproducible, str(cheby_steps), backend, int(device), bool(xdmf), path, call)
     result = Result(json.loads(r.pop("json")))
     for group in ("summary", "timings"):  # JSON writes 100.0 as 100: floats, as the file holds them
         result[group] = {k: float(v) if isinstance(v, int) else v for k, v in result[group].items()}
