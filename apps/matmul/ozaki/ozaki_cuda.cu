@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -526,32 +527,30 @@ double int8_gemm_seconds(Shape s, int device, int repeats) {
   TALLY_CHECK_LAUNCH();
   fill_bytes_pattern<<<1024, 256>>>(b8.data(), static_cast<idx>(b8.size()), 2);
   TALLY_CHECK_LAUNCH();
+  // The handle and the events are released on every path out, a throw included.
   cublasHandle_t h = nullptr;
   check_cublas(cublasCreate(&h), "cublasCreate");
-  std::vector<double> times;
+  const std::unique_ptr<cublasContext, decltype(&cublasDestroy)> handle(h, &cublasDestroy);
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   TALLY_CUDA_TRY(cudaEventCreate(&e0));
+  const std::unique_ptr<CUevent_st, decltype(&cudaEventDestroy)> event0(e0, &cudaEventDestroy);
   TALLY_CUDA_TRY(cudaEventCreate(&e1));
+  const std::unique_ptr<CUevent_st, decltype(&cudaEventDestroy)> event1(e1, &cudaEventDestroy);
+  std::vector<double> times;
   const std::int32_t one = 1, zero = 0;
   for (int r = 0; r <= repeats; ++r) {  // the first run untimed
     TALLY_CUDA_TRY(cudaEventRecord(e0));
-    const cublasStatus_t st =
+    check_cublas(
         cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nc), static_cast<int>(s.m), static_cast<int>(kp),
                      &one, b8.data(), CUDA_R_8I, static_cast<int>(kp), a8.data(), CUDA_R_8I, static_cast<int>(kp),
-                     &zero, c32.data(), CUDA_R_32I, static_cast<int>(nc), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(h);
-      check_cublas(st, "cublasGemmEx (INT8)");
-    }
+                     &zero, c32.data(), CUDA_R_32I, static_cast<int>(nc), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx (INT8)");
     TALLY_CUDA_TRY(cudaEventRecord(e1));
     TALLY_CUDA_TRY(cudaEventSynchronize(e1));
     float ms = 0;
     TALLY_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
     if (r > 0) times.push_back(1e-3 * ms);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cublasDestroy(h);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
