@@ -49,7 +49,8 @@ inline constexpr long long implicit_chunk = 32;
 /// registers (a region of 64 x 32 cells), 2 blocks an SM (up to 128 registers a thread, no spills).
 inline constexpr int implicit_cheby_rows = 4, implicit_cheby_blocks_sm = 2;
 /// --cheby-steps-per-pass auto on CUDA: 5, the deepest pass (a step moves 11 bytes a cell from memory
-/// instead of 56); t must divide 10, Chebyshev's test interval.
+/// instead of 56) and the fastest of 1, 2, 5 (BENCHMARKS.md, heat2d / implicit); t must divide 10,
+/// Chebyshev's test interval.
 inline constexpr int implicit_cheby_auto_steps = 5;
 
 }  // namespace tally::heat2d::tuning
