@@ -13,10 +13,14 @@
 # Logs and results go to $OUT (default build/gpu-check): summary.txt (the table, printed last),
 # readme.log, ctest.log, ranks.log, memcheck.log, bench.log, python.log and results.tar.gz.
 #
-# Narrow the GPU stages for a quick iteration:
-#   TALLY_GPU_README=skip                        leave the README's commands out (a follow-up run on a
-#                                                machine where they already built build/default): their
-#                                                rows say so and the check exits 3, never 0 (not a check)
+# Stages: readme tests ranks memcheck python bench, all by default, in that order; name some to run
+# only those (scripts/gpu-check.sh readme, then scripts/gpu-check.sh tests ranks ...). Each stage's
+# rows are kept in build/gpu-check-state for this tree (HEAD, its uncommitted changes and the GPU):
+# the table shows every stage, those of earlier runs of the same tree marked so, and a check passes
+# (exit 0) only once every stage has run for this tree and none failed; stages still to run make it
+# exit 4. A change to the tree starts the record afresh, so the README's commands run first again.
+#
+# Narrow a stage for a quick iteration (a narrowed stage's rows are shown, never kept):
 #   TALLY_GPU_TESTS="reduce"                     ctest -R regex for the GPU tests (default: all; "none" skips)
 #   TALLY_GPU_BENCH="reduce heat2d matmul mcpi"  benchmarks to run ("none" skips)
 #   TALLY_BENCH_ARGS_<name>="..."                extra arguments for one benchmark (e.g. reduce: --suite exact)
@@ -34,6 +38,23 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 # them through sockets on the loopback interface.
 nccl_transport=(TALLY_RANK_TRANSPORT=nccl NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
 source "$(dirname "$0")/common.sh"
+stages_all=(readme tests ranks memcheck python bench)
+selected=("$@")
+((${#selected[@]})) || selected=("${stages_all[@]}")
+for st in "${selected[@]}"; do
+  [[ " ${stages_all[*]} " == *" $st "* ]] || { echo "gpu-check: no stage '$st' (stages: ${stages_all[*]})" >&2; exit 2; }
+done
+want() { [[ " ${selected[*]} " == *" $1 "* ]]; }
+# The record of this tree's stages: HEAD, a hash of its uncommitted changes to tracked files, the GPU.
+state=$root/build/gpu-check-state
+key="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo no-git) $(git -C "$root" diff HEAD 2>/dev/null | sha1sum | cut -c1-12) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+if [[ ! -f $state/key || $(cat "$state/key") != "$key" ]]; then
+  rm -rf "$state" && mkdir -p "$state" && echo "$key" >"$state/key"
+fi
+declare -A stage_rows  # stage -> this run's rows ("name|status" lines)
+stage_row() { stage_rows[$1]+="$2|$3"$'\n'; }
+# keep STAGE NARROWING: this run's rows of STAGE into the record, unless a setting narrowed the stage.
+keep() { [[ -n $2 ]] || printf '%s' "${stage_rows[$1]}" >"$state/$1.rows"; }
 out=${OUT:-$root/build/gpu-check}
 mkdir -p "$out"
 results=$(mktemp -d)
@@ -46,24 +67,23 @@ row() {  # row NAME STATUS: one line of the table; a status starting FAILED fail
 }
 seconds_since() { echo "$(($(date +%s) - $1)) s"; }
 
+
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nvcc --version | tail -2; cmake --version | head -1; } >"$results/device.txt" 2>&1
 
 # ---- the README's commands ------------------------------------------------------------------------
 : >"$out/readme.log"
-declare -A readme_status
-for cmd in scripts/run.sh scripts/test.sh; do
-  if [[ ${TALLY_GPU_README:-} == skip ]]; then
-    readme_status[$cmd]="SKIPPED (TALLY_GPU_README=skip: an iteration, not a check)"
-    continue
-  fi
-  t0=$(date +%s)
-  echo "==== $cmd" >>"$out/readme.log"
-  if (cd "$root" && "$cmd") >>"$out/readme.log" 2>&1; then
-    readme_status[$cmd]="ok ($(seconds_since "$t0"))"
-  else
-    readme_status[$cmd]="FAILED: exit $? (see readme.log)"
-  fi
-done
+if want readme; then
+  for cmd in scripts/run.sh scripts/test.sh; do
+    t0=$(date +%s)
+    echo "==== $cmd" >>"$out/readme.log"
+    if (cd "$root" && "$cmd") >>"$out/readme.log" 2>&1; then
+      stage_row readme "$cmd" "ok ($(seconds_since "$t0"))"
+    else
+      stage_row readme "$cmd" "FAILED: exit $? (see readme.log)"
+    fi
+  done
+  keep readme ""
+fi
 
 # ---- the build they made: the CUDA backend for sm_90 ---------------------------------------------
 # The GPU stages reuse it instead of configuring a build of their own.
@@ -82,7 +102,7 @@ fi
 tests=${TALLY_GPU_TESTS:-}
 test_status="not run"
 : >"$out/ctest.log"
-if [[ $build_status == ok* && $tests != none ]]; then
+if want tests && [[ $build_status == ok* && $tests != none ]]; then
   args=(--test-dir "$build" --output-on-failure --no-tests=error -j 4 -L gpu)
   [[ -n $tests ]] && args+=(-R "$tests")
   ctest "${args[@]}" >"$out/ctest.log" 2>&1
@@ -96,6 +116,8 @@ if [[ $build_status == ok* && $tests != none ]]; then
     test_status="FAILED: $test_status"
     grep -E "\*\*\*(Failed|Skipped|Exception|Timeout)|Not Run" "$out/ctest.log" | head -20
   fi
+  stage_row tests "GPU tests" "$test_status"
+  keep tests "$tests"
 fi
 
 # ---- the rank tests through NCCL ------------------------------------------------------------------
@@ -103,7 +125,7 @@ fi
 # the device transport set to NCCL; rank_gpu_test names the transport it got, which must be NCCL.
 ranks_status="not run"
 : >"$out/ranks.log"
-if [[ $build_status == ok* && $tests != none ]]; then
+if want ranks && [[ $build_status == ok* && $tests != none ]]; then
   env "${nccl_transport[@]}" ctest --test-dir "$build" --output-on-failure --no-tests=error -V -L ranks \
     >"$out/ranks.log" 2>&1
   rc=$?
@@ -115,6 +137,8 @@ if [[ $build_status == ok* && $tests != none ]]; then
     ranks_status="FAILED: $ranks_status"
     grep -E "\*\*\*(Failed|Skipped|Exception|Timeout)|Not Run|device transport" "$out/ranks.log" | head -20
   fi
+  stage_row ranks "ranks through NCCL" "$ranks_status"
+  keep ranks "$tests"
 fi
 
 # ---- compute-sanitizer memcheck -------------------------------------------------------------------
@@ -126,7 +150,7 @@ memcheck_select=${TALLY_GPU_MEMCHECK:-}
 sanitizer=$(command -v compute-sanitizer 2>/dev/null || true)
 [[ -z $sanitizer && -x /usr/local/cuda/bin/compute-sanitizer ]] && sanitizer=/usr/local/cuda/bin/compute-sanitizer
 : >"$out/memcheck.log"
-if [[ $build_status == ok* && $memcheck_select != none ]]; then
+if want memcheck && [[ $build_status == ok* && $memcheck_select != none ]]; then
   if [[ -z $sanitizer ]]; then
     memcheck_status="FAILED: no compute-sanitizer (PATH, /usr/local/cuda/bin)"
   else
@@ -194,96 +218,105 @@ if [[ $build_status == ok* && $memcheck_select != none ]]; then
       grep -E "^(====|========= (Invalid|Program hit|ERROR SUMMARY))" "$out/memcheck.log" | head -40
     fi
   fi
+  stage_row memcheck "memcheck (compute-sanitizer)" "$memcheck_status"
+  keep memcheck "$memcheck_select"
 fi
 
-# ---- benchmarks -----------------------------------------------------------------------------------
+# ---- Python: the module's GPU tests (PyTorch, CuPy) -------------------------------------------------
+: >"$out/python.log"
+if want python; then
+  python_status="not built (no nanobind or Python headers)"
+  if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
+    TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/tests/python/test_python_reduce_gpu.py" \
+      "$root/tests/python/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
+    rc=$?
+    line=$(grep -E "[0-9]+ (passed|failed|skipped)" "$out/python.log" | tail -1)
+    python_status="${line:-no summary (exit $rc)}"
+    # Any skip on a GPU machine means a framework or the GPU was missing: as for ctest, a failure.
+    if ((rc != 0)) || [[ -z $line || $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
+  fi
+  stage_row python "python (GPU tests)" "$python_status"
+  keep python "$tests"
+fi
+
+# ---- benchmarks: each app's and reduce-bench's --bench, the Python table; across ranks on several GPUs
 bench_list=${TALLY_GPU_BENCH:-reduce heat2d matmul mcpi}
 : >"$out/bench.log"
-declare -A bench_status
-if [[ $build_status == ok* && $bench_list != none ]]; then
+if want bench && [[ $build_status == ok* && $bench_list != none ]]; then
   for b in $bench_list; do
     case $b in
       reduce) exe="$build/reduce/bench/reduce-bench" ;;
       *) exe="$build/apps/$b/$b" ;;
     esac
-    [[ -x $exe ]] || { bench_status[$b]="FAILED: no executable"; continue; }
+    [[ -x $exe ]] || { stage_row bench "bench $b" "FAILED: no executable"; continue; }
     extra_var="TALLY_BENCH_ARGS_$b"
     echo "==== $b" >>"$out/bench.log"
     if "$exe" --bench --backend cuda --out "$results/$b-bench.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
-      bench_status[$b]="ok"
+      stage_row bench "bench $b" "ok"
     else
-      bench_status[$b]="FAILED (exit $?)"
+      stage_row bench "bench $b" "FAILED (exit $?)"
     fi
   done
-fi
-
-# ---- Python: the module's GPU tests (PyTorch, CuPy) and its speed table ----------------------------
-python_status="not built (no nanobind or Python headers)"
-: >"$out/python.log"
-if [[ $build_status == ok* && -d $build/python/tally && $tests != none ]]; then
-  TALLY_BUILD_DIR=$build python3 -m pytest -q -rs "$root/tests/python/test_python_reduce_gpu.py" \
-    "$root/tests/python/test_python_reducers_gpu.py" >"$out/python.log" 2>&1
-  rc=$?
-  line=$(grep -E "[0-9]+ (passed|failed|skipped)" "$out/python.log" | tail -1)
-  python_status="${line:-no summary (exit $rc)}"
-  # Any skip on a GPU machine means a framework or the GPU was missing: as for ctest, a failure.
-  if ((rc != 0)) || [[ -z $line || $line == *skipped* ]]; then python_status="FAILED: $python_status"; fi
-  if [[ $bench_list != none ]]; then
+  if [[ -d $build/python/tally ]]; then
     echo "==== python" >>"$out/bench.log"
-    TALLY_BUILD_DIR=$build python3 "$root/scripts/python_bench.py" --json "$results/python_bench.json" >>"$out/bench.log" 2>&1 ||
-      python_status="FAILED: python_bench.py (see bench.log)"
-  fi
-fi
-
-# ---- multi-GPU mode: the benchmarks across ranks -----------------------------------------------------
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
-ranks=${TALLY_GPU_RANKS:-$((gpus >= 2 ? gpus : 0))}
-declare -A rank_status
-rank_list=""
-if [[ $build_status == ok* && $ranks -ge 2 && $bench_list != none ]]; then
-  launcher=(mpiexec -n "$ranks" --oversubscribe)
-  [[ $(id -u) == 0 ]] && launcher+=(--allow-run-as-root)
-  launcher+=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
-  echo "==== multi-GPU mode: $ranks ranks on $gpus GPU(s)" >>"$out/bench.log"
-  for b in $bench_list; do
-    case $b in
-      reduce) exe="$build/reduce/bench/reduce-bench"; args=(--suite ranks) ;;
-      *) exe="$build/apps/$b/$b"; args=(--bench) ;;
-    esac
-    [[ -x $exe ]] || continue
-    rank_list+=" $b"
-    extra_var="TALLY_RANK_BENCH_ARGS_$b"
-    echo "==== $b on $ranks ranks" >>"$out/bench.log"
-    if "${launcher[@]}" "$exe" "${args[@]}" --backend cuda --out "$results/$b-ranks.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
-      rank_status[$b]="ok"
+    if TALLY_BUILD_DIR=$build python3 "$root/scripts/python_bench.py" --json "$results/python_bench.json" >>"$out/bench.log" 2>&1; then
+      stage_row bench "bench python" "ok"
     else
-      rank_status[$b]="FAILED (exit $?)"
+      stage_row bench "bench python" "FAILED (exit $?, see bench.log)"
     fi
-  done
+  fi
+  # Multi-GPU mode: the benchmarks again across ranks.
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+  ranks=${TALLY_GPU_RANKS:-$((gpus >= 2 ? gpus : 0))}
+  if ((ranks >= 2)); then
+    launcher=(mpiexec -n "$ranks" --oversubscribe)
+    [[ $(id -u) == 0 ]] && launcher+=(--allow-run-as-root)
+    launcher+=(-x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST)
+    echo "==== multi-GPU mode: $ranks ranks on $gpus GPU(s)" >>"$out/bench.log"
+    for b in $bench_list; do
+      case $b in
+        reduce) exe="$build/reduce/bench/reduce-bench"; args=(--suite ranks) ;;
+        *) exe="$build/apps/$b/$b"; args=(--bench) ;;
+      esac
+      [[ -x $exe ]] || continue
+      extra_var="TALLY_RANK_BENCH_ARGS_$b"
+      echo "==== $b on $ranks ranks" >>"$out/bench.log"
+      if "${launcher[@]}" "$exe" "${args[@]}" --backend cuda --out "$results/$b-ranks.h5" ${!extra_var:-} >>"$out/bench.log" 2>&1; then
+        stage_row bench "bench $b x$ranks ranks" "ok"
+      else
+        stage_row bench "bench $b x$ranks ranks" "FAILED (exit $?)"
+      fi
+    done
+  fi
+  keep bench "${TALLY_GPU_BENCH:-}${TALLY_GPU_RANKS:-}"
 fi
 (cd "$results" && tar czf "$out/results.tar.gz" .) 2>/dev/null
 
-# ---- table ----------------------------------------------------------------------------------------
+# ---- table: every stage, this run's rows or the record's for this tree ----------------------------
 {
   echo
   echo "== tally GPU check: $(head -2 "$results/device.txt" | tail -1)"
+  echo "== tree: $key"
 } >>"$summary"
 rm -rf "$results"
-for cmd in scripts/run.sh scripts/test.sh; do row "$cmd" "${readme_status[$cmd]}"; done
-row "build (for the GPU stages)" "$build_status"
-row "GPU tests" "$test_status"
-row "ranks through NCCL" "$ranks_status"
-row "memcheck (compute-sanitizer)" "$memcheck_status"
-row "python (GPU tests)" "$python_status"
-for b in $bench_list; do
-  [[ $bench_list == none ]] && break
-  row "bench $b" "${bench_status[$b]:-not run}"
-done
-for b in $rank_list; do
-  row "bench $b x$ranks ranks" "${rank_status[$b]:-not run}"
+incomplete=0
+for st in "${stages_all[@]}"; do
+  if [[ -n ${stage_rows[$st]:-} ]]; then
+    rows=${stage_rows[$st]} mark=""
+  elif [[ -f $state/$st.rows ]]; then
+    rows=$(cat "$state/$st.rows") mark=" [earlier run of this tree]"
+  else
+    rows="$st|NOT RUN for this tree (scripts/gpu-check.sh $st)" mark=""
+    incomplete=1
+  fi
+  while IFS='|' read -r name status; do
+    [[ -n $name ]] && row "$name" "$status$mark"
+  done <<<"$rows"
+  [[ $st == readme ]] && row "build (for the GPU stages)" "$build_status"
 done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
 grep -E "^\| " "$out/bench.log" | tail -60 >>"$summary"
 cat "$summary"
-((check_failed == 0)) && [[ ${TALLY_GPU_README:-} == skip ]] && exit 3
-exit "$check_failed"
+((check_failed)) && exit 1
+((incomplete)) && exit 4
+exit 0
