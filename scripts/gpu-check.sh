@@ -13,8 +13,9 @@
 # Logs and results go to $OUT (default build/gpu-check): summary.txt (the table, printed last),
 # readme.log, ctest.log, ranks.log, memcheck.log, bench.log, python.log and results.tar.gz.
 #
-# Stages: readme tests ranks memcheck python bench, all by default, in that order; name some to run
-# only those (scripts/gpu-check.sh readme, then scripts/gpu-check.sh tests ranks ...). Each stage's
+# Stages: run test (the README's two commands) gpu ranks memcheck python bench, all by default, in
+# that order; name some to run only those (scripts/gpu-check.sh run, then test, then gpu ranks ...).
+# The README's commands come first on a fresh tree: the GPU stages use the build they make. Each stage's
 # rows are kept in build/gpu-check-state for this tree (HEAD, its uncommitted changes and the GPU):
 # the table shows every stage, those of earlier runs of the same tree marked so, and a check passes
 # (exit 0) only once every stage has run for this tree and none failed; stages still to run make it
@@ -38,7 +39,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 # them through sockets on the loopback interface.
 nccl_transport=(TALLY_RANK_TRANSPORT=nccl NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
 source "$(dirname "$0")/common.sh"
-stages_all=(readme tests ranks memcheck python bench)
+stages_all=(run test gpu ranks memcheck python bench)
 selected=("$@")
 ((${#selected[@]})) || selected=("${stages_all[@]}")
 for st in "${selected[@]}"; do
@@ -72,18 +73,17 @@ seconds_since() { echo "$(($(date +%s) - $1)) s"; }
 
 # ---- the README's commands ------------------------------------------------------------------------
 : >"$out/readme.log"
-if want readme; then
-  for cmd in scripts/run.sh scripts/test.sh; do
-    t0=$(date +%s)
-    echo "==== $cmd" >>"$out/readme.log"
-    if (cd "$root" && "$cmd") >>"$out/readme.log" 2>&1; then
-      stage_row readme "$cmd" "ok ($(seconds_since "$t0"))"
-    else
-      stage_row readme "$cmd" "FAILED: exit $? (see readme.log)"
-    fi
-  done
-  keep readme ""
-fi
+for st in run test; do
+  want $st || continue
+  cmd=scripts/$st.sh t0=$(date +%s)
+  echo "==== $cmd" >>"$out/readme.log"
+  if (cd "$root" && "$cmd") >>"$out/readme.log" 2>&1; then
+    stage_row $st "$cmd" "ok ($(seconds_since "$t0"))"
+  else
+    stage_row $st "$cmd" "FAILED: exit $? (see readme.log)"
+  fi
+  keep $st ""
+done
 
 # ---- the build they made: the CUDA backend for sm_90 ---------------------------------------------
 # The GPU stages reuse it instead of configuring a build of their own.
@@ -102,7 +102,7 @@ fi
 tests=${TALLY_GPU_TESTS:-}
 test_status="not run"
 : >"$out/ctest.log"
-if want tests && [[ $build_status == ok* && $tests != none ]]; then
+if want gpu && [[ $build_status == ok* && $tests != none ]]; then
   args=(--test-dir "$build" --output-on-failure --no-tests=error -j 4 -L gpu)
   [[ -n $tests ]] && args+=(-R "$tests")
   ctest "${args[@]}" >"$out/ctest.log" 2>&1
@@ -116,8 +116,8 @@ if want tests && [[ $build_status == ok* && $tests != none ]]; then
     test_status="FAILED: $test_status"
     grep -E "\*\*\*(Failed|Skipped|Exception|Timeout)|Not Run" "$out/ctest.log" | head -20
   fi
-  stage_row tests "GPU tests" "$test_status"
-  keep tests "$tests"
+  stage_row gpu "GPU tests" "$test_status"
+  keep gpu "$tests"
 fi
 
 # ---- the rank tests through NCCL ------------------------------------------------------------------
@@ -312,7 +312,7 @@ for st in "${stages_all[@]}"; do
   while IFS='|' read -r name status; do
     [[ -n $name ]] && row "$name" "$status$mark"
   done <<<"$rows"
-  [[ $st == readme ]] && row "build (for the GPU stages)" "$build_status"
+  [[ $st == test ]] && row "build (for the GPU stages)" "$build_status"
 done
 # Each benchmark ends its output with lines starting "| " (its own short table): repeat them here.
 grep -E "^\| " "$out/bench.log" | tail -60 >>"$summary"

@@ -95,19 +95,19 @@ def project(tmp_path):
 
 
 def test_a_bad_stage_is_refused_before_anything_is_written(project):
-    r = project.check("tests", "benchmarks")
+    r = project.check("gpu", "benchmarks")
     assert r.returncode == 2
-    assert "no stage 'benchmarks'" in r.stderr and "readme tests ranks memcheck python bench" in r.stderr
+    assert "no stage 'benchmarks'" in r.stderr and "run test gpu ranks memcheck python bench" in r.stderr
     assert not (project.root / "build" / "gpu-check-state").exists() and not Path(project.env["OUT"]).exists()
 
 
 def test_stages_in_several_calls_add_up_to_one_check(project):
-    r = project.check("readme")
+    r = project.check("run", "test")
     rows = project.rows(r)
     assert r.returncode == 4, r.stdout + r.stderr
     assert rows["scripts/run.sh"].startswith("ok") and rows["scripts/test.sh"].startswith("ok")
-    assert rows["tests"].startswith("NOT RUN") and rows["bench"].startswith("NOT RUN")
-    r = project.check("tests", "ranks")
+    assert rows["gpu"].startswith("NOT RUN") and rows["bench"].startswith("NOT RUN")
+    r = project.check("gpu", "ranks")
     assert r.returncode == 4, r.stdout + r.stderr
     rows = project.rows(r)
     assert rows["scripts/run.sh"].endswith("[earlier run of this tree]")
@@ -125,24 +125,24 @@ def test_stages_in_several_calls_add_up_to_one_check(project):
 
 
 def test_a_change_to_the_tree_starts_afresh(project):
-    assert project.check("readme").returncode == 4
+    assert project.check("run", "test").returncode == 4
     (project.root / "scripts" / "run.sh").write_text((project.root / "scripts" / "run.sh").read_text() + "\n")
-    r = project.check("tests", "ranks", "memcheck", "python", "bench")
+    r = project.check("gpu", "ranks", "memcheck", "python", "bench")
     assert r.returncode == 4, r.stdout
-    assert project.rows(r)["readme"].startswith("NOT RUN")
+    assert project.rows(r)["run"].startswith("NOT RUN")
 
 
 def test_a_failed_stage_fails_the_check_also_from_an_earlier_call(project):
-    r = project.check("readme", TEST_README_RC=3)
+    r = project.check("run", "test", TEST_README_RC=3)
     assert r.returncode == 1
     assert project.rows(r)["scripts/run.sh"] == "FAILED: exit 3 (see readme.log)"
-    r = project.check("tests", "ranks", "memcheck", "python", "bench")
+    r = project.check("gpu", "ranks", "memcheck", "python", "bench")
     assert r.returncode == 1, r.stdout
     assert project.rows(r)["scripts/run.sh"].startswith("FAILED: exit 3")
 
 
 def test_a_narrowed_stage_is_shown_and_not_kept(project):
-    r = project.check("tests", TALLY_GPU_TESTS="reduce")
+    r = project.check("gpu", TALLY_GPU_TESTS="reduce")
     assert project.rows(r)["GPU tests"].startswith("1 passed")
     r = project.check("ranks")
-    assert project.rows(r)["tests"].startswith("NOT RUN")
+    assert project.rows(r)["gpu"].startswith("NOT RUN")
