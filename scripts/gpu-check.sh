@@ -68,7 +68,6 @@ row() {  # row NAME STATUS: one line of the table; a status starting FAILED fail
 }
 seconds_since() { echo "$(($(date +%s) - $1)) s"; }
 
-
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nvcc --version | tail -2; cmake --version | head -1; } >"$results/device.txt" 2>&1
 
 # ---- the README's commands ------------------------------------------------------------------------
@@ -100,7 +99,6 @@ fi
 
 # ---- GPU tests ------------------------------------------------------------------------------------
 tests=${TALLY_GPU_TESTS:-}
-test_status="not run"
 : >"$out/ctest.log"
 if want gpu && [[ $build_status == ok* && $tests != none ]]; then
   args=(--test-dir "$build" --output-on-failure --no-tests=error -j 4 -L gpu)
@@ -123,7 +121,6 @@ fi
 # ---- the rank tests through NCCL ------------------------------------------------------------------
 # Every rank test (2 and 3 ranks on this machine's GPUs, one GPU shared if that is all there is) with
 # the device transport set to NCCL; rank_gpu_test names the transport it got, which must be NCCL.
-ranks_status="not run"
 : >"$out/ranks.log"
 if want ranks && [[ $build_status == ok* && $tests != none ]]; then
   env "${nccl_transport[@]}" ctest --test-dir "$build" --output-on-failure --no-tests=error -V -L ranks \
@@ -145,7 +142,6 @@ fi
 # The apps on small problems and a fast subset of the GPU tests under memcheck: 0 errors, kept so.
 # Left out: the tests that provoke CUDA API errors on purpose (bad launches, allocations larger than
 # the device), which memcheck counts as errors, and the 2^31-element inputs (minutes under memcheck).
-memcheck_status="not run"
 memcheck_select=${TALLY_GPU_MEMCHECK:-}
 sanitizer=$(command -v compute-sanitizer 2>/dev/null || true)
 [[ -z $sanitizer && -x /usr/local/cuda/bin/compute-sanitizer ]] && sanitizer=/usr/local/cuda/bin/compute-sanitizer
@@ -288,7 +284,7 @@ if want bench && [[ $build_status == ok* && $bench_list != none ]]; then
       fi
     done
   fi
-  keep bench "${TALLY_GPU_BENCH:-}${TALLY_GPU_RANKS:-}"
+  keep bench "${TALLY_GPU_BENCH:-}${TALLY_GPU_RANKS:-}$(compgen -v TALLY_BENCH_ARGS_; compgen -v TALLY_RANK_BENCH_ARGS_)"
 fi
 (cd "$results" && tar czf "$out/results.tar.gz" .) 2>/dev/null
 
