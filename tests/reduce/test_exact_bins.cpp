@@ -3,7 +3,9 @@
 // value directly (a different algorithm: no windows, no remainders; it is checked against math.fsum
 // in exact_checks.hpp). Every comparison is bitwise, for float -> float, float -> double and
 // double -> double, on data that takes the fast path, rewindows, leaves second remainders, counts
-// specials, overflows the int64 counts (doubles) and sums to zeros of either sign.
+// specials, overflows the int64 counts (doubles) and sums to zeros of either sign. exact::ProductBins
+// (exact dot products of doubles) likewise against the big-integer dot reference (dot_reference.hpp).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "dot_reference.hpp"
 #include "exact_inputs.hpp"
 #include "tally/reduce/detail/exact_bins.hpp"
 #include "test_support.hpp"
@@ -28,6 +31,7 @@ struct HostSink {
   HostSink() { acc.clear(); }
   void add(double r) { acc.add(r); }
   void special(double x) { acc.special(x); }
+  void product(double a, double b) { acc.product(a, b); }
 };
 
 struct Run {
@@ -166,7 +170,130 @@ void check_all() {
   }
 }
 
+/// The kernel's thread (device::ExactThread::add_product): ProductBins::try_add, again after widen_to
+/// the product's own key (a warp's largest on the GPU), else the filter's add_product.
+struct ProductRun {
+  std::int64_t products = 0, binned = 0;
+};
+double binned_dot(const std::vector<double>& a, const std::vector<double>& b, ProductRun& run) {
+  HostSink<ex::DoubleProducts> sink;
+  ex::Filter f;
+  ex::ProductBins bins;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ++run.products;
+    if (bins.try_add(a[i], b[i], f, sink) ||
+        (bins.widen_to(ex::ProductBins::key_of(a[i] * b[i]), f, sink) && bins.try_add(a[i], b[i], f, sink)))
+      ++run.binned;
+    else f.add_product(a[i], b[i], sink);
+  }
+  bins.finish(f, sink);
+  f.flush_into(sink.acc, !a.empty());
+  return sink.acc.round<double>();
+}
+
+ProductRun check_dot(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {
+  ProductRun run;
+  const double got = binned_dot(a, b, run), want = tally::test::exact_dot_reference<double>(a, b);
+  INFO(what << ": " << a.size() << " products: binned " << got << " (bits " << std::hex << bits(got) << "), reference "
+            << want << " (bits " << bits(want) << std::dec << "); " << run.binned << " of " << run.products
+            << " binned");
+  CHECK((bits(got) == bits(want) || (std::isnan(got) && std::isnan(want))));
+  return run;
+}
+
+/// Pairs with magnitudes 2^[emin, emax] (both factors), every sign, some zeros and cancelling pairs.
+std::pair<std::vector<double>, std::vector<double>> pairs(std::size_t n, std::uint64_t salt, int emin, int emax) {
+  auto g = tally::test::rng(salt);
+  std::uniform_int_distribution<int> kind(0, 15), ex(emin, emax);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::vector<double> a(n), b(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int k = kind(g);
+    const auto val = [&] { return std::ldexp(m(g), ex(g)) * ((g() & 1) ? 1 : -1); };
+    if (k == 0) a[i] = (g() & 1) ? 0.0 : -0.0, b[i] = val();
+    else if (k == 1 && i > 0) {
+      const std::size_t j = g() % i;
+      a[i] = -a[j], b[i] = b[j];
+    } else a[i] = val(), b[i] = val();
+  }
+  return {a, b};
+}
+
 }  // namespace
+
+TEST_CASE("exact::ProductBins: products through the bins give the big-integer reference's bits",
+          "[reduce][exact][bins][dot]") {
+  std::uint64_t salt = 8800;
+  {  // the implicit solvers' case: full-precision factors near 1; nearly every product binned
+    auto [a, b] = pairs(100000, ++salt, -3, 3);
+    const ProductRun r = check_dot(a, b, "products near 1");
+    CHECK(r.binned * 1000 >= r.products * 999);
+  }
+  {
+    auto [a, b] = pairs(50000, ++salt, -30, 30);
+    check_dot(a, b, "products within 2^-60 .. 2^62 (some below the window: the filter)");
+  }
+  {
+    auto [a, b] = pairs(50000, ++salt, -1074, 1023);
+    check_dot(a, b, "products far beyond a double's range both ways");
+  }
+  {
+    auto [a, b] = pairs(20000, ++salt, -560, -440);
+    check_dot(a, b, "products near the lowest windows and subnormal");
+  }
+  {  // growing magnitudes: a rewindow every few products; then shrinking ones (the filter)
+    auto g = tally::test::rng(++salt);
+    std::vector<double> a, b;
+    for (int e = -1000; e < 1000; e += 3)
+      for (int j = 0; j < 5; ++j) {
+        a.push_back(std::ldexp(1.0 + static_cast<double>(g() % 1000003) / 1000003, e / 2) * ((g() & 1) ? 1 : -1));
+        b.push_back(std::ldexp(1.0 + static_cast<double>(g() % 999983) / 999983, e - e / 2));
+      }
+    check_dot(a, b, "growing magnitudes");
+    std::reverse(a.begin(), a.end());
+    check_dot(a, b, "shrinking magnitudes");
+  }
+  {  // a large product that sets the window and cancels at the end, leaving products 2^-40 .. 2^-60 below
+     // it whose every bit counts: those from 2^-45 down would lose bits in the bins, so the filter takes them
+    auto g = tally::test::rng(++salt);
+    std::uniform_real_distribution<double> m(1.0, 2.0);
+    std::vector<double> a = {m(g)}, b = {m(g)};
+    for (int i = 0; i < 3000; ++i) {
+      a.push_back(std::ldexp(m(g), -20 - static_cast<int>(g() % 21)) * ((g() & 1) ? 1 : -1));
+      b.push_back(std::ldexp(m(g), -20));
+    }
+    a.push_back(-a[0]), b.push_back(b[0]);
+    check_dot(a, b, "small products under a large cancelled one");
+    // x y - RN(x y) = fma's e exactly, with bits down to 2^(E-105), under a large cancelled product:
+    // the result is e itself, so a bit the bins lost shows. E from 2^-56 to 2^-38 below the window.
+    for (int k = 36; k <= 56; ++k) {
+      const double x = std::ldexp(m(g), -k / 2), y = std::ldexp(m(g), -k + k / 2), big = m(g);
+      check_dot({big, x, -x * y, -big}, {1.0, y, 1.0, 1.0},
+                "x y - RN(x y) under a large cancelled product, 2^-" + std::to_string(k));
+    }
+  }
+  {  // same-sign products just under the window's bound: the int64 counts pass 2^62 after about 2^12
+    std::vector<double> a(20000, 1.4142135), b(20000, 1.4142133);
+    a[0] = 1.5, b[0] = 1.25;
+    const ProductRun r = check_dot(a, b, "20000 products near the window's bound");
+    CHECK(r.binned == r.products);
+  }
+  {  // the bins' edges: |p| = bound exactly (rewindow), |p| = 2^(q-47) (binned) and just below (the filter)
+    std::vector<double> a = {1.0, 2.0, std::ldexp(1.0, -47), std::ldexp(1.0 - 0x1p-53, -47), 0x1.fffffffffffffp-1},
+                        b = {1.0, 1.0, 1.0, 1.0, 0x1.0000000000001p0};
+    check_dot(a, b, "products at the window's edges");
+  }
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  check_dot({1.0, inf, 2.0}, {1.0, 3.0, 0.5}, "+Inf among binned products");
+  check_dot({1.0, inf, 2.0}, {1.0, 0.0, 0.5}, "Inf * 0");
+  check_dot({1.0, nan}, {1.0, 1.0}, "NaN");
+  check_dot({1e300, 1.0, -1e300}, {1e300, 3.0, 1e300}, "1e600 + 3 - 1e600");
+  check_dot({-0.0, 0.0}, {1.0, -1.0}, "every product -0");
+  check_dot({-0.0, 2.5, -2.5}, {1.0, 1.0, 1.0}, "-0 and a cancelled binned pair");
+  check_dot({-0.0, 0.0}, {1.0, 1.0}, "-0 and +0");
+  ProductRun run;
+  CHECK(bits(binned_dot({}, {}, run)) == 0u);  // the empty sum: +0
+}
 
 TEST_CASE("exact::Bins: batches through the bins give the superaccumulator's bits", "[reduce][exact][bins]") {
   check_all<float, float, 16>();

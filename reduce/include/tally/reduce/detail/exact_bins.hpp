@@ -60,6 +60,45 @@ TALLY_HD constexpr typename BinFormat<T>::Bits bin_m_bits(int e) {
   return (Bits(e + F::bias) << F::mant) | (Bits{1} << (F::mant - 1));
 }
 
+/// 2^e as a double, e in [-1074, 1023].
+TALLY_HD double pow2(int e) {
+  const std::uint64_t b = e >= -1022 ? std::uint64_t(e + 1023) << 52 : std::uint64_t{1} << (e + 1074);
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+/// Whether a level's count may leave [-2^62, 2^62) (then it is flushed: a batch adds below 2^51).
+template <int L>
+TALLY_HD bool counts_near_limit(const std::int64_t (&s)[L]) {
+  constexpr std::uint64_t lim = std::uint64_t{1} << 62;
+  std::uint64_t any = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < L; ++j) any |= static_cast<std::uint64_t>(s[j]) + lim;
+  return any >= 2 * lim;
+}
+
+/// Moves every level's S_j u_j (u_j = 2^Bins::level_exp(p, j)) into the filter in exact pieces of
+/// below 2^32 units, leaving the counts zero. The counts are copied out first (static indices): the
+/// rolled loop's dynamic index then touches the copy, and the counts stay in registers.
+template <class Bins, int L, class Sink>
+TALLY_HD void flush_counts(std::int64_t (&s)[L], int p, Filter& f, Sink& sink) {
+  std::int64_t c[L];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < L; ++j) c[j] = s[j], s[j] = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+  for (int j = 0; j < 2 * L; ++j) {
+    const std::int64_t v = j & 1 ? c[j >> 1] >> 32 : c[j >> 1] & 0xffffffff;
+    if (v != 0) f.add(static_cast<double>(v) * pow2(Bins::level_exp(p, j >> 1) + (j & 1) * 32), sink);
+  }
+}
+
 /// A thread's bins (see above): take batches of B values with try_add (false: nothing taken, add
 /// them one by one with add), then finish() into the filter before it is flushed.
 template <class T>
@@ -69,13 +108,17 @@ struct Bins {
   using Int = std::make_signed_t<Bits>;
   static constexpr Bits sign = Bits{1} << (8 * sizeof(T) - 1);
   static constexpr int shift = F::mant - 1;  // the second window's exponent is p - shift
+  static constexpr int levels = 2;
 
   T m1, m2, bound;  // 1.5 2^p, 1.5 2^(p - shift), 2^(p-2)
   int p;
-  std::int64_t s1 = 0, s2 = 0;  // S and S' (the counts of u and u')
-  Bits zero = sign;             // AND of the remainders' bits: the sign bit stays while all were -0
+  std::int64_t s[levels] = {0, 0};  // S and S' (the counts of u and u')
+  Bits zero = sign;                 // AND of the remainders' bits: the sign bit stays while all were -0
 
   TALLY_HD Bins() { set_window(F::pmin); }
+
+  /// The exponent of level j's unit in window q: u = 2^(q-m) (j = 0), u' = 2^(q-shift-m) (j = 1).
+  TALLY_HD static constexpr int level_exp(int q, int j) { return q - F::mant - j * shift; }
 
   TALLY_HD static T from_bits(Bits b) {
     T x;
@@ -86,13 +129,6 @@ struct Bins {
     Bits b;
     std::memcpy(&b, &x, sizeof b);
     return b;
-  }
-  /// 2^e as a double, e in [-1074, 1023].
-  TALLY_HD static double pow2(int e) {
-    const std::uint64_t b = e >= -1022 ? std::uint64_t(e + 1023) << 52 : std::uint64_t{1} << (e + 1074);
-    double d;
-    std::memcpy(&d, &b, sizeof d);
-    return d;
   }
   TALLY_HD void set_window(int q) {
     p = q;
@@ -192,16 +228,7 @@ struct Bins {
   /// Moves S u and S' u' into the filter (exact pieces, each below 2^32 units), leaving them zero.
   template <class Sink>
   TALLY_HD void flush(Filter& f, Sink& sink) {
-    const std::int64_t s[2] = {s1, s2};
-    const int e[2] = {p - F::mant, p - shift - F::mant};
-#if defined(__CUDA_ARCH__)
-#pragma unroll 1
-#endif
-    for (int j = 0; j < 4; ++j) {
-      const std::int64_t v = j & 1 ? s[j >> 1] >> 32 : s[j >> 1] & 0xffffffff;
-      if (v != 0) f.add(static_cast<double>(v) * pow2(e[j >> 1] + (j & 1) * 32), sink);  // exact: < 2^32 units of 2^e
-    }
-    s1 = s2 = 0;
+    flush_counts<Bins>(s, p, f, sink);
   }
 
   /// Everything into the filter, and the filter's zero sign corrected for binned values that were
@@ -220,9 +247,111 @@ struct Bins {
  private:
   template <class Sink>
   TALLY_HD void count(Int k1, Int k2, Filter& f, Sink& sink) {
-    s1 += k1, s2 += k2;
-    constexpr std::uint64_t lim = std::uint64_t{1} << 62;
-    if (((static_cast<std::uint64_t>(s1) + lim) | (static_cast<std::uint64_t>(s2) + lim)) >= 2 * lim) flush(f, sink);
+    s[0] += k1, s[1] += k2;
+    if (counts_near_limit(s)) flush(f, sink);
+  }
+};
+
+/// Bins for exact dot products of doubles: a b = p + e (p = RN(a b), e = fma(a, b, -p), both exact)
+/// in three levels of Bins<double>'s arithmetic, units u_j = 2^(q - 52 - 51 j) in window q: p takes
+/// levels 0 and 1, e levels 1 and 2, with no remainder whenever 2^(q-47) <= |p| < 2^(q-2):
+///  - p's remainder after level 0 is a multiple of u_1: p is a multiple of ulp(p) >= 2^(q-99).
+///  - e: A = a 2^-alpha and B = b 2^-beta are integers below 2^53 (alpha, beta >= -1074), so a b
+///    is a multiple of 2^(alpha+beta) and below 2^(alpha+beta+106); with p rounded up to the next
+///    power of two at worst, alpha + beta >= E - 106 (E = p's exponent >= q - 47). e = a b - p is
+///    then a multiple of 2^(q-153), hence of u_2 = 2^(q-154), and |e| <= ulp(p)/2 < 2^(q-55) lies
+///    under level 1's bound 2^(q-53); its remainder after level 1 (at most u_1/2) under level 2's.
+/// An exact zero product (a zero factor) is taken as its sign alone. Any other product outside that
+/// range (smaller: its e may have bits below u_2; larger: the window rises; one that underflows to
+/// zero, NaN, Inf) goes to the filter as Filter::add_product takes it. Windows: 1.5 2^(q-102) is a
+/// normal double and u_2 >= 2^-1074 for q >= -920 (then |p| >= 2^-967, where e is exact); q <= 1009
+/// as Bins<double>. A window holds products spanning 2^45 in magnitude; the rest go to the filter.
+struct ProductBins {
+  using F = BinFormat<double>;
+  using Bits = std::uint64_t;
+  static constexpr int shift = F::mant - 1, levels = 3, pmin = -920, pmax = F::pmax;
+
+  double m[levels], bound, low;  // 1.5 2^(q - shift j); 2^(q-2); 2^(q-47)
+  int p;
+  std::int64_t s[levels] = {0, 0, 0};
+  bool nonneg = false;  // a product taken was not -0: the sum is not an all -0 one
+
+  TALLY_HD ProductBins() { set_window(pmin); }
+
+  TALLY_HD static constexpr int level_exp(int q, int j) { return q - F::mant - j * shift; }
+  TALLY_HD void set_window(int q) {
+    p = q;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < levels; ++j) m[j] = Bins<double>::from_bits(bin_m_bits<double>(q - j * shift));
+    bound = pow2(q - 2), low = pow2(q - 47);
+  }
+  /// Products from 2^(pmax-2) up (and Inf, NaN) never enter the bins.
+  TALLY_HD static double top() { return pow2(pmax - 2); }
+  /// A key ordering like |p| (p below top(), else 0): the warp's largest sets one window for all.
+  TALLY_HD static Bits key_of(double prod) {
+    const double a = abs(prod);
+    return Bins<double>::to_bits(a < top() ? a : 0.0);
+  }
+  /// Raises the window to hold the product magnitude with bits `key` if the window is lower; true
+  /// if it moved.
+  template <class Sink>
+  TALLY_HD bool widen_to(Bits key, Filter& f, Sink& sink) {
+    const double a = Bins<double>::from_bits(key);
+    if (!(a >= bound)) return false;
+    flush(f, sink);
+    const int w = Bins<double>::window_for(a);
+    set_window(w > pmin ? w : pmin);
+    return true;
+  }
+
+  /// Takes the product a b if |RN(a b)| lies in [low, bound) (every piece exact, see above);
+  /// otherwise changes nothing and returns false.
+  template <class Sink>
+  TALLY_HD bool try_add(double a, double b, Filter& f, Sink& sink) {
+#if defined(__CUDA_ARCH__)
+    const double pr = __dmul_rn(a, b);  // never contracted into the additions below
+#else
+    const double pr = a * b;
+#endif
+    const double ap = abs(pr);
+    if (!(ap >= low && ap < bound)) {  // NaN too
+      if (ap != 0 || (a != 0 && b != 0)) return false;
+      nonneg = nonneg || !(bits_of(pr) >> 63);  // an exact zero (the other factor finite: else NaN)
+      return true;
+    }
+#if defined(__CUDA_ARCH__)
+    const double e = ::fma(a, b, -pr);
+#else
+    const double e = __builtin_fma(a, b, -pr);
+#endif
+    const double y0 = pr + m[0], r0 = pr - (y0 - m[0]);
+    const double y1 = r0 + m[1];  // no remainder: r0 is a multiple of u_1
+    const double z1 = e + m[1], q1 = e - (z1 - m[1]);
+    const double z2 = q1 + m[2];  // no remainder: q1 is a multiple of u_2
+    using B = Bins<double>;
+    const auto k = [](double y, double mm) { return static_cast<std::int64_t>(B::to_bits(y) - B::to_bits(mm)); };
+    s[0] += k(y0, m[0]), s[1] += k(y1, m[1]) + k(z1, m[1]), s[2] += k(z2, m[2]);
+    nonneg = true;
+    if (counts_near_limit(s)) flush(f, sink);
+    return true;
+  }
+
+  /// Moves the counts into the filter (exact pieces), leaving them zero.
+  template <class Sink>
+  TALLY_HD void flush(Filter& f, Sink& sink) {
+    flush_counts<ProductBins>(s, p, f, sink);
+  }
+  template <class Sink>
+  TALLY_HD void finish(Filter& f, Sink& sink) {
+    flush(f, sink);
+    settle_zero(f);
+  }
+  /// An all -0 filter made +0 if a product taken was not -0.
+  TALLY_HD void settle_zero(Filter& f) {
+    if (nonneg && f.all_negative_zero()) f.hi = 0.0;
+    nonneg = false;
   }
 };
 

@@ -22,7 +22,8 @@
 //
 // Exact dot products: ExactThread<exact::products_of<U>> (U = float or double) and
 // t.add_product(a[i], b[i]) (exact: a double holds a float product; a double product is p + e by
-// FMA splitting), then exact_gang_sum / exact_block_sum as above.
+// FMA splitting, binned by exact::ProductBins when in its window), then exact_gang_sum /
+// exact_block_sum as above.
 
 #include <cstdint>
 #include <type_traits>
@@ -41,6 +42,19 @@ namespace tally::reduce::device {
 inline constexpr int kExactMergeThreads = 256;
 inline constexpr int kExactMergeLoads = 8;
 
+/// The bins in front of a thread's filter: Bins<T> for sums, ProductBins for dot products of doubles,
+/// none for products of floats (exact in a double: the filter takes them with one addition).
+struct NoBins {
+  static constexpr int levels = 0;
+};
+template <class T>
+using BinsOf =
+    std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, exact::Bins<T>,
+                       std::conditional_t<std::is_same_v<T, exact::DoubleProducts>, exact::ProductBins, NoBins>>;
+/// The levels of T's bins, at least one (the arrays that hold them).
+template <class T>
+inline constexpr int kBinLevels = BinsOf<T>::levels > 0 ? BinsOf<T>::levels : 1;
+
 /// Shared memory of the exact blocks: the block's superaccumulator, the last block's merge groups'
 /// sums and the ticket's flag.
 template <class T>
@@ -58,7 +72,7 @@ struct ExactStorage {
   // adds: the shared 64-bit atomics are compare-and-swap loops (ATOMS.CAST.SPIN.64) that the warps'
   // lane 0 would contend on.
   struct WarpPart {
-    std::int64_t lo[2], hi[2];
+    std::int64_t lo[kBinLevels<T>], hi[kBinLevels<T>];
     int p, flags;
   } warp[32];
   bool last;
@@ -95,13 +109,25 @@ struct SharedSink {
     else add(x);
     word_add(A::nonneg_word, 1);
   }
-  /// A double product the filter cannot take (exact::Accumulator::product's rules).
-  __device__ __noinline__ void product(double a, double b) {
-    if (!(exact::abs(a) <= 1.7976931348623157e308) || !(exact::abs(b) <= 1.7976931348623157e308)) return special(a * b);
-    exact::product_pieces(a, b, [this](double x, int scale) { add(x, scale); });
-    word_add(exact::Accumulator<T>::nonneg_word, 1);
-  }
+  /// A double product the filter cannot take (exact::Accumulator::product's rules), out of line.
+  __device__ __forceinline__ void product(double a, double b);
 };
+
+/// SharedSink::product's body: a function of its own taking the accumulator's address by value, so
+/// that no pointer into the calling thread's ExactThread escapes (one would keep the whole thread's
+/// filter, bins and counts in local memory, stored at every update).
+template <class T>
+__device__ __noinline__ void exact_sink_product(exact::Accumulator<T>* acc, double a, double b) {
+  SharedSink<T> sink{acc};
+  if (!(exact::abs(a) <= 1.7976931348623157e308) || !(exact::abs(b) <= 1.7976931348623157e308))
+    return sink.special(a * b);
+  exact::product_pieces(a, b, [&sink](double x, int scale) { sink.add(x, scale); });
+  sink.word_add(exact::Accumulator<T>::nonneg_word, 1);
+}
+template <class T>
+__device__ __forceinline__ void SharedSink<T>::product(double a, double b) {
+  exact_sink_product(acc, a, b);
+}
 
 /// Limb k's share of v 2^q (q >= 0: a bit index above 2^emin), v 2^q = the shares of limbs q/32,
 /// q/32 + 1 (each in [0, 2^32)) and q/32 + 2 (signed, small), zero elsewhere.
@@ -135,11 +161,6 @@ struct LocalSink {
   __device__ void special(double x) { touch(), acc.special(x); }
   __device__ void product(double a, double b) { touch(), acc.product(a, b); }
 };
-
-/// No bins (dot products: their terms are products, not inputs).
-struct NoBins {};
-template <class T>
-using BinsOf = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, exact::Bins<T>, NoBins>;
 
 /// The largest of the lanes' Bins::batch_key (lanes `mask`): for doubles by its high word, which
 /// holds the exponent (all a window needs; Bins::widen_to's test against a power of two is the same).
@@ -189,7 +210,17 @@ struct ExactThread {
   template <class U>
   __device__ __forceinline__ void add_product(U a, U b) {
     static_assert(std::is_same_v<T, exact::products_of<U>>, "add_product: ExactThread<exact::products_of<U>>");
-    f.add_product(a, b, sink), seen = true;
+    seen = true;
+    if constexpr (std::is_same_v<BinsOf<T>, exact::ProductBins>) {
+      if (bins.try_add(a, b, f, sink)) return;
+      // Not in the window: raise it to the largest product among the lanes here (one window for
+      // the warp, as add_batch), and try again; a product still outside goes to the filter (tiny
+      // against the window, zero, NaN, Inf, or beyond the top).
+      if (bins.widen_to(warp_max_key(__activemask(), exact::ProductBins::key_of(a * b)), f, sink) &&
+          bins.try_add(a, b, f, sink))
+        return;
+    }
+    f.add_product(a, b, sink);
   }
 };
 
@@ -252,8 +283,8 @@ __device__ __forceinline__ std::int64_t exact_add_batches(ExactThread<T>& t, con
 /// as |S| <= 2^62: 32 lanes' sums fit), returned as that window and, per level, lo = sum of
 /// m 2^21 + l and hi = sum of a (S = hi 2^42 + lo); otherwise each lane's bins go into its filter
 /// and the window is kNoWindow. All 32 lanes call; the bins are empty after.
-template <class T>
-__device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[2], std::int64_t (&hi)[2]) {
+template <class T, int L = kBinLevels<T>>
+__device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (&lo)[L], std::int64_t (&hi)[L]) {
   auto& b = t.bins;
   int same = 0, p = kNoWindow;
   __match_all_sync(0xffffffffu, b.p, &same);
@@ -262,14 +293,14 @@ __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (
   } else {
     p = b.p;
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const std::int64_t v = j == 0 ? b.s1 : b.s2;
+    for (int j = 0; j < L; ++j) {
+      const std::int64_t v = b.s[j];
       const unsigned l = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(v & 0x1fffff));
       const unsigned m = __reduce_add_sync(0xffffffffu, static_cast<unsigned>((v >> 21) & 0x1fffff));
       const int a = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(static_cast<int>(v >> 42))));
       lo[j] = (static_cast<std::int64_t>(m) << 21) + l, hi[j] = a;
+      b.s[j] = 0;
     }
-    b.s1 = b.s2 = 0;
   }
   b.settle_zero(t.f);
   return p;
@@ -278,19 +309,19 @@ __device__ __forceinline__ int exact_warp_bins(ExactThread<T>& t, std::int64_t (
 template <class T>
 using WarpPartOf = typename ExactStorage<T>::WarpPart;
 
-/// Bit (above 2^emin) of level j's unit in window q: u = 2^(q-m) (j = 0), u' = 2^(q-shift-m) (j = 1).
+/// Bit (above 2^emin) of level j's unit in window q (BinsOf<T>::level_exp).
 template <class T>
 __device__ __forceinline__ int exact_bins_bit(int q, int j) {
-  using F = exact::BinFormat<T>;
-  return (j == 0 ? q - F::mant : q - exact::Bins<T>::shift - F::mant) - exact::Accumulator<T>::emin;
+  return BinsOf<T>::level_exp(q, j) - exact::Accumulator<T>::emin;
 }
 
-/// A window's summed counts into the limbs w (one thread): S u + S' u' with S = hi 2^42 + lo per level.
-template <class T>
-__device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[2],
-                                               const std::int64_t (&h)[2]) {
+/// A window's summed counts into the limbs w (one thread): the sum of S_j u_j with S_j = hi 2^42 + lo
+/// per level.
+template <class T, int L = kBinLevels<T>>
+__device__ __forceinline__ void exact_put_bins(std::int64_t* w, int q, const std::int64_t (&l)[L],
+                                               const std::int64_t (&h)[L]) {
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < L; ++j) {
     const int bit = exact_bins_bit<T>(q, j);
     exact_add_bits(w, l[j], bit), exact_add_bits(w, h[j], bit + 42);
   }
@@ -306,7 +337,8 @@ __device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw);
 template <class T>
 __device__ __forceinline__ void exact_block_publish(ExactThread<T>& t, ExactStorage<T>& s) {
   const unsigned lane = block_thread_rank() & (warp_size - 1), warp = block_thread_rank() / warp_size;
-  std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
+  constexpr int L = kBinLevels<T>;
+  std::int64_t lo[L] = {}, hi[L] = {};
   int p = kNoWindow;
   if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) p = exact_warp_bins(t, lo, hi);
   exact::Filter& f = t.f;
@@ -329,7 +361,8 @@ __device__ __forceinline__ void exact_block_publish(ExactThread<T>& t, ExactStor
     t.sink.add(f.hi);  // nothing for zeros
     t.sink.add(f.lo);
     auto& w = s.warp[warp];
-    w.lo[0] = lo[0], w.lo[1] = lo[1], w.hi[0] = hi[0], w.hi[1] = hi[1];
+#pragma unroll
+    for (int j = 0; j < L; ++j) w.lo[j] = lo[j], w.hi[j] = hi[j];
     w.p = p, w.flags = (warp_seen ? 1 : 0) | (warp_nonneg ? 2 : 0);
   }
   f = exact::Filter{};
@@ -341,19 +374,23 @@ __device__ __forceinline__ void exact_block_publish(ExactThread<T>& t, ExactStor
 /// counts of warps that saw an input and that saw anything but -0, and, when every warp that binned
 /// has one window p (the usual case), their bins summed per level as S = hi 2^42 + lo (32 warps'
 /// sums fit: lo < 2^53, |hi| < 2^30); p is kNoWindow if no warp binned or `several` windows occur
-/// (then exact_put_warps_serial adds them).
+/// (then exact_put_warps_serial adds them). L: the bins' levels (kBinLevels).
+template <int L>
 struct ExactGathered {
-  std::int64_t lo[2], hi[2];
+  std::int64_t lo[L], hi[L];
   int p, seen, nonneg;
   bool several;
 };
+template <class T>
+using ExactGatheredOf = ExactGathered<kBinLevels<T>>;
 
 template <class T>
-__device__ __forceinline__ ExactGathered exact_warp0_gather(const ExactStorage<T>& s) {
+__device__ __forceinline__ ExactGatheredOf<T> exact_warp0_gather(const ExactStorage<T>& s) {
+  constexpr int L = kBinLevels<T>;
   const unsigned lane = block_thread_rank() & (warp_size - 1);
   const int nw = static_cast<int>((block_size() + warp_size - 1) / warp_size);
-  const WarpPartOf<T> w = lane < static_cast<unsigned>(nw) ? s.warp[lane] : WarpPartOf<T>{{0, 0}, {0, 0}, kNoWindow, 0};
-  ExactGathered g{{0, 0}, {0, 0}, kNoWindow, 0, 0, false};
+  const WarpPartOf<T> w = lane < static_cast<unsigned>(nw) ? s.warp[lane] : WarpPartOf<T>{{}, {}, kNoWindow, 0};
+  ExactGatheredOf<T> g{{}, {}, kNoWindow, 0, 0, false};
   g.seen = __popc(__ballot_sync(0xffffffffu, (w.flags & 1) != 0));
   g.nonneg = __popc(__ballot_sync(0xffffffffu, (w.flags & 2) != 0));
   if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
@@ -361,13 +398,17 @@ __device__ __forceinline__ ExactGathered exact_warp0_gather(const ExactStorage<T
     if (binned != 0) {
       const int p0 = __shfl_sync(0xffffffffu, w.p, __ffs(binned) - 1);
       if (__all_sync(0xffffffffu, w.p == kNoWindow || w.p == p0)) {
-        std::int64_t l[2] = {w.lo[0], w.lo[1]}, h[2] = {w.hi[0], w.hi[1]};  // zero where no window
+        std::int64_t l[L], h[L];  // zero where no window
+#pragma unroll
+        for (int j = 0; j < L; ++j) l[j] = w.lo[j], h[j] = w.hi[j];
 #pragma unroll
         for (int off = warp_size / 2; off > 0; off /= 2)
 #pragma unroll
-          for (int j = 0; j < 2; ++j)
+          for (int j = 0; j < L; ++j)
             l[j] += __shfl_xor_sync(0xffffffffu, l[j], off), h[j] += __shfl_xor_sync(0xffffffffu, h[j], off);
-        g.p = p0, g.lo[0] = l[0], g.lo[1] = l[1], g.hi[0] = h[0], g.hi[1] = h[1];
+        g.p = p0;
+#pragma unroll
+        for (int j = 0; j < L; ++j) g.lo[j] = l[j], g.hi[j] = h[j];
       } else {
         g.several = true;
       }
@@ -384,7 +425,7 @@ __device__ __forceinline__ void exact_block_flush(ExactThread<T>& t, ExactStorag
   using A = exact::Accumulator<T>;
   exact_block_publish(t, s);
   if (block_thread_rank() < warp_size) {
-    const ExactGathered g = exact_warp0_gather(s);
+    const auto g = exact_warp0_gather(s);
     if (block_thread_rank() == 0) {
       if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
         if (g.p != kNoWindow) exact_put_bins<T>(s.acc.w, g.p, g.lo, g.hi);
@@ -403,19 +444,23 @@ __device__ void exact_put_warps_serial(ExactStorage<T>& s, int nw) {
   if constexpr (!std::is_same_v<BinsOf<T>, NoBins>) {
     {
       // Warps of one window are summed first (32 warps' sums fit: lo < 2^53, |hi| < 2^30).
-      const auto put = [&](int q, const std::int64_t(&l)[2], const std::int64_t(&h)[2]) {
+      constexpr int L = kBinLevels<T>;
+      const auto put = [&](int q, const std::int64_t(&l)[L], const std::int64_t(&h)[L]) {
         exact_put_bins<T>(s.acc.w, q, l, h);
       };
       int cur = kNoWindow;
-      std::int64_t sl[2] = {0, 0}, sh[2] = {0, 0};
+      std::int64_t sl[L] = {}, sh[L] = {};
       for (int k = 0; k < nw; ++k) {
         const auto& w = s.warp[k];
         if (w.p == kNoWindow) continue;
         if (w.p != cur) {
           if (cur != kNoWindow) put(cur, sl, sh);
-          cur = w.p, sl[0] = sl[1] = sh[0] = sh[1] = 0;
+          cur = w.p;
+#pragma unroll
+          for (int j = 0; j < L; ++j) sl[j] = sh[j] = 0;
         }
-        sl[0] += w.lo[0], sl[1] += w.lo[1], sh[0] += w.hi[0], sh[1] += w.hi[1];
+#pragma unroll
+        for (int j = 0; j < L; ++j) sl[j] += w.lo[j], sh[j] += w.hi[j];
       }
       if (cur != kNoWindow) put(cur, sl, sh);
     }

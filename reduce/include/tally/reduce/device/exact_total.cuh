@@ -16,7 +16,7 @@ namespace tally::reduce::device {
 /// of the bins' S u + S' u' (four below 2^32); the counters with the warps' flags. Below 2^35 in
 /// magnitude: 2^28 blocks' words fit.
 template <class T>
-__device__ __forceinline__ std::int64_t exact_block_word(const ExactStorage<T>& s, const ExactGathered& g, int k) {
+__device__ __forceinline__ std::int64_t exact_block_word(const ExactStorage<T>& s, const ExactGatheredOf<T>& g, int k) {
   using A = exact::Accumulator<T>;
   constexpr int L = A::limbs;
   std::int64_t v = s.acc.w[k];
@@ -24,7 +24,7 @@ __device__ __forceinline__ std::int64_t exact_block_word(const ExactStorage<T>& 
   if (k > 0 && k < L) v += s.acc.w[k - 1] >> exact::limb_bits;
   if (k < L && g.p != kNoWindow)
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kBinLevels<T>; ++j) {
       const int bit = exact_bins_bit<T>(g.p, j);
       v += exact_bits_share(g.lo[j], bit, k) + exact_bits_share(g.hi[j], bit + 42, k);
     }
@@ -62,9 +62,9 @@ __device__ __forceinline__ bool exact_gang_total(ExactThread<T>& t, std::int64_t
   exact_block_publish(t, s);
   if (block_thread_rank() >= warp_size) return false;
   const int lane = static_cast<int>(block_thread_rank());
-  static_assert(!std::is_same_v<BinsOf<T>, NoBins>,
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "exact_gang_total: float or double inputs (exact_gang_sum for dot products)");
-  const ExactGathered g = exact_warp0_gather(s);
+  const auto g = exact_warp0_gather(s);
   if (lane == 0 && g.several) exact_put_warps_serial(s, static_cast<int>((block_size() + warp_size - 1) / warp_size));
   const std::int64_t nblocks = grid_blocks();
   if (nblocks == 1) {
