@@ -73,8 +73,8 @@ CLI::Option_group* add_implicit_options(CLI::App& app, implicit::Options& o) {
       "TeaLeaf's heat conduction: backward Euler steps, every dot product exact (implicit/README.md)");
   g->add_option("--deck", o.deck, "TeaLeaf input deck (tea.in format)")->check(CLI::ExistingFile);
   g->add_option("--set", o.set, "A deck line, read after the deck's own (repeatable): --set 'x_cells 64'");
-  g->add_option("--solver", o.solver, "Override the deck's solver")
-      ->check(CLI::IsMember({"cg", "cheby", "ppcg", "jacobi"}));
+  g->add_option("--solver", o.solver, "Override the deck's solver (pipecg: pipelined CG, one reduction a step, CPU)")
+      ->check(CLI::IsMember({"cg", "cheby", "ppcg", "jacobi", "pipecg"}));
   cli::add_number(*g, "--eps", o.eps, "Override the deck's eps", cli::positive);
   g->add_option("--eps-norm", o.eps_norm,
                 "What is tested against eps: l2 (TeaLeaf's: |r|_2 for CG, |r|_2^2 for Chebyshev and PPCG, Jacobi's "

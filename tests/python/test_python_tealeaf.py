@@ -30,6 +30,7 @@ def same_float(a, b):
     (["--solver", "cheby", "--preconditioner", "jac_diag"], dict(solver="cheby", preconditioner="jac_diag")),
     (["--solver", "ppcg", "--eps-norm", "max", "--eps", "1e-12"], dict(solver="ppcg", eps_norm="max", eps=1e-12)),
     (["--solver", "cheby", "--cheby-steps-per-pass", "5"], dict(solver="cheby", cheby_steps_per_pass=5)),
+    (["--solver", "pipecg", "--preconditioner", "jac_block"], dict(solver="pipecg", preconditioner="jac_block")),
 ])
 def test_deck_matches_the_executables_json_and_file(tally, build_dir, tmp_path, args, kwargs):
     exe = require_app(build_dir, "heat2d")

@@ -19,6 +19,7 @@ std::string to_string(SolverKind s) {
     case SolverKind::chebyshev: return "cheby";
     case SolverKind::ppcg: return "ppcg";
     case SolverKind::jacobi: return "jacobi";
+    case SolverKind::pipecg: return "pipecg";
   }
   return "?";
 }
@@ -157,6 +158,7 @@ class Parser {
     if (key == "use_chebyshev") return flag(), void(d_.solver = SolverKind::chebyshev);
     if (key == "use_ppcg") return flag(), void(d_.solver = SolverKind::ppcg);
     if (key == "use_jacobi") return flag(), void(d_.solver = SolverKind::jacobi);
+    if (key == "use_pipecg") return flag(), void(d_.solver = SolverKind::pipecg);  // tally's: TeaLeaf has none
     if (key == "errswitch") return flag(), void(d_.error_switch = true);
     if (key == "check_result") return flag(), void(d_.check_result = true);
     if (key == "coefficient_density") return flag(), void(d_.coefficient = Coefficient::density);

@@ -27,13 +27,13 @@
 
 namespace tally::heat2d::implicit {
 
-enum class SolverKind { cg, chebyshev, ppcg, jacobi };
+enum class SolverKind { cg, chebyshev, ppcg, jacobi, pipecg };
 enum class Preconditioner { none, jac_diag, jac_block };
 /// The conductivity of a cell: its density (TeaLeaf's CONDUCTIVITY) or its inverse.
 enum class Coefficient { density, inverse_density };
 enum class Geometry { rectangle, circle, point };
 
-std::string to_string(SolverKind s);      ///< "cg", "cheby", "ppcg", "jacobi" (the --solver names)
+std::string to_string(SolverKind s);      ///< "cg", "cheby", "ppcg", "jacobi", "pipecg" (the --solver names)
 std::string to_string(Preconditioner p);  ///< "none", "jac_diag", "jac_block"
 std::string to_string(Coefficient c);     ///< "density", "inverse_density"
 std::string to_string(Geometry g);        ///< "rectangle", "circle", "point"

@@ -18,6 +18,16 @@
 //           u += alpha p, r -= alpha w, sd = M^-1 r / theta, inner steps i: r -= A sd, u += sd,
 //           sd = alpha_i sd + beta_i M^-1 r; z = M^-1 r, rrn = r.z, beta = rrn/rro, p = beta p + z,
 //           error = rrn, rro = rrn; stop when |error| < eps
+//   PipeCG  pipelined CG, Chen and Carson's predict-and-recompute variant (CPU engine): init as
+//           CG, then w = A z, p = z, s = w, st = M^-1 s, u = A st; nu = r.z, mu = p.s, delta =
+//           s.z, gamma = s.st; each step k: alpha = nu/mu, beta = (nu - 2 alpha delta + alpha^2
+//           gamma)/nu (the next r.z predicted), u += alpha p, r -= alpha s, z -= alpha st, w -=
+//           alpha u, wt -= alpha M^-1 u, p = z + beta p, s = w + beta s, st = wt + beta st; then
+//           the four dots again in one reduction across ranks, u = A st, and w = A z recomputed
+//           (wt = M^-1 w); error = nu, as CG's. Two products a step, no dependence between the
+//           reduction and them; CG's iterates in exact arithmetic, and its iteration counts on the
+//           decks tested (the recomputed w keeps the recurrences from drifting: Ghysels and
+//           Vanroose's pipelined CG, tried first, stalls near 1e-14).
 //   Jacobi  u_new = (u0 + kx, ky terms of u_old) / diag; error = sum |u_new - u_old|, plus r.r of the
 //           true residual every 50th iteration (k = 0 mod 50); stop when |error| < eps
 // `eps_norm max` tests max |r| (Jacobi: max |u_new - u_old|, heat2d's rule) against eps instead.
@@ -98,9 +108,10 @@ std::unique_ptr<Engine> make_cpu_engine(const Deck& d, const Grid& g, const Rank
 std::unique_ptr<Engine> make_cuda_engine(const Deck& d, const Grid& g, int device);
 
 /// The value a solve tests against eps (and records in its history): TeaLeaf's CG driver takes
-/// sqrt|error| under l2, every other driver |error| (also in its CG steps).
+/// sqrt|error| under l2 (and so does pipelined CG), every other driver |error| (also in its CG steps).
 inline double tested_value(SolverKind s, EpsNorm n, double error) {
-  return s == SolverKind::cg && n == EpsNorm::l2 ? __builtin_sqrt(__builtin_fabs(error)) : __builtin_fabs(error);
+  return (s == SolverKind::cg || s == SolverKind::pipecg) && n == EpsNorm::l2 ? __builtin_sqrt(__builtin_fabs(error))
+                                                                              : __builtin_fabs(error);
 }
 
 }  // namespace tally::heat2d::implicit

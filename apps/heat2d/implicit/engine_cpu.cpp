@@ -2,6 +2,8 @@
 // products exact (tally's exact dot, rounded once) so that the bits do not depend on the thread
 // count, or ordinary OpenMP sums with reproducible off.
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <limits>
 
@@ -86,6 +88,7 @@ class CpuEngine final : public Engine {
       case SolverKind::chebyshev:
       case SolverKind::ppcg: krylov(s); break;
       case SolverKind::jacobi: jacobi(s); break;
+      case SolverKind::pipecg: pipecg(s); break;
     }
     if (o.check_result) {
       residual(u_, r_);
@@ -145,11 +148,12 @@ class CpuEngine final : public Engine {
     return link_ ? link_->sum(sum) : sum;
   }
 
-  /// The exact sum over every rank's cells of what term(filter, sink, c) adds (products a b or
-  /// values), rounded once: each thread's filter and accumulator (tally's exact.hpp), the threads'
-  /// accumulators merged, the ranks' added as integers (RankLink::add_words).
-  template <class T, class Term>
-  double exact_over_ranks(Term&& term) {
+  /// The N exact sums over every rank's cells of what term(filters, sinks, c) adds to each filter k
+  /// and sink k (products a b or values), each rounded once: each thread's filters and accumulators
+  /// (tally's exact.hpp), the threads' accumulators merged, the ranks' added as integers, all N in
+  /// one RankLink::add_words.
+  template <class T, std::size_t N, class Term>
+  std::array<double, N> exact_over_ranks(Term&& term) {
     using Acc = reduce::exact::Accumulator<T>;
     struct Sink {
       Acc acc;
@@ -161,26 +165,35 @@ class CpuEngine final : public Engine {
       void special(double x) { touch(), acc.special(x); }
       void product(double x, double y) { touch(), acc.product(x, y); }
     };
-    Acc total;
-    total.clear();
+    std::array<Acc, N> total;
+    for (Acc& t : total) t.clear();
     const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
 #pragma omp parallel
     {
-      Sink sink;
-      sink.acc.clear();
-      reduce::exact::Filter f;
+      std::array<Sink, N> sink;
+      for (Sink& k : sink) k.acc.clear();
+      std::array<reduce::exact::Filter, N> f;
       bool seen = false;
 #pragma omp for schedule(static)
       for (std::int64_t j = 1; j <= rows; ++j)
         for (std::int64_t i = 1; i <= nx; ++i) term(f, sink, static_cast<std::size_t>(j * s + i)), seen = true;
-      f.flush_into(sink.acc, seen);
-      sink.acc.normalize();
+      for (std::size_t k = 0; k < N; ++k) f[k].flush_into(sink[k].acc, seen), sink[k].acc.normalize();
 #pragma omp critical
-      total.merge(sink.acc);
+      for (std::size_t k = 0; k < N; ++k) total[k].merge(sink[k].acc);
     }
-    total.normalize();
-    link_->add_words(total.w);
-    return total.template round<double>();
+    std::vector<std::int64_t> words(N * Acc::words);
+    for (std::size_t k = 0; k < N; ++k) {
+      total[k].normalize();
+      std::copy(std::begin(total[k].w), std::end(total[k].w),
+                words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words));
+    }
+    link_->add_words(words);
+    std::array<double, N> r;
+    for (std::size_t k = 0; k < N; ++k) {
+      std::copy_n(words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words), Acc::words, std::begin(total[k].w));
+      r[k] = total[k].template round<double>();
+    }
+    return r;
   }
   /// a.b over this rank's cells: exact (rounded once) or an ordinary sum. The exact one splits each
   /// product a b = p + e exactly (p = a b, e = fma(a, b, -p), exact while p is finite and |p| >=
@@ -201,8 +214,8 @@ class CpuEngine final : public Engine {
       return link_ ? link_->sum(sum) : sum;
     }
     if (link_)
-      return exact_over_ranks<reduce::exact::DoubleProducts>(
-          [&](auto& f, auto& sink, std::size_t c) { f.add_product(a[c], b[c], sink); });
+      return exact_over_ranks<reduce::exact::DoubleProducts, 1>(
+          [&](auto& f, auto& sink, std::size_t c) { f[0].add_product(a[c], b[c], sink[0]); })[0];
     if (pieces_.empty()) pieces_.assign(2 * u_.size(), 0.0);
     constexpr double kSafe = 0x1p-969;
     bool unsafe = false;
@@ -230,6 +243,35 @@ class CpuEngine final : public Engine {
         reduce::View<const double>::strided(pieces_.data() + b0, {2, 1, static_cast<std::int64_t>(n)},
                                             static_cast<std::int64_t>(n), static_cast<std::int64_t>(u_.size())),
         reduce::Levels::all(), std::span<double>(&r, 1), ws_);
+    return r;
+  }
+  /// The N dots a_k.b_k over every rank's cells with one reduction across ranks for all of them
+  /// (pipelined CG's); the same values as N dot() calls.
+  using DotPair = std::pair<const Field*, const Field*>;
+  template <std::size_t N>
+  std::array<double, N> dots(const std::array<DotPair, N>& v) {
+    std::array<double, N> r{};
+    if (!link_) {
+      for (std::size_t k = 0; k < N; ++k) r[k] = dot(*v[k].first, *v[k].second);
+      return r;
+    }
+    if (exact_)
+      return exact_over_ranks<reduce::exact::DoubleProducts, N>([&](auto& f, auto& sink, std::size_t c) {
+        for (std::size_t k = 0; k < N; ++k) f[k].add_product((*v[k].first)[c], (*v[k].second)[c], sink[k]);
+      });
+    const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
+    for (std::size_t k = 0; k < N; ++k) {  // each an OpenMP sum as dot()'s, then one reduction across ranks
+      const Field &a = *v[k].first, &b = *v[k].second;
+      double sum = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+      for (std::int64_t j = 1; j <= rows; ++j)
+        for (std::int64_t i = 1; i <= nx; ++i) {
+          const auto c = static_cast<std::size_t>(j * s + i);
+          sum += a[c] * b[c];
+        }
+      r[k] = sum;
+    }
+    link_->sums(r);
     return r;
   }
   /// max |a| over this rank's cells; NaN when any is NaN.
@@ -271,27 +313,32 @@ class CpuEngine final : public Engine {
   }
   /// z = M^-1 r (the preconditioner in use); returns the vector that plays z (r itself without one).
   const Field& precondition(const Field& r) {
+    if (prec_ == Preconditioner::none) return r;
+    apply_preconditioner(r, z_);
+    return z_;
+  }
+  /// z = M^-1 r for a preconditioner other than none.
+  void apply_preconditioner(const Field& r, Field& z) {
     switch (prec_) {
-      case Preconditioner::none: return r;
-      case Preconditioner::jac_diag: cells([&](std::size_t c) { z_[c] = ops::mul(mi_[c], r[c]); }); return z_;
+      case Preconditioner::none: break;
+      case Preconditioner::jac_diag: cells([&](std::size_t c) { z[c] = ops::mul(mi_[c], r[c]); }); break;
       case Preconditioner::jac_block: {
         const std::size_t s = static_cast<std::size_t>(g_.stride());
         block_columns([&](std::size_t c0, std::int64_t n) {
           // Forward: dp_k = (r_k + ky_k dp_{k-1}) bfp_k (dp_0 = r_0 / D_0), kept in z; back: z_k = dp_k - cp_k z_{k+1}.
-          z_[c0] = ops::div(r[c0], diag_at(c0));
+          z[c0] = ops::div(r[c0], diag_at(c0));
           for (std::int64_t k = 1; k < n; ++k) {
             const std::size_t c = c0 + static_cast<std::size_t>(k) * s;
-            z_[c] = ops::mul(ops::add(r[c], ops::mul(ky_[c], z_[c - s])), bfp_[c]);
+            z[c] = ops::mul(ops::add(r[c], ops::mul(ky_[c], z[c - s])), bfp_[c]);
           }
           for (std::int64_t k = n - 2; k >= 0; --k) {
             const std::size_t c = c0 + static_cast<std::size_t>(k) * s;
-            z_[c] = ops::sub(z_[c], ops::mul(cp_[c], z_[c + s]));
+            z[c] = ops::sub(z[c], ops::mul(cp_[c], z[c + s]));
           }
         });
-        return z_;
+        break;
       }
     }
-    return r;
   }
 
   /// The error a step measures of r (l2: rr, given; max: max |r|).
@@ -440,6 +487,54 @@ class CpuEngine final : public Engine {
     return measure(r_, rrn);
   }
 
+  // ---- pipelined CG (Chen and Carson's predict-and-recompute variant; engine.hpp) ---------------
+  void pipecg(SolveStats& s) {
+    for (Field* f : {&ps_, &pst_, &pu_, &put_, &pwt_})
+      if (f->size() != u_.size()) f->assign(u_.size(), 0.0);
+    const bool pre = prec_ != Preconditioner::none;
+    Field& rt = pre ? z_ : r_;     // M^-1 r
+    Field& wt = pre ? pwt_ : w_;   // M^-1 w
+    Field& st = pre ? pst_ : ps_;  // M^-1 s (ut = M^-1 u: put_, used through a_then_m and the update)
+    // out = A in, out_m = M^-1 out: w and wt from rt, u and ut from st.
+    const auto a_then_m = [&](Field& in, Field& out, Field& out_m) {
+      halo(in);
+      cells([&](std::size_t c) { out[c] = smvp(in, c); });
+      if (pre) apply_preconditioner(out, out_m);
+    };
+    std::copy(u_.begin(), u_.end(), u0_.begin());
+    residual(u_, r_);  // r = u - A u (u0 = u)
+    if (pre) apply_preconditioner(r_, z_);
+    a_then_m(rt, w_, pwt_);
+    cells([&](std::size_t c) { p_[c] = rt[c], ps_[c] = w_[c], pst_[c] = wt[c]; });
+    a_then_m(st, pu_, put_);
+    // nu = r.z (CG's rro), mu = p.A p, delta = (A p).z, gamma = (A p).M^-1 (A p).
+    const std::array<DotPair, 4> pairs = {{{&rt, &r_}, {&p_, &ps_}, {&ps_, &rt}, {&ps_, &st}}};
+    std::array<double, 4> d = dots(pairs);
+    s.status = SolveStatus::max_iters;
+    for (std::int64_t k = 0; k < o_.max_iters; ++k) {
+      if (k % kPoll == 0) interrupt::check("at iteration " + std::to_string(k) + " of a solve");
+      const double nu = d[0], alpha = nu / d[1];
+      const double beta = (nu - 2.0 * alpha * d[2] + alpha * alpha * d[3]) / nu;  // r.z predicted / r.z
+      cells([&](std::size_t c) {
+        u_[c] = ops::axpy(u_[c], alpha, p_[c]);
+        r_[c] = ops::axmy(r_[c], alpha, ps_[c]);
+        if (pre) z_[c] = ops::axmy(z_[c], alpha, pst_[c]);
+        w_[c] = ops::axmy(w_[c], alpha, pu_[c]);
+        if (pre) pwt_[c] = ops::axmy(pwt_[c], alpha, put_[c]);
+        p_[c] = ops::axpy(rt[c], beta, p_[c]);
+        ps_[c] = ops::axpy(w_[c], beta, ps_[c]);
+        if (pre) pst_[c] = ops::axpy(pwt_[c], beta, pst_[c]);
+      });
+      // The step's one reduction across ranks (four dots); the two products after it do not depend
+      // on it, which is what a non-blocking reduction would overlap (the rank link's is blocking).
+      d = dots(pairs);
+      a_then_m(st, pu_, put_);  // u = A st
+      a_then_m(rt, w_, pwt_);   // w = A rt recomputed (its recurrence above was the prediction)
+      ++s.iterations, ++s.cg_iterations;
+      if (test(s, k, measure(r_, d[0]))) return;
+    }
+  }
+
   // ---- Jacobi -------------------------------------------------------------------------------
   void jacobi(SolveStats& s) {
     std::copy(u_.begin(), u_.end(), u0_.begin());
@@ -466,7 +561,8 @@ class CpuEngine final : public Engine {
   /// The sum of a over this rank's cells: exact, or ordinary.
   double sum(const Field& a) {
     if (!exact_) return plain_sum(a);
-    if (link_) return exact_over_ranks<double>([&](auto& f, auto& sink, std::size_t c) { f.add(a[c], sink); });
+    if (link_)
+      return exact_over_ranks<double, 1>([&](auto& f, auto& sink, std::size_t c) { f[0].add(a[c], sink[0]); })[0];
     double m = 0.0;
     const std::int64_t st = g_.stride();
     reduce::reduce<reduce::ExactSum, double, double>(
@@ -485,6 +581,7 @@ class CpuEngine final : public Engine {
   double dt_ = -1.0;
   Preconditioner prec_ = Preconditioner::none;
   Field density_, energy_, u_, u0_, p_, r_, w_, z_, sd_, kx_, ky_, cm_, mi_, cp_, bfp_;
+  Field ps_, pst_, pu_, put_, pwt_;  ///< pipelined CG's s = A p, st = M^-1 s, u = A st, ut = M^-1 u, wt = M^-1 w
   Field pieces_;  ///< the exact dot's product pieces: the products, then their errors (zero on the halo)
 };
 

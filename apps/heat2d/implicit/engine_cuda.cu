@@ -93,6 +93,8 @@ class CudaEngine final : public Engine {
   }
 
   SolveStats step(double dt, const SolveOptions& o) override {
+    if (o.solver == SolverKind::pipecg)
+      throw InputError("--solver pipecg: the CUDA engine has no pipelined CG (use --backend cpu)");
     if (dt != dt_) {
       std::vector<double> kx(density_h_.size(), 0.0), ky(kx.size(), 0.0);
       face_coefficients(d_, g_, dt, density_h_, kx, ky);

@@ -65,11 +65,8 @@ int run(const Options& o, const cli::CommonOptions& common, const ranks::Comm& c
     deck = make_deck(o);
     ro.solve = make_solve_options(deck, o);
     ro.backend = reduce::resolve_backend(common.backend, &fell_back);
-    if (comm.size() > 1) {
-      if (ro.backend == reduce::Backend::cuda && common.backend == "cuda")
-        throw InputError("--backend cuda: heat2d --deck on several ranks runs on the CPU backend");
-      ro.backend = reduce::Backend::cpu, fell_back = false;
-    }
+    const reduce::Backend engine = engine_backend(ro.backend, common.backend, ro.solve.solver, comm.size());
+    if (engine != ro.backend) ro.backend = engine, fell_back = false;
     dec = decompose(deck, comm.size(), comm.rank());
     if (root) probe_out(common.out);
   } catch (...) {

@@ -31,10 +31,9 @@ class CommLink final : public RankLink {
                                                   ranks::Memory::host);
     return v;
   }
-  [[nodiscard]] double sum(double v) const override {
-    tally::reduce::allreduce<reduce::Sum, double>(c_, std::span<const double>(&v, 1), std::span<double>(&v, 1),
+  void sums(std::span<double> v) const override {
+    tally::reduce::allreduce<reduce::Sum, double>(c_, std::span<const double>(v.data(), v.size()), v,
                                                   ranks::Memory::host);
-    return v;
   }
   [[nodiscard]] std::vector<double> gather(std::span<const double> mine) const override {
     return c_.gather<double>(mine);

@@ -30,7 +30,12 @@ class RankLink {
   /// Collective: the largest of every rank's value (NaN when any is NaN).
   [[nodiscard]] virtual double max(double v) const = 0;
   /// Collective: the sum of every rank's value, in rank order (reproducible off's ordinary sums).
-  [[nodiscard]] virtual double sum(double v) const = 0;
+  [[nodiscard]] double sum(double v) const {
+    sums(std::span<double>(&v, 1));
+    return v;
+  }
+  /// Collective: each of `v` summed over the ranks in rank order, in place (one reduction for all).
+  virtual void sums(std::span<double> v) const = 0;
   /// Collective: every rank's `mine` concatenated in rank order, on rank 0 (empty elsewhere).
   [[nodiscard]] virtual std::vector<double> gather(std::span<const double> mine) const = 0;
 };

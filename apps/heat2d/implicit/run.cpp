@@ -31,6 +31,14 @@ std::vector<double> interior(const Grid& g, const std::vector<double>& f) {
 
 }  // namespace
 
+reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks) {
+  if (resolved != reduce::Backend::cuda || (ranks <= 1 && solver != SolverKind::pipecg)) return resolved;
+  if (requested == "cuda")
+    throw InputError(ranks > 1 ? "--backend cuda: heat2d --deck on several ranks runs on the CPU backend"
+                               : "--backend cuda: --solver pipecg runs on the CPU backend");
+  return reduce::Backend::cpu;
+}
+
 RunReport run_deck(const Deck& d, const RunOptions& o) {
   RunReport rep;
   HostTimer t;

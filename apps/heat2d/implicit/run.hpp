@@ -46,6 +46,11 @@ struct RunReport {
   [[nodiscard]] const Summary& final_summary() const { return summaries.back().second; }
 };
 
+/// The backend a run of `solver` on `ranks` ranks uses, given the one resolved from the request
+/// (`requested`: the --backend text): the CUDA engine runs on one rank and has no pipelined CG, so
+/// those runs take the CPU engine, or are refused (InputError) where --backend cuda was asked for.
+reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks);
+
 RunReport run_deck(const Deck& d, const RunOptions& o);
 
 }  // namespace tally::heat2d::implicit

@@ -14,6 +14,7 @@
 //   ppcg_sd    r, sd in; sd out                                                    24
 //   ppcg_end   r in                                                                 8
 //   jacobi     u, u0, kx, ky in; u out                                             40  (+ 32 every 50th: r.r)
+//   pipecg     (the CPU engine's passes: r.z and w.z; n = A w; t, s, p, u, r, w)  152  (M: z, m, q too: 216)
 // A preconditioner adds its coefficients where M^-1 r is formed (jac_diag: mi, 8; jac_block: kx a
 // quarter, ky, cp and bfp three quarters, 22) and z out (8) where z is stored (cg_ur, ppcg_end).
 
@@ -42,6 +43,7 @@ constexpr double bytes_per_cell(SolverKind solver, Preconditioner p, std::int64_
     case SolverKind::chebyshev: return 56.0 + precondition_bytes(p, true);
     case SolverKind::ppcg: return 48.0 + (56.0 + m) + static_cast<double>(inner) * (56.0 + 24.0 + m) + (8.0 + m + z);
     case SolverKind::jacobi: return 40.0 + 32.0 / 50.0;
+    case SolverKind::pipecg: return p == Preconditioner::none ? 152.0 : 216.0 + m;  // the CPU engine's passes
   }
   return 0.0;
 }

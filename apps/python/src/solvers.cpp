@@ -248,8 +248,9 @@ nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& se
   o.cheby_steps = cheby_steps;
   o.eps = eps;
   o.max_iters = max_iters;
-  if (!o.solver.empty() && o.solver != "cg" && o.solver != "cheby" && o.solver != "ppcg" && o.solver != "jacobi")
-    throw InputError("--solver: '" + o.solver + "' is not one of cg, cheby, ppcg, jacobi");
+  if (!o.solver.empty() && o.solver != "cg" && o.solver != "cheby" && o.solver != "ppcg" && o.solver != "jacobi" &&
+      o.solver != "pipecg")
+    throw InputError("--solver: '" + o.solver + "' is not one of cg, cheby, ppcg, jacobi, pipecg");
   if (eps < 0.0 || !std::isfinite(eps))
     throw InputError("--eps: must be a number > 0 (got " + std::to_string(eps) + ")");
   if (max_iters < 0) throw InputError("--max-iters: must be positive (got " + std::to_string(max_iters) + ")");
@@ -260,7 +261,7 @@ nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& se
   RunOptions ro;
   ro.solve = make_solve_options(d, o);
   bool fell_back = false;
-  ro.backend = backend_of(backend, fell_back);
+  ro.backend = engine_backend(backend_of(backend, fell_back), backend, ro.solve.solver, 1);
   ro.device = device;
   const heat2d::Decomposition one_rank = decompose(d);
   ro.decomposition = &one_rank;

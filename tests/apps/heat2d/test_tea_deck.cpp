@@ -135,6 +135,7 @@ TEST_CASE("tea deck: --set lines override the deck", "[tea][deck]") {
       {"x_cells 64", "use_ppcg", "state 2 density=3 energy=4 geometry=rectangle xmin=1 xmax=2 ymin=1 ymax=2"});
   CHECK(d.x_cells == 64);
   CHECK(d.solver == SolverKind::ppcg);
+  CHECK(parse_deck("state 1 density=1 energy=1\n", "t.in", {"use_pipecg"}).solver == SolverKind::pipecg);
   REQUIRE(d.states.size() == 2);
   CHECK(d.states[1].density == 3.0);
   CHECK_THROWS_WITH(parse_deck("state 1 density=1 energy=1\n", "t.in", {"bogus 1"}),

@@ -79,6 +79,11 @@ TEST_CASE("tea ranks: CG and Jacobi on 1, 2, 3 ranks, the same bits", "[tea][ran
   check_ranks("tea_64_1.in", "--solver cg");
 }
 
+TEST_CASE("tea ranks: pipelined CG on 1, 2, 3 ranks, the same bits", "[tea][ranks][pipecg]") {
+  check_ranks("tea_bm_1.in", "--solver pipecg --set 'preconditioner_type jac_block'");
+  check_ranks("tea_64_1.in", "--solver pipecg --preconditioner jac_diag");
+}
+
 TEST_CASE("tea ranks: Chebyshev and PPCG on 1, 2, 3 ranks, the same bits", "[tea][ranks]") {
   check_ranks("tea_bm_1.in", "--solver cheby --eps 1e-24 --set 'presteps 5'");
   check_ranks("tea_bm_1.in", "--solver ppcg --eps 1e-24 --set 'presteps 5' --preconditioner jac_diag");

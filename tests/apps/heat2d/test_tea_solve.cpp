@@ -1,6 +1,6 @@
 // heat2d's implicit mode on the CPU: TeaLeaf's published temperatures (data/tealeaf/expected.csv) to
-// 1e-9 relative with CG, Chebyshev and PPCG; the initial field summary against its analytic value; the
-// same bits for any thread count.
+// 1e-9 relative with CG, Chebyshev, PPCG and pipelined CG; the initial field summary against its
+// analytic value; the same bits for any thread count; which engine a run gets.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 namespace {
 
 using namespace tally::heat2d::implicit;
+using tally::test::contains;
 
 /// The published temperature of (x_cells, y_cells, steps) from expected.csv (source `source`).
 double expected_temperature(std::int64_t nx, std::int64_t ny, std::int64_t steps, const std::string& source) {
@@ -95,6 +96,7 @@ TEST_CASE("tea solve: tea_bm_1 reaches the published temperature", "[tea][solve]
   check_published("tea_bm_1.in", {"use_chebyshev", "eps 1e-24", "presteps 5"}, 10, 10, "ref");
   check_published("tea_bm_1.in", {"use_ppcg", "eps 1e-24", "presteps 5"}, 10, 10, "ref");
   check_published("tea_bm_1.in", {"use_jacobi"}, 10, 10, "ref");
+  check_published("tea_bm_1.in", {"use_pipecg"}, 10, 10, "ref");
 }
 
 TEST_CASE("tea solve: the 64 x 64 one-step problem reaches the published temperature", "[tea][solve]") {
@@ -104,6 +106,7 @@ TEST_CASE("tea solve: the 64 x 64 one-step problem reaches the published tempera
     check_published("tea_64_1.in", {"use_cg", prec}, 64, 1, "port");
     check_published("tea_64_1.in", {"use_chebyshev", "eps 1e-24", prec}, 64, 1, "port");
     check_published("tea_64_1.in", {"use_ppcg", "eps 1e-24", prec}, 64, 1, "port");
+    check_published("tea_64_1.in", {"use_pipecg", prec}, 64, 1, "port");
   }
   check_published("tea_64_1.in", {"use_jacobi"}, 64, 1, "port");
 }
@@ -123,6 +126,37 @@ TEST_CASE("tea solve: Chebyshev and PPCG switch from CG as TeaLeaf does", "[tea]
   const SolveStats& q = pp.solves.at(0);
   CHECK(q.cg_iterations == 31);
   CHECK(q.inner_iterations == 7 * (q.iterations - q.cg_iterations));
+}
+
+// Pipelined CG has CG's iterates in exact arithmetic and tests the same r.z against eps, so it stops
+// where CG does, give or take the step on which rounding moves the crossing of eps; its residuals are
+// recurrences, which the recomputed w = A z keeps from drifting: its true residual stays at CG's
+// (the published-temperature checks above bound it). Ghysels and Vanroose's form, without the
+// recomputation, stalls on these decks near 1e-14 and runs to max_iters: this test fails for it.
+TEST_CASE("tea solve: pipelined CG stops where CG does", "[tea][solve][pipecg]") {
+  for (const char* p : {"none", "jac_diag", "jac_block"}) {
+    INFO(p);
+    const std::string prec = std::string("preconditioner_type ") + p;
+    const RunReport cg = run("tea_64_1.in", {"use_cg", prec});
+    const RunReport pipe = run("tea_64_1.in", {"use_pipecg", prec});
+    REQUIRE(pipe.status == SolveStatus::converged);
+    const SolveStats &a = cg.solves.at(0), &b = pipe.solves.at(0);
+    CHECK(std::llabs(a.iterations - b.iterations) <= 1);
+    CHECK(b.cg_iterations == b.iterations);
+    CHECK(b.history_iteration.size() == static_cast<std::size_t>(b.iterations));  // every step tested, as CG's
+    CHECK(b.residual <= 4.0 * a.residual);
+  }
+}
+
+TEST_CASE("tea run: the CUDA engine runs one rank and no pipelined CG; --backend cuda asks for it", "[tea][backend]") {
+  using tally::reduce::Backend;
+  CHECK(engine_backend(Backend::cuda, "auto", SolverKind::cg, 1) == Backend::cuda);
+  CHECK(engine_backend(Backend::cuda, "auto", SolverKind::pipecg, 1) == Backend::cpu);
+  CHECK(engine_backend(Backend::cuda, "auto", SolverKind::cg, 2) == Backend::cpu);
+  CHECK(engine_backend(Backend::cpu, "cpu", SolverKind::pipecg, 3) == Backend::cpu);
+  CHECK_THROWS_AS(engine_backend(Backend::cuda, "cuda", SolverKind::pipecg, 1), tally::InputError);
+  CHECK_THROWS_WITH(engine_backend(Backend::cuda, "cuda", SolverKind::pipecg, 1), contains("--solver pipecg"));
+  CHECK_THROWS_WITH(engine_backend(Backend::cuda, "cuda", SolverKind::cg, 2), contains("several ranks"));
 }
 
 TEST_CASE("tea solve: the initial summary is the analytic one, summed exactly", "[tea][summary]") {
@@ -156,7 +190,8 @@ TEST_CASE("tea solve: the same bits for any thread count", "[tea][solve][threads
        std::vector<std::vector<std::string>>{{"use_cg", "preconditioner_type jac_block"},
                                              {"use_chebyshev", "eps 1e-24"},
                                              {"use_ppcg", "eps 1e-24", "preconditioner_type jac_diag"},
-                                             {"use_jacobi"}}) {
+                                             {"use_jacobi"},
+                                             {"use_pipecg", "preconditioner_type jac_block"}}) {
     INFO(set[0]);
     omp_set_num_threads(1);
     const RunReport a = run("tea_64_1.in", set);
