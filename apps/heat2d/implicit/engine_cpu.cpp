@@ -204,13 +204,7 @@ class CpuEngine final : public Engine {
   double dot(const Field& a, const Field& b) {
     const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
     if (!exact_) {
-      double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
-      for (std::int64_t j = 1; j <= rows; ++j)
-        for (std::int64_t i = 1; i <= nx; ++i) {
-          const auto c = static_cast<std::size_t>(j * s + i);
-          sum += a[c] * b[c];
-        }
+      const double sum = plain_dot(a, b);
       return link_ ? link_->sum(sum) : sum;
     }
     if (link_)
@@ -245,6 +239,18 @@ class CpuEngine final : public Engine {
         reduce::Levels::all(), std::span<double>(&r, 1), ws_);
     return r;
   }
+  /// a.b over this rank's cells, an ordinary OpenMP sum (reproducible off).
+  double plain_dot(const Field& a, const Field& b) {
+    double sum = 0.0;
+    const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (std::int64_t j = 1; j <= rows; ++j)
+      for (std::int64_t i = 1; i <= nx; ++i) {
+        const auto c = static_cast<std::size_t>(j * s + i);
+        sum += a[c] * b[c];
+      }
+    return sum;
+  }
   /// The N dots a_k.b_k over every rank's cells with one reduction across ranks for all of them
   /// (pipelined CG's); the same values as N dot() calls.
   using DotPair = std::pair<const Field*, const Field*>;
@@ -259,19 +265,8 @@ class CpuEngine final : public Engine {
       return exact_over_ranks<reduce::exact::DoubleProducts, N>([&](auto& f, auto& sink, std::size_t c) {
         for (std::size_t k = 0; k < N; ++k) f[k].add_product((*v[k].first)[c], (*v[k].second)[c], sink[k]);
       });
-    const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
-    for (std::size_t k = 0; k < N; ++k) {  // each an OpenMP sum as dot()'s, then one reduction across ranks
-      const Field &a = *v[k].first, &b = *v[k].second;
-      double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
-      for (std::int64_t j = 1; j <= rows; ++j)
-        for (std::int64_t i = 1; i <= nx; ++i) {
-          const auto c = static_cast<std::size_t>(j * s + i);
-          sum += a[c] * b[c];
-        }
-      r[k] = sum;
-    }
-    link_->sums(r);
+    for (std::size_t k = 0; k < N; ++k) r[k] = plain_dot(*v[k].first, *v[k].second);
+    link_->sums(r);  // one reduction across ranks for the N
     return r;
   }
   /// max |a| over this rank's cells; NaN when any is NaN.

@@ -64,9 +64,8 @@ int run(const Options& o, const cli::CommonOptions& common, const ranks::Comm& c
   try {
     deck = make_deck(o);
     ro.solve = make_solve_options(deck, o);
-    ro.backend = reduce::resolve_backend(common.backend, &fell_back);
-    const reduce::Backend engine = engine_backend(ro.backend, common.backend, ro.solve.solver, comm.size());
-    if (engine != ro.backend) ro.backend = engine, fell_back = false;
+    ro.backend = engine_backend(reduce::resolve_backend(common.backend, &fell_back), common.backend, ro.solve.solver,
+                                comm.size(), &fell_back);
     dec = decompose(deck, comm.size(), comm.rank());
     if (root) probe_out(common.out);
   } catch (...) {

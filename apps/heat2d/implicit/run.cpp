@@ -31,8 +31,11 @@ std::vector<double> interior(const Grid& g, const std::vector<double>& f) {
 
 }  // namespace
 
-reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks) {
-  if (resolved != reduce::Backend::cuda || (ranks <= 1 && solver != SolverKind::pipecg)) return resolved;
+reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks,
+                               bool* fell_back) {
+  if (ranks <= 1 && solver != SolverKind::pipecg) return resolved;
+  if (fell_back) *fell_back = false;
+  if (resolved != reduce::Backend::cuda) return resolved;
   if (requested == "cuda")
     throw InputError(ranks > 1 ? "--backend cuda: heat2d --deck on several ranks runs on the CPU backend"
                                : "--backend cuda: --solver pipecg runs on the CPU backend");

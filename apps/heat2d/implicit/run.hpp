@@ -49,7 +49,9 @@ struct RunReport {
 /// The backend a run of `solver` on `ranks` ranks uses, given the one resolved from the request
 /// (`requested`: the --backend text): the CUDA engine runs on one rank and has no pipelined CG, so
 /// those runs take the CPU engine, or are refused (InputError) where --backend cuda was asked for.
-reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks);
+/// `fell_back` (resolve_backend's: no usable GPU) is cleared for them: they would not use one anyway.
+reduce::Backend engine_backend(reduce::Backend resolved, const std::string& requested, SolverKind solver, int ranks,
+                               bool* fell_back = nullptr);
 
 RunReport run_deck(const Deck& d, const RunOptions& o);
 

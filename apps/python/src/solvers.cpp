@@ -261,7 +261,7 @@ nb::dict heat2d_deck(const std::string& deck, const std::vector<std::string>& se
   RunOptions ro;
   ro.solve = make_solve_options(d, o);
   bool fell_back = false;
-  ro.backend = engine_backend(backend_of(backend, fell_back), backend, ro.solve.solver, 1);
+  ro.backend = engine_backend(backend_of(backend, fell_back), backend, ro.solve.solver, 1, &fell_back);
   ro.device = device;
   const heat2d::Decomposition one_rank = decompose(d);
   ro.decomposition = &one_rank;

@@ -154,6 +154,12 @@ TEST_CASE("tea run: the CUDA engine runs one rank and no pipelined CG; --backend
   CHECK(engine_backend(Backend::cuda, "auto", SolverKind::pipecg, 1) == Backend::cpu);
   CHECK(engine_backend(Backend::cuda, "auto", SolverKind::cg, 2) == Backend::cpu);
   CHECK(engine_backend(Backend::cpu, "cpu", SolverKind::pipecg, 3) == Backend::cpu);
+  bool fell_back = true;  // no usable GPU: nothing to say for a run that takes the CPU anyway
+  CHECK(engine_backend(Backend::cpu, "auto", SolverKind::cg, 2, &fell_back) == Backend::cpu);
+  CHECK(!fell_back);
+  fell_back = true;
+  CHECK(engine_backend(Backend::cpu, "auto", SolverKind::cg, 1, &fell_back) == Backend::cpu);
+  CHECK(fell_back);
   CHECK_THROWS_AS(engine_backend(Backend::cuda, "cuda", SolverKind::pipecg, 1), tally::InputError);
   CHECK_THROWS_WITH(engine_backend(Backend::cuda, "cuda", SolverKind::pipecg, 1), contains("--solver pipecg"));
   CHECK_THROWS_WITH(engine_backend(Backend::cuda, "cuda", SolverKind::cg, 2), contains("several ranks"));
