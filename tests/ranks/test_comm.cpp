@@ -96,6 +96,27 @@ TEST_CASE("broadcast, gather with uneven counts, allgather, stats") {
   if (c.size() <= 3) CHECK(s.median == med[c.size() - 1]);
 }
 
+TEST_CASE("start_sum: the integer sum over ranks, completed by wait() while this rank works meanwhile") {
+  const Comm& c = world();
+  // Rank r holds (r + 1) 2^40 + k, -r and 2^61 - r: sums beyond 32 bits, negative words, the full width.
+  std::vector<std::int64_t> v = {(std::int64_t{c.rank()} + 1) * (std::int64_t{1} << 40) + 7, -c.rank(),
+                                 (std::int64_t{1} << 61) - c.rank()};
+  const std::int64_t n = c.size(), tri = n * (n - 1) / 2;
+  {
+    Comm::PendingSum p = c.start_sum(v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * c.rank()));  // ranks arrive apart
+    p.wait();
+    p.wait();  // a second wait does nothing
+  }
+  CHECK(v[0] == (tri + n) * (std::int64_t{1} << 40) + 7 * n);
+  CHECK(v[1] == -tri);
+  CHECK(v[2] == n * (std::int64_t{1} << 61) - tri);  // n <= 3: within int64
+  std::vector<std::int64_t> w = {1, 2};
+  { const Comm::PendingSum p = c.start_sum(w); }  // the destructor waits
+  CHECK(w == std::vector<std::int64_t>{n, 2 * n});
+  CHECK_NOTHROW(c.start_sum({}).wait());
+}
+
 TEST_CASE("require_same: equal texts pass; a difference on one rank throws on every rank") {
   const Comm& c = world();
   CHECK_NOTHROW(c.require_same("--n 100 --steps 5", "the options"));

@@ -3,9 +3,10 @@
 // count, or ordinary OpenMP sums with reproducible off.
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "cell_ops.hpp"
 #include "engine.hpp"
@@ -13,12 +14,7 @@
 #include "tally/common/interrupt.hpp"
 #include "tally/common/timing.hpp"
 #include "tally/reduce/dot.hpp"
-// GCC cannot see that Accumulator::round_window fills the limbs it reads (-Wmaybe-uninitialized
-// where exact_over_ranks inlines it).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include "tally/reduce/exact.hpp"
-#pragma GCC diagnostic pop
+#include "exact_cells.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::heat2d::implicit {
@@ -150,50 +146,13 @@ class CpuEngine final : public Engine {
 
   /// The N exact sums over every rank's cells of what term(filters, sinks, c) adds to each filter k
   /// and sink k (products a b or values), each rounded once: each thread's filters and accumulators
-  /// (tally's exact.hpp), the threads' accumulators merged, the ranks' added as integers, all N in
-  /// one RankLink::add_words.
+  /// (tally's exact.hpp), the threads' accumulators merged (exact_cell_words), the ranks' added as
+  /// integers, all N in one RankLink::add_words, then rounded (exact_cells.hpp).
   template <class T, std::size_t N, class Term>
   std::array<double, N> exact_over_ranks(Term&& term) {
-    using Acc = reduce::exact::Accumulator<T>;
-    struct Sink {
-      Acc acc;
-      std::int64_t adds = 0;
-      void touch() {
-        if (++adds == (std::int64_t{1} << 28)) acc.normalize(), adds = 0;  // far within the limbs' headroom
-      }
-      void add(double r) { touch(), acc.add(r); }
-      void special(double x) { touch(), acc.special(x); }
-      void product(double x, double y) { touch(), acc.product(x, y); }
-    };
-    std::array<Acc, N> total;
-    for (Acc& t : total) t.clear();
-    const std::int64_t s = g_.stride(), nx = g_.nx, rows = g_.rows;
-#pragma omp parallel
-    {
-      std::array<Sink, N> sink;
-      for (Sink& k : sink) k.acc.clear();
-      std::array<reduce::exact::Filter, N> f;
-      bool seen = false;
-#pragma omp for schedule(static)
-      for (std::int64_t j = 1; j <= rows; ++j)
-        for (std::int64_t i = 1; i <= nx; ++i) term(f, sink, static_cast<std::size_t>(j * s + i)), seen = true;
-      for (std::size_t k = 0; k < N; ++k) f[k].flush_into(sink[k].acc, seen), sink[k].acc.normalize();
-#pragma omp critical
-      for (std::size_t k = 0; k < N; ++k) total[k].merge(sink[k].acc);
-    }
-    std::vector<std::int64_t> words(N * Acc::words);
-    for (std::size_t k = 0; k < N; ++k) {
-      total[k].normalize();
-      std::copy(std::begin(total[k].w), std::end(total[k].w),
-                words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words));
-    }
+    std::vector<std::int64_t> words = exact_cell_words<T, N>(g_, term);
     link_->add_words(words);
-    std::array<double, N> r;
-    for (std::size_t k = 0; k < N; ++k) {
-      std::copy_n(words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words), Acc::words, std::begin(total[k].w));
-      r[k] = total[k].template round<double>();
-    }
-    return r;
+    return round_words<T, N>(words);
   }
   /// a.b over this rank's cells: exact (rounded once) or an ordinary sum. The exact one splits each
   /// product a b = p + e exactly (p = a b, e = fma(a, b, -p), exact while p is finite and |p| >=
@@ -252,22 +211,43 @@ class CpuEngine final : public Engine {
     return sum;
   }
   /// The N dots a_k.b_k over every rank's cells with one reduction across ranks for all of them
-  /// (pipelined CG's); the same values as N dot() calls.
+  /// (pipelined CG's); the same values as N dot() calls. start_dots begins them and finish_dots
+  /// reads them: across ranks the exact accumulators' words are summed in between, while the caller
+  /// computes (ordinary sums and one rank have their values at once).
   using DotPair = std::pair<const Field*, const Field*>;
   template <std::size_t N>
-  std::array<double, N> dots(const std::array<DotPair, N>& v) {
-    std::array<double, N> r{};
+  struct DotsInFlight {
+    std::array<double, N> value{};
+    std::vector<std::int64_t> words;
+    std::unique_ptr<RankLink::Pending> pending;
+  };
+  template <std::size_t N>
+  DotsInFlight<N> start_dots(const std::array<DotPair, N>& v) {
+    DotsInFlight<N> d;
     if (!link_) {
-      for (std::size_t k = 0; k < N; ++k) r[k] = dot(*v[k].first, *v[k].second);
-      return r;
-    }
-    if (exact_)
-      return exact_over_ranks<reduce::exact::DoubleProducts, N>([&](auto& f, auto& sink, std::size_t c) {
+      for (std::size_t k = 0; k < N; ++k) d.value[k] = dot(*v[k].first, *v[k].second);
+    } else if (!exact_) {
+      for (std::size_t k = 0; k < N; ++k) d.value[k] = plain_dot(*v[k].first, *v[k].second);
+      link_->sums(d.value);  // one reduction across ranks for the N
+    } else {
+      d.words = exact_cell_words<reduce::exact::DoubleProducts, N>(g_, [&](auto& f, auto& sink, std::size_t c) {
         for (std::size_t k = 0; k < N; ++k) f[k].add_product((*v[k].first)[c], (*v[k].second)[c], sink[k]);
       });
-    for (std::size_t k = 0; k < N; ++k) r[k] = plain_dot(*v[k].first, *v[k].second);
-    link_->sums(r);  // one reduction across ranks for the N
-    return r;
+      d.pending = link_->start_add_words(d.words);
+    }
+    return d;
+  }
+  template <std::size_t N>
+  std::array<double, N> finish_dots(DotsInFlight<N>& d) {
+    if (!d.pending) return d.value;
+    d.pending->wait();
+    d.pending.reset();
+    return round_words<reduce::exact::DoubleProducts, N>(d.words);
+  }
+  template <std::size_t N>
+  std::array<double, N> dots(const std::array<DotPair, N>& v) {
+    DotsInFlight<N> d = start_dots(v);
+    return finish_dots(d);
   }
   /// max |a| over this rank's cells; NaN when any is NaN.
   double max_abs(const Field& a) {
@@ -520,11 +500,12 @@ class CpuEngine final : public Engine {
         ps_[c] = ops::axpy(w_[c], beta, ps_[c]);
         if (pre) pst_[c] = ops::axpy(pwt_[c], beta, pst_[c]);
       });
-      // The step's one reduction across ranks (four dots); the two products after it do not depend
-      // on it, which is what a non-blocking reduction would overlap (the rank link's is blocking).
-      d = dots(pairs);
+      // The step's one reduction across ranks (four exact dots: their integer words summed by a
+      // non-blocking all-reduce) overlaps the two products, which do not depend on it.
+      DotsInFlight<4> inflight = start_dots(pairs);
       a_then_m(st, pu_, put_);  // u = A st
       a_then_m(rt, w_, pwt_);   // w = A rt recomputed (its recurrence above was the prediction)
+      d = finish_dots(inflight);
       ++s.iterations, ++s.cg_iterations;
       if (test(s, k, measure(r_, d[0]))) return;
     }

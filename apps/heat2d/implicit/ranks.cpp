@@ -26,6 +26,15 @@ class CommLink final : public RankLink {
     tally::reduce::allreduce<reduce::Sum, std::int64_t>(c_, std::span<const std::int64_t>(w.data(), w.size()), w,
                                                         ranks::Memory::host);
   }
+  [[nodiscard]] std::unique_ptr<Pending> start_add_words(std::span<std::int64_t> w) const override {
+    struct Sum final : Pending {
+      ranks::Comm::PendingSum p;
+      void wait() override { p.wait(); }
+    };
+    auto s = std::make_unique<Sum>();
+    s->p = c_.start_sum(w);
+    return s;
+  }
   [[nodiscard]] double max(double v) const override {
     tally::reduce::allreduce<reduce::Max, double>(c_, std::span<const double>(&v, 1), std::span<double>(&v, 1),
                                                   ranks::Memory::host);

@@ -91,4 +91,57 @@ void Comm::allreduce_with(const void* in, void* out, std::size_t count, DType ty
 #endif
 }
 
+// ---- the non-blocking integer sum -------------------------------------------------------------------
+
+struct Comm::PendingSum::Impl {
+#ifdef TALLY_HAS_MPI
+  MPI_Request request = MPI_REQUEST_NULL;
+#endif
+  bool done = false;
+  void complete() {
+    if (done) return;
+    done = true;
+#ifdef TALLY_HAS_MPI
+    TALLY_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+#endif
+  }
+};
+
+Comm::PendingSum::PendingSum() = default;
+Comm::PendingSum::PendingSum(PendingSum&&) noexcept = default;
+Comm::PendingSum& Comm::PendingSum::operator=(PendingSum&& other) noexcept {
+  if (this != &other) {
+    if (impl_) {
+      try {
+        impl_->complete();
+      } catch (...) {  // a failed wait in a move: the job cannot recover, like the destructor below
+      }
+    }
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+Comm::PendingSum::~PendingSum() {
+  if (!impl_) return;
+  try {
+    impl_->complete();
+  } catch (...) {  // destructors must not throw; the caller that cared called wait()
+  }
+}
+void Comm::PendingSum::wait() {
+  if (impl_) impl_->complete();
+}
+
+Comm::PendingSum Comm::start_sum([[maybe_unused]] std::span<std::int64_t> values) const {
+  PendingSum p;
+  if (size() == 1 || values.empty()) return p;
+#ifdef TALLY_HAS_MPI
+  const int n = rank_detail::mpi_count(values.size(), "start_sum");
+  p.impl_ = std::make_unique<PendingSum::Impl>();
+  TALLY_MPI_CHECK(
+      MPI_Iallreduce(MPI_IN_PLACE, values.data(), n, MPI_INT64_T, MPI_SUM, impl_->world, &p.impl_->request));
+#endif
+  return p;
+}
+
 }  // namespace tally::ranks

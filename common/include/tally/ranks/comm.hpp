@@ -141,6 +141,25 @@ class Comm {
   /// tally::reduce::allreduce (tally/reduce/ranks.hpp).
   void allreduce_with(const void* in, void* out, std::size_t count, DType type, const RankFold& fold, Memory where,
                       stream_t stream = nullptr) const;
+  /// A sum across ranks in flight (start_sum): wait() completes it; the destructor waits.
+  class PendingSum {
+   public:
+    PendingSum();
+    ~PendingSum();
+    PendingSum(PendingSum&&) noexcept;
+    PendingSum& operator=(PendingSum&&) noexcept;
+    void wait();
+
+   private:
+    friend class Comm;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+  };
+  /// Collective: starts the sum over every rank of each of `values` (host memory, in place), which
+  /// stays untouched until wait(): integers, so the result is the same whatever the order (MPI's
+  /// non-blocking all-reduce). What the caller computes meanwhile overlaps it (pipelined solvers).
+  [[nodiscard]] PendingSum start_sum(std::span<std::int64_t> values) const;
+
   /// Device memory the communicator keeps for a caller between collectives (the rank level's exact
   /// sum keeps its accumulators there): at least `bytes`, grown once to the largest request (growing
   /// waits for the device); the contents do not survive growth. No call of the communicator uses it.
