@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bench.hpp"
@@ -21,6 +22,7 @@
 #include "tally/common/device_info.hpp"
 #include "tally/common/device_timer.cuh"
 #include "tally/common/interrupt.hpp"
+#include "tally/reduce/dot.hpp"
 #include "tally/reduce/reduce.hpp"
 
 namespace tally::reduce::bench {
@@ -87,6 +89,10 @@ std::vector<int> sweep_logs(const Options& o) {
 std::vector<int> exact_logs(const Options& o) {
   return o.quick ? std::vector<int>{16, 20} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
 }
+/// The exact dot's sizes (each of its two arrays).
+std::vector<int> exact_dot_logs(const Options& o) {
+  return o.quick ? std::vector<int>{16, 20} : std::vector<int>{16, 20, 24, 26};
+}
 std::int64_t ladder_size(const Options& o) { return std::int64_t{1} << (o.quick ? 20 : 24); }
 std::size_t copy_ceiling_bytes(const Options& o) { return o.quick ? (std::size_t{64} << 20) : (std::size_t{1} << 30); }
 
@@ -118,8 +124,10 @@ PoolNeeds pool_needs(const Options& o) {
       for (Extents e : shapes_extents(std::int64_t{1} << lg)) need.nest(e, sizeof(float));
     }
   if (all || o.suite == "openacc") need.nest(openacc_extents(o), sizeof(double));
-  if (all || o.suite == "exact")
+  if (all || o.suite == "exact") {
     for (int lg : exact_logs(o)) need.full(std::int64_t{1} << lg, sizeof(double));
+    for (int lg : exact_dot_logs(o)) need.full(std::int64_t{2} << lg, sizeof(double));  // a and b, one after the other
+  }
   return need;
 }
 
@@ -516,9 +524,65 @@ class Bench {
     }
   }
 
+  /// The exact dot product (exact_dot) of two arrays of 2^16 .. 2^26 values next to the ordinary sum
+  /// of the same bytes (2n values: what an ordinary dot reads, at the production sum's rate), each
+  /// result checked bitwise against the CPU backend's exact dot of the same arrays.
+  template <class T>
+  void exact_dot_type() {
+    fill<T>(false);
+    for (int lg : exact_dot_logs(o_)) {
+      const std::int64_t n = std::int64_t{1} << lg;
+      const double bytes = 2.0 * double(n) * double(sizeof(T));
+      const double plain = time_full<Sum, T>(Strategy::production, 2 * n);
+      const int copies = copies_for(2 * static_cast<std::size_t>(n) * sizeof(T));
+      T* d = reinterpret_cast<T*>(out_.data());
+      const auto operands = [&](int c) {
+        const T* a = input<T>(2 * static_cast<std::size_t>(n), c);
+        return std::pair<std::span<const T>, std::span<const T>>{{a, static_cast<std::size_t>(n)},
+                                                                 {a + n, static_cast<std::size_t>(n)}};
+      };
+      const double ex = time_us(
+          [&](int c) {
+            const auto [a, b] = operands(c);
+            exact_dot<T, T>(Backend::cuda, a, b, std::span<T>(d, 1), ws_, stream_);
+          },
+          reps_for(bytes), copies, bytes);
+      Row e = make_row("exact", "exact dot", "gang+worker+vector", "exact_dot", type_name<T>(), size_name(n), n, bytes,
+                       bytes, ex);
+      e.vs_ref = plain / ex, e.ref = "ordinary sum of the same bytes (2n values) time / this time";
+      add(e);
+      // The GPU's exact dot must be the CPU backend's, bit for bit.
+      const auto [a, b] = operands(0);
+      exact_dot<T, T>(Backend::cuda, a, b, std::span<T>(d, 1), ws_, stream_);
+      std::vector<T> host(2 * static_cast<std::size_t>(n));
+      T gpu{};
+      TALLY_CUDA_TRY(cudaMemcpyAsync(host.data(), a.data(), host.size() * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+      TALLY_CUDA_TRY(cudaMemcpyAsync(&gpu, d, sizeof(T), cudaMemcpyDeviceToHost, stream_));
+      TALLY_CUDA_TRY(cudaStreamSynchronize(stream_));
+      Workspace cpu_ws(Backend::cpu);
+      const std::span<const T> ha(host.data(), static_cast<std::size_t>(n)),
+          hb(host.data() + n, static_cast<std::size_t>(n));
+      const T cpu = exact_dot_to_host<T, T>(Backend::cpu, ha, hb, cpu_ws);
+      if (std::memcmp(&cpu, &gpu, sizeof(T)) != 0) {
+        char line[200];
+        std::snprintf(line, sizeof line, "| MISMATCH exact dot %s %s: cuda %.17g, cpu %.17g |", type_name<T>(),
+                      size_name(n).c_str(), double(gpu), double(cpu));
+        mismatches_.push_back(line);
+      }
+      if (lg == exact_dot_logs(o_).back()) {
+        char line[256];
+        std::snprintf(line, sizeof line, "| exact dot %-6s %-5s | %8.2f / %8.2f us | %8.2f us (2n) | - | %5.2fx |",
+                      type_name<T>(), size_name(n).c_str(), ex, last_call_us_, plain, plain / ex);
+        exact_headline_.push_back(line);
+      }
+    }
+  }
+
   void exact() {
     exact_type<float>();
     exact_type<double>();
+    exact_dot_type<float>();
+    exact_dot_type<double>();
   }
 
   void openacc() {
