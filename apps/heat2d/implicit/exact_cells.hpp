@@ -53,7 +53,8 @@ std::vector<std::int64_t> exact_cell_words(const Grid& g, Term&& term) {
   std::vector<std::int64_t> words(N * Acc::words);
   for (std::size_t k = 0; k < N; ++k) {
     total[k].normalize();
-    std::copy(std::begin(total[k].w), std::end(total[k].w), words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words));
+    std::copy(std::begin(total[k].w), std::end(total[k].w),
+              words.begin() + static_cast<std::ptrdiff_t>(k * Acc::words));
   }
   return words;
 }
