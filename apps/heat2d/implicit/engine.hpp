@@ -26,8 +26,8 @@
 //           the four dots again in one reduction across ranks, u = A st, and w = A z recomputed
 //           (wt = M^-1 w); error = nu, as CG's. Two products a step, no dependence between the
 //           reduction and them; CG's iterates in exact arithmetic, and its iteration counts on the
-//           decks tested (the recomputed w keeps the recurrences from drifting: Ghysels and
-//           Vanroose's pipelined CG, tried first, stalls near 1e-14).
+//           decks tested (the recomputed w keeps the recurrences from drifting: in Ghysels and
+//           Vanroose's pipelined CG, without it, r.z stalls near 1e-14).
 //   Jacobi  u_new = (u0 + kx, ky terms of u_old) / diag; error = sum |u_new - u_old|, plus r.r of the
 //           true residual every 50th iteration (k = 0 mod 50); stop when |error| < eps
 // `eps_norm max` tests max |r| (Jacobi: max |u_new - u_old|, heat2d's rule) against eps instead.
