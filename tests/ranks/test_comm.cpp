@@ -103,7 +103,7 @@ TEST_CASE("start_sum: the integer sum over ranks, completed by wait() while this
                                  (std::int64_t{1} << 61) - c.rank()};
   const std::int64_t n = c.size(), tri = n * (n - 1) / 2;
   {
-    Comm::PendingSum p = c.start_sum(v);
+    Comm::Exchange p = c.start_sum(v);
     std::this_thread::sleep_for(std::chrono::milliseconds(5 * c.rank()));  // ranks arrive apart
     p.wait();
     p.wait();  // a second wait does nothing
@@ -112,7 +112,7 @@ TEST_CASE("start_sum: the integer sum over ranks, completed by wait() while this
   CHECK(v[1] == -tri);
   CHECK(v[2] == n * (std::int64_t{1} << 61) - tri);  // n <= 3: within int64
   std::vector<std::int64_t> w = {1, 2};
-  { const Comm::PendingSum p = c.start_sum(w); }  // the destructor waits
+  { const Comm::Exchange p = c.start_sum(w); }  // the destructor waits
   CHECK(w == std::vector<std::int64_t>{n, 2 * n});
   CHECK_NOTHROW(c.start_sum({}).wait());
 }

@@ -22,13 +22,9 @@ class CommLink final : public RankLink {
     ranks::Comm::Exchange x = c_.start_exchange<double>(row(1), row(0), row(rows), row(rows + 1), ranks::Memory::host);
     x.wait();
   }
-  void add_words(std::span<std::int64_t> w) const override {
-    tally::reduce::allreduce<reduce::Sum, std::int64_t>(c_, std::span<const std::int64_t>(w.data(), w.size()), w,
-                                                        ranks::Memory::host);
-  }
   [[nodiscard]] std::unique_ptr<Pending> start_add_words(std::span<std::int64_t> w) const override {
     struct Sum final : Pending {
-      ranks::Comm::PendingSum p;
+      ranks::Comm::Exchange p;
       void wait() override { p.wait(); }
     };
     auto s = std::make_unique<Sum>();

@@ -25,8 +25,6 @@ class RankLink {
   /// layout) to the ranks before and after this one; theirs into rows 0 and rows + 1 (the rows
   /// toward the domain's edge stay as they are).
   virtual void exchange_rows(std::span<double> field, std::int64_t stride, std::int64_t rows) const = 0;
-  /// Collective: every rank's `words` added word by word (the exact accumulators' integers).
-  virtual void add_words(std::span<std::int64_t> words) const = 0;
   /// A start_add_words in flight: wait() completes it (the destructor waits too).
   class Pending {
    public:
@@ -36,6 +34,8 @@ class RankLink {
   /// Collective: add_words started, not waited for: `words` stay untouched until wait(), and what
   /// the caller computes meanwhile overlaps the reduction (pipelined CG).
   [[nodiscard]] virtual std::unique_ptr<Pending> start_add_words(std::span<std::int64_t> words) const = 0;
+  /// Collective: every rank's `words` added word by word (the exact accumulators' integers).
+  void add_words(std::span<std::int64_t> words) const { start_add_words(words)->wait(); }
   /// Collective: the largest of every rank's value (NaN when any is NaN).
   [[nodiscard]] virtual double max(double v) const = 0;
   /// Collective: the sum of every rank's value, in rank order (reproducible off's ordinary sums).

@@ -1,5 +1,5 @@
-// Comm::Exchange: one halo exchange with rank - 1 and rank + 1. Host memory: MPI_Irecv/MPI_Isend,
-// completed by wait(). Device memory: NCCL send/recv on the stream, or staged through host buffers
+// Comm::Exchange: one halo exchange with rank - 1 and rank + 1 (or start_sum's all-reduce). Host memory:
+// MPI_Irecv/MPI_Isend, completed by wait(). Device memory: NCCL send/recv on the stream, or staged through host buffers
 // (ranks sharing a GPU, or no NCCL): D2H + synchronise at start, MPI in between, H2D at wait().
 
 #include <cstring>
@@ -56,6 +56,18 @@ Comm::Exchange::~Exchange() {
 }
 void Comm::Exchange::wait() {
   if (impl_) impl_->complete();
+}
+
+Comm::Exchange Comm::start_sum([[maybe_unused]] std::span<std::int64_t> values) const {
+  Exchange ex;
+  if (size() == 1 || values.empty()) return ex;
+#ifdef TALLY_HAS_MPI
+  const int n = rank_detail::mpi_count(values.size(), "start_sum");
+  ex.impl_ = std::make_unique<Exchange::Impl>();
+  MPI_Request& r = ex.impl_->requests.emplace_back(MPI_REQUEST_NULL);
+  TALLY_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), n, MPI_INT64_T, MPI_SUM, impl_->world, &r));
+#endif
+  return ex;
 }
 
 template <class T>

@@ -141,24 +141,6 @@ class Comm {
   /// tally::reduce::allreduce (tally/reduce/ranks.hpp).
   void allreduce_with(const void* in, void* out, std::size_t count, DType type, const RankFold& fold, Memory where,
                       stream_t stream = nullptr) const;
-  /// A sum across ranks in flight (start_sum): wait() completes it; the destructor waits.
-  class PendingSum {
-   public:
-    PendingSum();
-    ~PendingSum();
-    PendingSum(PendingSum&&) noexcept;
-    PendingSum& operator=(PendingSum&&) noexcept;
-    void wait();
-
-   private:
-    friend class Comm;
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-  };
-  /// Collective: starts the sum over every rank of each of `values` (host memory, in place), which
-  /// stays untouched until wait(): integers, so the result is the same whatever the order (MPI's
-  /// non-blocking all-reduce). What the caller computes meanwhile overlaps it (pipelined solvers).
-  [[nodiscard]] PendingSum start_sum(std::span<std::int64_t> values) const;
 
   /// Device memory the communicator keeps for a caller between collectives (the rank level's exact
   /// sum keeps its accumulators there): at least `bytes`, grown once to the largest request (growing
@@ -198,7 +180,8 @@ class Comm {
   /// toward a missing neighbour are ignored). Collective between neighbours. Host: non-blocking MPI,
   /// completed by wait(). Device: NCCL send/recv enqueued on `stream` (wait() does nothing on the
   /// host), or, with shared GPUs, staged through the host (wait() completes it and enqueues the
-  /// copies back on `stream`). The destructor waits.
+  /// copies back on `stream`). The destructor waits. (An Exchange is any non-blocking operation in
+  /// flight: start_sum's too.)
   class Exchange {
    public:
     Exchange();
@@ -212,6 +195,10 @@ class Comm {
     struct Impl;
     std::unique_ptr<Impl> impl_;
   };
+  /// Collective: starts the sum over every rank of each of `values` (host memory, in place), which
+  /// stays untouched until wait(): integers, so the result is the same whatever the order (MPI's
+  /// non-blocking all-reduce). What the caller computes meanwhile overlaps it (pipelined solvers).
+  [[nodiscard]] Exchange start_sum(std::span<std::int64_t> values) const;
   template <class T>
   [[nodiscard]] Exchange start_exchange(std::span<const T> to_prev, std::span<T> from_prev, std::span<const T> to_next,
                                         std::span<T> from_next, Memory where, stream_t stream = nullptr) const;

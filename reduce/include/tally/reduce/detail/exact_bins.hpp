@@ -80,10 +80,10 @@ TALLY_HD bool counts_near_limit(const std::int64_t (&s)[L]) {
   return any >= 2 * lim;
 }
 
-/// Moves every level's S_j u_j (u_j = 2^Bins::level_exp(p, j)) into the filter in exact pieces of
+/// Moves every level's S_j u_j (u_j = 2^B::level_exp(p, j), B the bins type) into the filter in exact pieces of
 /// below 2^32 units, leaving the counts zero. The counts are copied out first (static indices): the
 /// rolled loop's dynamic index then touches the copy, and the counts stay in registers.
-template <class Bins, int L, class Sink>
+template <class B, int L, class Sink>
 TALLY_HD void flush_counts(std::int64_t (&s)[L], int p, Filter& f, Sink& sink) {
   std::int64_t c[L];
 #if defined(__CUDA_ARCH__)
@@ -95,7 +95,7 @@ TALLY_HD void flush_counts(std::int64_t (&s)[L], int p, Filter& f, Sink& sink) {
 #endif
   for (int j = 0; j < 2 * L; ++j) {
     const std::int64_t v = j & 1 ? c[j >> 1] >> 32 : c[j >> 1] & 0xffffffff;
-    if (v != 0) f.add(static_cast<double>(v) * pow2(Bins::level_exp(p, j >> 1) + (j & 1) * 32), sink);
+    if (v != 0) f.add(static_cast<double>(v) * pow2(B::level_exp(p, j >> 1) + (j & 1) * 32), sink);
   }
 }
 
